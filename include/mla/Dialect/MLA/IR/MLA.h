@@ -1,0 +1,23 @@
+//===- MLA.h - mla dialect --------------------------------------*- C++ -*-===//
+#ifndef MLA_DIALECT_MLA_IR_MLA_H
+#define MLA_DIALECT_MLA_IR_MLA_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "mla/Dialect/MLA/IR/MLAOpsDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "mla/Dialect/MLA/IR/MLAAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "mla/Dialect/MLA/IR/MLAOps.h.inc"
+
+#endif // MLA_DIALECT_MLA_IR_MLA_H

@@ -1,0 +1,35 @@
+//===- MLAAttrs.td - mla attributes ------------------------*- tablegen -*-===//
+#ifndef MLA_ATTRS_TD
+#define MLA_ATTRS_TD
+
+include "mla/Dialect/MLA/IR/MLADialect.td"
+
+def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
+  let mnemonic = "config";
+  let summary = "Tiling and distribution choices for one attention op";
+  let description = [{
+    The typed configuration that `mla-select-config` attaches to a semantic
+    op and that every later pass reads. Parameters:
+
+    * `tile_kv`: keys per KV tile (rows staged per step of the online
+      softmax). A power of two, 8..256.
+    * `kv_splits`: how many workgroups share one request's keys (split-KV);
+      their partial results are combined with `mla.merge`. 1..64.
+    * `head_group`: query heads one workgroup processes together (the M
+      dimension of both GEMMs with the query positions). Must divide the
+      op's head count.
+    * `warps`: waves/warps per workgroup on GPU targets (1..16); the host
+      runs one workgroup per thread and ignores it.
+    * `stages`: KV-tile pipeline depth on GPU targets (1..4).
+
+    Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
+    warps = 4, stages = 2>`.
+  }];
+  let parameters = (ins "int64_t":$tile_kv, "int64_t":$kv_splits,
+                        "int64_t":$head_group, "int64_t":$warps,
+                        "int64_t":$stages);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // MLA_ATTRS_TD

@@ -1,0 +1,35 @@
+//===- MLADialect.td - The mla dialect ---------------------*- tablegen -*-===//
+#ifndef MLA_DIALECT_TD
+#define MLA_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def MLA_Dialect : Dialect {
+  let name = "mla";
+  let cppNamespace = "::mla";
+  let summary = "Multi-head Latent Attention: semantic, gridwise and blockwise ops";
+  let description = [{
+    The `mla` dialect describes DeepSeek-style Multi-head Latent Attention at
+    three levels, each produced from the one above by a pass:
+
+    * **Semantic ops** (`mla.decode`, `mla.merge`): what users write. Head
+      dims are static, batch and lengths are dynamic, operands are memrefs.
+    * **Gridwise ops** (`mla.grid`): a grid of independent workgroups, each
+      running its region; produced by `mla-tile`.
+    * **Blockwise ops** (`mla.load_kv_tile`, `mla.matmul`): what one
+      workgroup does with tiles held in fast memory (LDS / shared memory on
+      GPUs, the stack on the host). Target lowerings replace them.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+class MLA_Op<string mnemonic, list<Trait> traits = []>
+    : Op<MLA_Dialect, mnemonic, traits>;
+
+#endif // MLA_DIALECT_TD

@@ -1,0 +1,183 @@
+//===- MLAOps.td - mla operations --------------------------*- tablegen -*-===//
+#ifndef MLA_OPS_TD
+#define MLA_OPS_TD
+
+include "mla/Dialect/MLA/IR/MLADialect.td"
+include "mla/Dialect/MLA/IR/MLAAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Semantic ops
+//===----------------------------------------------------------------------===//
+
+def MLA_DecodeOp : MLA_Op<"decode"> {
+  let summary = "MLA decode attention (absorbed form) over a paged KV cache";
+  let description = [{
+    Decode attention in DeepSeek's absorbed (MQA) form. Every cached token is
+    one row of `D = latent + rope` elements; the value of a token is the
+    first `latent` elements of the same row.
+
+    Operands (B = batch, Sq = query tokens per request, H = heads,
+    P = page size, Dv = latent dim, D = Dv + rope dim):
+
+    | operand | type |
+    |---|---|
+    | `q` | `memref<B x Sq x H x D x T>` |
+    | `kv` | `memref<pages x P x D x T>` (the page pool) |
+    | `block_table` | `memref<B x max_pages x i32>` |
+    | `seq_lens` | `memref<B x i32>` |
+    | `scale` | `f32` (run-time softmax scale, no default) |
+    | `o` | `memref<B x Sq x H x Dv x To>` (To = T or f32) |
+    | `lse` | `memref<B x Sq x H x f32>` (natural log) |
+
+    T is bf16, f16 or f32. Token `t` of request `b` is row
+    `kv[block_table[b][t / P]][t % P]`. Query token `i` of request `b` sees
+    keys `[0, seq_lens[b] - Sq + i]` (MTP: causal within the drafts).
+    `o = softmax(scale · q·Kᵀ)·V` and `lse = log Σ exp(scale · q·Kᵀ)`;
+    a row that sees no key gets `o = 0` and `lse = -inf`.
+
+    Head dims, Sq, H and P are static; B, pages and max_pages may be
+    dynamic. Latent and rope dims must be multiples of 16 (rope may be 0).
+    The optional `config` is set by `mla-select-config`.
+
+    Example:
+    ```mlir
+    mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse
+        : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>,
+          memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[BF16, F16, F32], [4]>, "queries", [MemRead]>:$q,
+    Arg<MemRefRankOf<[BF16, F16, F32], [3]>, "KV page pool", [MemRead]>:$kv,
+    Arg<MemRefRankOf<[I32], [2]>, "block table", [MemRead]>:$block_table,
+    Arg<MemRefRankOf<[I32], [1]>, "sequence lengths", [MemRead]>:$seq_lens,
+    F32:$scale,
+    Arg<MemRefRankOf<[BF16, F16, F32], [4]>, "output", [MemWrite]>:$o,
+    Arg<MemRefRankOf<[F32], [3]>, "log-sum-exp", [MemWrite]>:$lse,
+    OptionalAttr<MLA_ConfigAttr>:$config);
+  let assemblyFormat = [{
+    $q `,` $kv `,` $block_table `,` $seq_lens `,` $scale `,` $o `,` $lse
+    attr-dict `:` type($q) `,` type($kv) `,` type($block_table) `,`
+    type($seq_lens) `,` type($scale) `,` type($o) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getQLen() { return getQ().getType().getDimSize(1); }
+    int64_t getNumHeads() { return getQ().getType().getDimSize(2); }
+    int64_t getHeadDim() { return getQ().getType().getDimSize(3); }
+    int64_t getLatentDim() { return getO().getType().getDimSize(3); }
+    int64_t getRopeDim() { return getHeadDim() - getLatentDim(); }
+    /// Static page size, or ShapedType::kDynamic.
+    int64_t getPageSize() { return getKv().getType().getDimSize(1); }
+  }];
+}
+
+def MLA_MergeOp : MLA_Op<"merge"> {
+  let summary = "Merge partial attention results by their log-sum-exp";
+  let description = [{
+    Combines N partial results of attention over disjoint key sets (split-KV
+    partials, or chunked-prefill chunks):
+
+    `lse = log Σₙ exp(lse_parts[..., n])`,
+    `o[..., :] = Σₙ exp(lse_parts[..., n] - lse) · o_parts[..., n, :]`.
+
+    `o_parts` is `memref<R... x N x Dv x f32>`, `lse_parts` is
+    `memref<R... x N x f32>`, `o` is `memref<R... x Dv x T>` and `lse`
+    `memref<R... x f32>`, with 1 to 3 leading dims `R...`. A part whose LSE is
+    `-inf` (an empty split or chunk) contributes nothing; when every part is
+    empty, `o = 0` and `lse = -inf` (never NaN).
+
+    ```mlir
+    mla.merge %op, %lp, %o, %lse : memref<?x1x16x4x512xf32>,
+        memref<?x1x16x4xf32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefOf<[F32]>, "partial outputs", [MemRead]>:$o_parts,
+    Arg<MemRefOf<[F32]>, "partial log-sum-exps", [MemRead]>:$lse_parts,
+    Arg<MemRefOf<[BF16, F16, F32]>, "merged output", [MemWrite]>:$o,
+    Arg<MemRefOf<[F32]>, "merged log-sum-exp", [MemWrite]>:$lse);
+  let assemblyFormat = [{
+    $o_parts `,` $lse_parts `,` $o `,` $lse attr-dict `:` type($o_parts) `,`
+    type($lse_parts) `,` type($o) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gridwise ops
+//===----------------------------------------------------------------------===//
+
+def MLA_GridOp : MLA_Op<"grid", [SingleBlock, NoTerminator,
+                                 RecursiveMemoryEffects]> {
+  let summary = "A grid of independent workgroups";
+  let description = [{
+    Runs its region once per workgroup `(x, y, z)` of a
+    `grid_x × grid_y × grid_z` grid. Workgroups of one grid may run in any
+    order and concurrently; the grid completes before the next op runs. The
+    region's three `index` arguments are the workgroup's coordinates.
+
+    The grid sizes must be constants or `memref.dim` of a function argument
+    so that a launcher can compute them from the argument shapes.
+
+    ```mlir
+    mla.grid in (%B, %c1, %c4) {
+    ^bb0(%b: index, %g: index, %s: index):
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Index:$grid_x, Index:$grid_y, Index:$grid_z);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `in` `(` $grid_x `,` $grid_y `,` $grid_z `)` attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Blockwise ops
+//===----------------------------------------------------------------------===//
+
+def MLA_LoadKVTileOp : MLA_Op<"load_kv_tile"> {
+  let summary = "Stage rows of one request's paged KV sequence into a tile";
+  let description = [{
+    For each row `r` of `tile` (`memref<R x D x T>`), with `t = start + r`:
+    if `t < end`, copies row `kv[block_table[batch][t / P]][t % P]` into
+    `tile[r]`; otherwise fills `tile[r]` with zeros. The paging is logical
+    here; `mla-expand-paging` makes the page/slot arithmetic explicit.
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[BF16, F16, F32], [3]>, "KV page pool", [MemRead]>:$kv,
+    Arg<MemRefRankOf<[I32], [2]>, "block table", [MemRead]>:$block_table,
+    Index:$batch, Index:$start, Index:$end,
+    Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "tile", [MemWrite]>:$tile);
+  let assemblyFormat = [{
+    $kv `[` $block_table `,` $batch `,` $start `,` $end `]` `into` $tile
+    attr-dict `:` type($kv) `,` type($block_table) `,` type($tile)
+  }];
+  let hasVerifier = 1;
+}
+
+def MLA_MatmulOp : MLA_Op<"matmul"> {
+  let summary = "Tile matrix product with f32 accumulation";
+  let description = [{
+    `C[m, n] (+)= Σₖ A[m, k] · B[n, k]` with `transpose_b`, else
+    `Σₖ A[m, k] · B[k, n]`. Products are accumulated in f32; with
+    `accumulate` the existing `C` is added to, otherwise overwritten. Target
+    lowerings map it to matrix instructions (MFMA, MMA) or vector code.
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "A", [MemRead]>:$a,
+    Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "B", [MemRead]>:$b,
+    Arg<MemRefRankOf<[F32], [2]>, "C", [MemRead, MemWrite]>:$c,
+    UnitAttr:$transpose_b, UnitAttr:$accumulate);
+  let assemblyFormat = [{
+    $a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // MLA_OPS_TD

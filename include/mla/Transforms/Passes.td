@@ -1,0 +1,97 @@
+//===- Passes.td - mla passes ------------------------------*- tablegen -*-===//
+//
+// Every pass of the project. The order they run in, per target, lives in
+// lib/Pipelines/Pipelines.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_TRANSFORMS_PASSES_TD
+#define MLA_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MLASelectConfig : Pass<"mla-select-config", "mlir::ModuleOp"> {
+  let summary = "Attach a typed #mla.config to every semantic op";
+  let description = [{
+    Chooses tile sizes, the KV split count and the head grouping for each
+    `mla.decode` from per-target heuristics and attaches them as
+    `#mla.config<...>`. An op that already carries a `config` keeps it. The
+    `perf-config` option overrides individual fields, e.g.
+    `perf-config=tile_kv=32,kv_splits=2`; an unknown field or a config the
+    op cannot use is an error located at the op.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"host\"",
+           "Target the heuristics are for: host, gfx90a, gfx942, gfx950, "
+           "sm_80, sm_90a">,
+    Option<"perfConfig", "perf-config", "std::string", /*default=*/"\"\"",
+           "Comma-separated field=value overrides of the chosen config "
+           "(fields: tile_kv, kv_splits, head_group, warps, stages)">,
+  ];
+}
+
+def MLATile : Pass<"mla-tile", "mlir::ModuleOp"> {
+  let summary = "Split-KV tiling: semantic ops to grids of blockwise code";
+  let description = [{
+    Rewrites each configured `mla.decode` into
+    1. workspace buffers for the partial results of each KV split,
+    2. an `mla.grid` over (request, head group, KV split) whose workgroup
+       stages its queries, walks its keys tile by tile with an online softmax
+       (running max, running sum, rescaled f32 accumulator; `exp2` with
+       log2(e) folded into the scale) and writes a partial `o` and `lse`,
+    3. an `mla.merge` combining the splits.
+    and rewrites each `mla.merge` into an `mla.grid` over its leading dims.
+    Rows that see no key produce `o = 0`, `lse = -inf`. Key tiles are read
+    through the logical `mla.load_kv_tile`; products use `mla.matmul`.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect", "mlir::math::MathDialect"];
+}
+
+def MLAExpandPaging : Pass<"mla-expand-paging", "mlir::ModuleOp"> {
+  let summary = "Make the paged KV indirection explicit";
+  let description = [{
+    Replaces each `mla.load_kv_tile` by a loop over the tile's rows that
+    reads the block table, computes `page = block_table[b][t / P]` and
+    `slot = t % P` (shifts and masks when P is a power of two), and copies
+    the row with vector loads; rows past the end are zero-filled.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
+def MLALowerHost : Pass<"mla-lower-host", "mlir::ModuleOp"> {
+  let summary = "Lower blockwise ops to vectorised CPU loops";
+  let description = [{
+    The host target leaves the GPU path at the blockwise level: each
+    `mla.matmul` becomes loops over its tile with 16-wide f32 vector FMAs
+    along the contiguous dimension (dot products for `transpose_b`, row
+    updates otherwise).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
+def MLAOutlineHostKernels : Pass<"mla-outline-host-kernels",
+                                 "mlir::ModuleOp"> {
+  let summary = "Outline grids into host kernel entry points and record "
+                "the launch plan";
+  let description = [{
+    For every function holding `mla.grid` ops: each grid becomes a function
+    `<func>_k<i>(captured memrefs and scalars, x, y, z)` plus an entry
+    `<func>_k<i>_entry(!llvm.ptr args, i64 x, i64 y, i64 z)` that unpacks
+    an array of pointers (memref descriptors, scalars) and calls it once per
+    workgroup. Top-level `memref.alloc`s become workspace the runtime
+    provides. The function is replaced by an `mla.launch_plan` attribute
+    (arguments, workspaces, launches in order with grid formulas) from which
+    `mla-compile` writes the package manifest.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+#endif // MLA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,43 @@
+//===- Utils.h - helpers shared by mla passes -------------------*- C++ -*-===//
+#ifndef MLA_TRANSFORMS_UTILS_H
+#define MLA_TRANSFORMS_UTILS_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Value.h"
+
+namespace mla {
+
+/// Widest vector length in {16, 8, 4, 2, 1} that divides `n`.
+int64_t vectorWidthFor(int64_t n);
+
+/// `arith.constant` of index / f32 type.
+mlir::Value indexConst(mlir::ImplicitLocOpBuilder &b, int64_t v);
+mlir::Value f32Const(mlir::ImplicitLocOpBuilder &b, double v);
+
+/// Converts a float scalar or vector value to `type`'s element type (extf /
+/// truncf / no-op). `type` is the scalar element type wanted.
+mlir::Value castFloat(mlir::ImplicitLocOpBuilder &b, mlir::Value v,
+                      mlir::Type elemType);
+
+/// Emits `scf.for iv = lb to ub step step { body(iv) }` with no iter args.
+void forLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lb, mlir::Value ub,
+             mlir::Value step,
+             llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value)>
+                 body);
+
+/// Emits a loop with one f32 iter arg; returns the final value.
+mlir::Value
+reduceLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lb, mlir::Value ub,
+           mlir::Value step, mlir::Value init,
+           llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &,
+                                          mlir::Value iv, mlir::Value acc)>
+               body);
+
+/// Fills `buffer` (a static-shaped memref of rank 1 or 2, f32 or other float
+/// type, contiguous last dim) with `value` using vector stores.
+void fillBuffer(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
+                double value);
+
+} // namespace mla
+
+#endif // MLA_TRANSFORMS_UTILS_H

@@ -1,0 +1,43 @@
+//===- MLADialect.cpp - mla dialect registration ---------------------------===//
+#include "mla/Dialect/MLA/IR/MLA.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mla;
+
+#include "mla/Dialect/MLA/IR/MLAOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "mla/Dialect/MLA/IR/MLAAttrs.cpp.inc"
+
+void MLADialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "mla/Dialect/MLA/IR/MLAOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "mla/Dialect/MLA/IR/MLAAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult
+ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                   int64_t tileKv, int64_t kvSplits, int64_t headGroup,
+                   int64_t warps, int64_t stages) {
+  if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
+    return emitError() << "tile_kv must be a power of two in [8, 256], got "
+                       << tileKv;
+  if (kvSplits < 1 || kvSplits > 64)
+    return emitError() << "kv_splits must be in [1, 64], got " << kvSplits;
+  if (headGroup < 1)
+    return emitError() << "head_group must be >= 1, got " << headGroup;
+  if (warps < 1 || warps > 16)
+    return emitError() << "warps must be in [1, 16], got " << warps;
+  if (stages < 1 || stages > 4)
+    return emitError() << "stages must be in [1, 4], got " << stages;
+  return success();
+}

@@ -1,0 +1,232 @@
+//===- MLAOps.cpp - mla op verifiers ---------------------------------------===//
+#include "mla/Dialect/MLA/IR/MLA.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+/// Two extents agree when equal or when either is dynamic.
+bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+/// Checks that `type` has an identity layout and that the listed dims are
+/// static.
+LogicalResult checkMemRef(Operation *op, StringRef name, MemRefType type,
+                          ArrayRef<unsigned> staticDims) {
+  if (!type.getLayout().isIdentity())
+    return op->emitOpError() << "operand '" << name
+                             << "' must have an identity (row-major) layout";
+  for (unsigned d : staticDims)
+    if (type.isDynamicDim(d))
+      return op->emitOpError() << "operand '" << name << "' dim " << d
+                               << " must be static";
+  return success();
+}
+
+/// Checks `got` against `want` for each listed (dim of got, expected extent,
+/// description) triple.
+LogicalResult checkDim(Operation *op, StringRef name, MemRefType type,
+                       unsigned dim, int64_t want, StringRef what) {
+  int64_t got = type.getDimSize(dim);
+  if (!compatible(got, want))
+    return op->emitOpError()
+           << "operand '" << name << "' dim " << dim << " (" << what
+           << ") is " << dimStr(got) << ", expected " << dimStr(want);
+  return success();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// DecodeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DecodeOp::verify() {
+  Operation *op = getOperation();
+  MemRefType q = getQ().getType(), kv = getKv().getType(),
+             bt = getBlockTable().getType(), lens = getSeqLens().getType(),
+             o = getO().getType(), lse = getLse().getType();
+  if (failed(checkMemRef(op, "q", q, {1, 2, 3})) ||
+      failed(checkMemRef(op, "kv", kv, {2})) ||
+      failed(checkMemRef(op, "block_table", bt, {})) ||
+      failed(checkMemRef(op, "seq_lens", lens, {})) ||
+      failed(checkMemRef(op, "o", o, {1, 2, 3})) ||
+      failed(checkMemRef(op, "lse", lse, {1, 2})))
+    return failure();
+
+  int64_t sq = q.getDimSize(1), heads = q.getDimSize(2),
+          headDim = q.getDimSize(3), latent = o.getDimSize(3);
+  if (sq < 1)
+    return emitOpError() << "query length (q dim 1) must be >= 1, got " << sq;
+  if (heads < 1)
+    return emitOpError() << "head count (q dim 2) must be >= 1, got " << heads;
+  if (latent < 16 || latent % 16 != 0)
+    return emitOpError() << "latent dim (o dim 3) must be a positive multiple "
+                            "of 16, got "
+                         << latent;
+  int64_t rope = headDim - latent;
+  if (rope < 0 || rope % 16 != 0)
+    return emitOpError() << "rope dim (q dim 3 - o dim 3 = " << headDim
+                         << " - " << latent
+                         << ") must be a non-negative multiple of 16";
+  if (kv.getElementType() != q.getElementType())
+    return emitOpError() << "kv element type " << kv.getElementType()
+                         << " differs from q element type "
+                         << q.getElementType();
+  if (o.getElementType() != q.getElementType() &&
+      !o.getElementType().isF32())
+    return emitOpError() << "o element type must be the q element type ("
+                         << q.getElementType() << ") or f32, got "
+                         << o.getElementType();
+  if (!ShapedType::isDynamic(kv.getDimSize(1)) && kv.getDimSize(1) < 1)
+    return emitOpError() << "page size (kv dim 1) must be >= 1";
+  if (failed(checkDim(op, "kv", kv, 2, headDim, "row width")) ||
+      failed(checkDim(op, "o", o, 1, sq, "query length")) ||
+      failed(checkDim(op, "o", o, 2, heads, "heads")) ||
+      failed(checkDim(op, "lse", lse, 1, sq, "query length")) ||
+      failed(checkDim(op, "lse", lse, 2, heads, "heads")))
+    return failure();
+
+  // The batch extent must agree wherever it is static.
+  int64_t batch = ShapedType::kDynamic;
+  std::pair<StringRef, int64_t> batchDims[] = {
+      {"q", q.getDimSize(0)},          {"block_table", bt.getDimSize(0)},
+      {"seq_lens", lens.getDimSize(0)}, {"o", o.getDimSize(0)},
+      {"lse", lse.getDimSize(0)}};
+  for (auto [name, extent] : batchDims) {
+    if (!compatible(batch, extent))
+      return emitOpError() << "operand '" << name << "' dim 0 (batch) is "
+                           << extent << ", expected " << batch;
+    if (!ShapedType::isDynamic(extent))
+      batch = extent;
+  }
+
+  if (ConfigAttr cfg = getConfigAttr()) {
+    if (heads % cfg.getHeadGroup() != 0)
+      return emitOpError() << "config head_group " << cfg.getHeadGroup()
+                           << " does not divide the head count " << heads;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MergeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeOp::verify() {
+  Operation *op = getOperation();
+  MemRefType oParts = getOParts().getType(),
+             lseParts = getLseParts().getType(), o = getO().getType(),
+             lse = getLse().getType();
+  int64_t lead = lse.getRank();
+  if (lead < 1 || lead > 3)
+    return emitOpError() << "expected 1 to 3 leading dims (the rank of 'lse'),"
+                            " got "
+                         << lead;
+  if (lseParts.getRank() != lead + 1 || o.getRank() != lead + 1 ||
+      oParts.getRank() != lead + 2)
+    return emitOpError() << "expected ranks o_parts = " << lead + 2
+                         << ", lse_parts = " << lead + 1
+                         << ", o = " << lead + 1 << " for " << lead
+                         << " leading dims, got " << oParts.getRank() << ", "
+                         << lseParts.getRank() << ", " << o.getRank();
+  for (auto [name, type] :
+       {std::pair<StringRef, MemRefType>{"o_parts", oParts},
+        {"lse_parts", lseParts},
+        {"o", o},
+        {"lse", lse}})
+    if (failed(checkMemRef(op, name, type, {})))
+      return failure();
+  for (int64_t d = 0; d < lead; ++d) {
+    if (failed(checkDim(op, "lse_parts", lseParts, d, lse.getDimSize(d),
+                        "leading")) ||
+        failed(checkDim(op, "o_parts", oParts, d, lse.getDimSize(d),
+                        "leading")) ||
+        failed(checkDim(op, "o", o, d, lse.getDimSize(d), "leading")))
+      return failure();
+  }
+  if (lseParts.isDynamicDim(lead) || oParts.isDynamicDim(lead))
+    return emitOpError() << "the part count (dim " << lead
+                         << " of lse_parts and o_parts) must be static";
+  if (lseParts.getDimSize(lead) < 1)
+    return emitOpError() << "expected at least one part";
+  if (failed(checkDim(op, "o_parts", oParts, lead, lseParts.getDimSize(lead),
+                      "parts")))
+    return failure();
+  if (o.isDynamicDim(lead) || oParts.isDynamicDim(lead + 1))
+    return emitOpError() << "the value dim (last dim of o and o_parts) must "
+                            "be static";
+  if (failed(checkDim(op, "o_parts", oParts, lead + 1, o.getDimSize(lead),
+                      "value dim")))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GridOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GridOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 3 ||
+      !llvm::all_of(body.getArgumentTypes(),
+                    [](Type t) { return t.isIndex(); }))
+    return emitOpError() << "body must take three 'index' arguments (the "
+                            "workgroup coordinates)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LoadKVTileOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadKVTileOp::verify() {
+  MemRefType kv = getKv().getType(), tile = getTile().getType();
+  if (!tile.hasStaticShape())
+    return emitOpError() << "tile must have a static shape";
+  if (tile.getElementType() != kv.getElementType())
+    return emitOpError() << "tile element type " << tile.getElementType()
+                         << " differs from kv element type "
+                         << kv.getElementType();
+  if (kv.isDynamicDim(2) || kv.getDimSize(2) != tile.getDimSize(1))
+    return emitOpError() << "tile row width " << tile.getDimSize(1)
+                         << " differs from kv row width "
+                         << dimStr(kv.getDimSize(2));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  MemRefType a = getA().getType(), b = getB().getType(), c = getC().getType();
+  if (!a.hasStaticShape() || !b.hasStaticShape() || !c.hasStaticShape())
+    return emitOpError() << "operands must have static shapes";
+  if (a.getElementType() != b.getElementType() &&
+      !a.getElementType().isF32())
+    return emitOpError() << "A (" << a.getElementType() << ") and B ("
+                         << b.getElementType()
+                         << ") element types differ; only an f32 A may be "
+                            "combined with another B type";
+  int64_t m = a.getDimSize(0), k = a.getDimSize(1);
+  int64_t bk = getTransposeB() ? b.getDimSize(1) : b.getDimSize(0);
+  int64_t n = getTransposeB() ? b.getDimSize(0) : b.getDimSize(1);
+  if (bk != k)
+    return emitOpError() << "reduction extents differ: A has " << k
+                         << ", B has " << bk;
+  if (c.getDimSize(0) != m || c.getDimSize(1) != n)
+    return emitOpError() << "C is " << c.getDimSize(0) << "x"
+                         << c.getDimSize(1) << ", expected " << m << "x" << n;
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "mla/Dialect/MLA/IR/MLAOps.cpp.inc"

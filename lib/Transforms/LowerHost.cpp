@@ -1,0 +1,105 @@
+//===- LowerHost.cpp - mla-lower-host --------------------------------------===//
+//
+// Host lowering of blockwise ops. mla.matmul becomes loops whose innermost
+// level is a 16-wide (or narrower) f32 vector FMA over the contiguous dim:
+//   transpose_b (Q·Kᵀ): per (m, n) a vector dot product along k, reduced;
+//   otherwise   (P·V) : per (m, k) a broadcast of A[m, k] times row B[k, :].
+//
+//===----------------------------------------------------------------------===//
+#include "mla/Transforms/Passes.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#define DEBUG_TYPE "mla-lower-host"
+
+namespace mla {
+#define GEN_PASS_DEF_MLALOWERHOST
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+void lowerMatmul(MatmulOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto aType = op.getA().getType(), bType = op.getB().getType();
+  Type f32 = b.getF32Type();
+  const int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
+  const int64_t n = op.getC().getType().getDimSize(1);
+  Value c0 = indexConst(b, 0), c1 = indexConst(b, 1);
+  Value cM = indexConst(b, m), cN = indexConst(b, n), cK = indexConst(b, k);
+
+  if (op.getTransposeB()) {
+    const int64_t vw = vectorWidthFor(k);
+    auto vecF32 = VectorType::get({vw}, f32);
+    Value zero = arith::ConstantOp::create(
+        b, vecF32, DenseElementsAttr::get(vecF32, b.getF32FloatAttr(0.0)));
+    forLoop(b, c0, cM, c1, [&](ImplicitLocOpBuilder &ib, Value i) {
+      forLoop(ib, c0, cN, c1, [&](ImplicitLocOpBuilder &jb, Value j) {
+        auto loop = scf::ForOp::create(
+            jb, c0, cK, indexConst(jb, vw), ValueRange{zero},
+            [&](OpBuilder &nb, Location loc, Value kk, ValueRange args) {
+              ImplicitLocOpBuilder kb(loc, nb);
+              Value av = castFloat(
+                  kb,
+                  vector::LoadOp::create(
+                      kb, VectorType::get({vw}, aType.getElementType()),
+                      op.getA(), ValueRange{i, kk}),
+                  f32);
+              Value bv = castFloat(
+                  kb,
+                  vector::LoadOp::create(
+                      kb, VectorType::get({vw}, bType.getElementType()),
+                      op.getB(), ValueRange{j, kk}),
+                  f32);
+              scf::YieldOp::create(
+                  kb, ValueRange{vector::FMAOp::create(kb, av, bv, args[0])});
+            });
+        Value dot = vector::ReductionOp::create(
+            jb, vector::CombiningKind::ADD, loop.getResult(0));
+        if (op.getAccumulate())
+          dot = arith::AddFOp::create(
+              jb, dot, memref::LoadOp::create(jb, op.getC(), ValueRange{i, j}));
+        memref::StoreOp::create(jb, dot, op.getC(), ValueRange{i, j});
+      });
+    });
+    op.erase();
+    return;
+  }
+
+  const int64_t vw = vectorWidthFor(n);
+  auto vecF32 = VectorType::get({vw}, f32);
+  auto vecB = VectorType::get({vw}, bType.getElementType());
+  Value cVw = indexConst(b, vw);
+  if (!op.getAccumulate())
+    fillBuffer(b, op.getC(), 0.0);
+  forLoop(b, c0, cM, c1, [&](ImplicitLocOpBuilder &ib, Value i) {
+    forLoop(ib, c0, cK, c1, [&](ImplicitLocOpBuilder &kb, Value kk) {
+      Value a = castFloat(
+          kb, memref::LoadOp::create(kb, op.getA(), ValueRange{i, kk}), f32);
+      Value av = vector::BroadcastOp::create(kb, vecF32, a);
+      forLoop(kb, c0, cN, cVw, [&](ImplicitLocOpBuilder &jb, Value j) {
+        Value bv = castFloat(
+            jb, vector::LoadOp::create(jb, vecB, op.getB(), ValueRange{kk, j}),
+            f32);
+        Value cv =
+            vector::LoadOp::create(jb, vecF32, op.getC(), ValueRange{i, j});
+        vector::StoreOp::create(jb, vector::FMAOp::create(jb, av, bv, cv),
+                                op.getC(), ValueRange{i, j});
+      });
+    });
+  });
+  op.erase();
+}
+
+struct LowerHostPass : public mla::impl::MLALowerHostBase<LowerHostPass> {
+  void runOnOperation() override {
+    SmallVector<MatmulOp> ops;
+    getOperation().walk([&](MatmulOp op) { ops.push_back(op); });
+    for (MatmulOp op : ops)
+      lowerMatmul(op);
+  }
+};
+} // namespace

@@ -1,0 +1,113 @@
+//===- SelectConfig.cpp - mla-select-config --------------------------------===//
+//
+// Attaches a typed #mla.config to every semantic op that has none, from
+// per-target heuristics, then applies `perf-config` overrides.
+//
+//===----------------------------------------------------------------------===//
+#include "mla/Transforms/Passes.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "mla-select-config"
+
+namespace mla {
+#define GEN_PASS_DEF_MLASELECTCONFIG
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+struct ConfigFields {
+  int64_t tileKv, kvSplits, headGroup, warps, stages;
+};
+
+/// Largest divisor of `n` that is <= `cap`.
+int64_t largestDivisorAtMost(int64_t n, int64_t cap) {
+  for (int64_t d = std::min(n, cap); d > 1; --d)
+    if (n % d == 0)
+      return d;
+  return 1;
+}
+
+/// Host heuristics: one workgroup per thread; a workgroup handles up to 64
+/// query rows (Sq x head_group) so the S tile and accumulator stay in L1/L2;
+/// 4 KV splits give the thread pool enough workgroups at small batch.
+ConfigFields hostDecodeConfig(DecodeOp op) {
+  int64_t rowsCap = std::max<int64_t>(1, 64 / op.getQLen());
+  return {/*tileKv=*/64, /*kvSplits=*/4,
+          /*headGroup=*/largestDivisorAtMost(op.getNumHeads(), rowsCap),
+          /*warps=*/1, /*stages=*/1};
+}
+
+/// Applies `field=value,...` overrides; reports errors at `op`.
+LogicalResult applyOverrides(Operation *op, StringRef spec,
+                             ConfigFields &cfg) {
+  SmallVector<StringRef> items;
+  spec.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef item : items) {
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    int64_t v;
+    if (value.trim().getAsInteger(10, v))
+      return op->emitError() << "perf-config: '" << item
+                             << "' is not of the form field=integer";
+    int64_t *slot = llvm::StringSwitch<int64_t *>(key)
+                        .Case("tile_kv", &cfg.tileKv)
+                        .Case("kv_splits", &cfg.kvSplits)
+                        .Case("head_group", &cfg.headGroup)
+                        .Case("warps", &cfg.warps)
+                        .Case("stages", &cfg.stages)
+                        .Default(nullptr);
+    if (!slot)
+      return op->emitError()
+             << "perf-config: unknown field '" << key
+             << "' (fields: tile_kv, kv_splits, head_group, warps, stages)";
+    *slot = v;
+  }
+  return success();
+}
+
+struct SelectConfigPass
+    : public mla::impl::MLASelectConfigBase<SelectConfigPass> {
+  using MLASelectConfigBase::MLASelectConfigBase;
+
+  void runOnOperation() override {
+    if (target != "host") {
+      getOperation().emitError()
+          << "mla-select-config: target '" << target
+          << "' has no heuristics in this build (supported: host)";
+      return signalPassFailure();
+    }
+    WalkResult result = getOperation().walk([&](DecodeOp op) {
+      ConfigFields cfg = hostDecodeConfig(op);
+      if (ConfigAttr existing = op.getConfigAttr())
+        cfg = {existing.getTileKv(), existing.getKvSplits(),
+               existing.getHeadGroup(), existing.getWarps(),
+               existing.getStages()};
+      if (failed(applyOverrides(op, perfConfig, cfg)))
+        return WalkResult::interrupt();
+      auto emitErr = [&]() { return op.emitError() << "perf-config: "; };
+      ConfigAttr attr =
+          ConfigAttr::getChecked(emitErr, op.getContext(), cfg.tileKv,
+                                 cfg.kvSplits, cfg.headGroup, cfg.warps,
+                                 cfg.stages);
+      if (!attr)
+        return WalkResult::interrupt();
+      if (op.getNumHeads() % cfg.headGroup != 0) {
+        op.emitError() << "config head_group " << cfg.headGroup
+                       << " does not divide the head count "
+                       << op.getNumHeads();
+        return WalkResult::interrupt();
+      }
+      LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
+      op.setConfigAttr(attr);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace

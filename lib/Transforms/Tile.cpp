@@ -1,0 +1,437 @@
+//===- Tile.cpp - mla-tile: split-KV tiling with online softmax ------------===//
+//
+// mla.decode  -> workspace + mla.grid(request, head group, KV split) + mla.merge
+// mla.merge   -> mla.grid over the merge's leading dims
+//
+// The grid bodies are blockwise programs: tiles live in memref.alloca buffers
+// (LDS/shared memory on GPUs, the stack on the host), key tiles arrive through
+// the logical mla.load_kv_tile and products go through mla.matmul. The online
+// softmax works in the log2 domain: scores are multiplied by
+// scale * log2(e) once, exponentials are exp2, and the LSE is converted back
+// to the natural log when written.
+//
+//===----------------------------------------------------------------------===//
+#include "mla/Transforms/Passes.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/Support/Debug.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <limits>
+
+#define DEBUG_TYPE "mla-tile"
+
+namespace mla {
+#define GEN_PASS_DEF_MLATILE
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+const double kNegInf = -std::numeric_limits<double>::infinity();
+
+Value minIdx(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::MinSIOp::create(b, x, y);
+}
+Value maxIdx(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::MaxSIOp::create(b, x, y);
+}
+
+/// Creates an `mla.grid` with the given sizes and returns a builder at the
+/// start of its body together with the three workgroup coordinates.
+std::pair<GridOp, SmallVector<Value, 3>>
+createGrid(ImplicitLocOpBuilder &b, Value gx, Value gy, Value gz) {
+  auto grid = GridOp::create(b, gx, gy, gz);
+  Block *body = new Block();
+  grid.getBody().push_back(body);
+  SmallVector<Value, 3> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(body->addArgument(b.getIndexType(), b.getLoc()));
+  return {grid, ids};
+}
+
+/// Size of dim `d` of `memref` as an index value (constant when static).
+Value dimValue(ImplicitLocOpBuilder &b, Value memref, int64_t d) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.isDynamicDim(d))
+    return indexConst(b, type.getDimSize(d));
+  return memref::DimOp::create(b, memref, d);
+}
+
+/// Records which semantic operand a function argument is, so that launchers
+/// can bind their tensors by role (`mla.role` argument attribute).
+void tagRole(Value v, StringRef role) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func || arg.getOwner() != &func.getBody().front())
+    return;
+  func.setArgAttr(arg.getArgNumber(), "mla.role",
+                  StringAttr::get(func.getContext(), role));
+}
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+/// Describes the kernel on its function (`mla.kernel_info`), for the package
+/// manifest.
+void recordDecodeInfo(DecodeOp op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!func)
+    return;
+  Builder b(op.getContext());
+  ConfigAttr cfg = op.getConfigAttr();
+  int64_t page = op.getPageSize();
+  std::string config =
+      llvm::formatv("tile_kv={0} kv_splits={1} head_group={2} warps={3} "
+                    "stages={4}",
+                    cfg.getTileKv(), cfg.getKvSplits(), cfg.getHeadGroup(),
+                    cfg.getWarps(), cfg.getStages())
+          .str();
+  NamedAttrList info;
+  info.append("kernel", b.getStringAttr("decode"));
+  info.append("dtype",
+              b.getStringAttr(typeName(op.getQ().getType().getElementType())));
+  info.append("heads", b.getI64IntegerAttr(op.getNumHeads()));
+  info.append("q_len", b.getI64IntegerAttr(op.getQLen()));
+  info.append("latent_dim", b.getI64IntegerAttr(op.getLatentDim()));
+  info.append("rope_dim", b.getI64IntegerAttr(op.getRopeDim()));
+  info.append("page_size",
+              b.getI64IntegerAttr(ShapedType::isDynamic(page) ? 0 : page));
+  info.append("config", b.getStringAttr(config));
+  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  for (auto [v, role] :
+       {std::pair<Value, StringRef>{op.getQ(), "q"},
+        {op.getKv(), "kv"},
+        {op.getBlockTable(), "block_table"},
+        {op.getSeqLens(), "seq_lens"},
+        {op.getScale(), "scale"},
+        {op.getO(), "o"},
+        {op.getLse(), "lse"}})
+    tagRole(v, role);
+}
+
+//===----------------------------------------------------------------------===//
+// mla.decode
+//===----------------------------------------------------------------------===//
+
+LogicalResult tileDecode(DecodeOp op) {
+  ConfigAttr cfg = op.getConfigAttr();
+  if (!cfg)
+    return op.emitOpError()
+           << "has no #mla.config; run mla-select-config before mla-tile";
+  recordDecodeInfo(op);
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
+                dim = op.getHeadDim(), dv = op.getLatentDim();
+  const int64_t tile = cfg.getTileKv(), splits = cfg.getKvSplits(),
+                group = cfg.getHeadGroup(), rows = sq * group;
+  Type elem = op.getQ().getType().getElementType();
+  Type f32 = b.getF32Type();
+  const int64_t vw = vectorWidthFor(dv);
+  const int64_t qvw = vectorWidthFor(dim);
+
+  // Workspace for the partial results of every split.
+  Value batch = dimValue(b, op.getQ(), 0);
+  int64_t dyn = ShapedType::kDynamic;
+  auto wsOType = MemRefType::get({dyn, sq, heads, splits, dv}, f32);
+  auto wsLType = MemRefType::get({dyn, sq, heads, splits}, f32);
+  Value wsO = memref::AllocOp::create(b, wsOType, ValueRange{batch});
+  Value wsL = memref::AllocOp::create(b, wsLType, ValueRange{batch});
+
+  auto [grid, ids] = createGrid(b, batch, indexConst(b, heads / group),
+                                indexConst(b, splits));
+  {
+    ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
+        op.getLoc(), &grid.getBody().front());
+    Value req = ids[0], hgroup = ids[1], split = ids[2];
+    Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+    Value cTile = indexConst(g, tile), cSq = indexConst(g, sq);
+    Value cGroup = indexConst(g, group);
+    Value headBase = arith::MulIOp::create(g, hgroup, cGroup);
+
+    // This split's key range [start, end).
+    Value lenI32 = memref::LoadOp::create(g, op.getSeqLens(), ValueRange{req});
+    Value len = maxIdx(
+        g, arith::IndexCastOp::create(g, g.getIndexType(), lenI32), c0);
+    Value numTiles = arith::CeilDivSIOp::create(g, len, cTile);
+    Value tilesPerSplit =
+        arith::CeilDivSIOp::create(g, numTiles, indexConst(g, splits));
+    Value chunk = arith::MulIOp::create(g, tilesPerSplit, cTile);
+    Value start = arith::MulIOp::create(g, split, chunk);
+    Value end = minIdx(g, len, arith::AddIOp::create(g, start, chunk));
+
+    // Tiles (fast memory).
+    auto qTile = memref::AllocaOp::create(
+        g, MemRefType::get({rows, dim}, elem));
+    auto kTile = memref::AllocaOp::create(
+        g, MemRefType::get({tile, dim}, elem));
+    auto sTile = memref::AllocaOp::create(
+        g, MemRefType::get({rows, tile}, f32));
+    auto pTile = memref::AllocaOp::create(
+        g, MemRefType::get({rows, tile}, elem));
+    auto acc = memref::AllocaOp::create(g, MemRefType::get({rows, dv}, f32));
+    auto mBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
+    auto lBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
+    fillBuffer(g, acc, 0.0);
+    fillBuffer(g, mBuf, kNegInf);
+    fillBuffer(g, lBuf, 0.0);
+
+    // Stage this group's queries: qTile[i * group + hh] = q[req, i, head].
+    auto forRows = [&](ImplicitLocOpBuilder &ib,
+                       function_ref<void(ImplicitLocOpBuilder &, Value i,
+                                         Value head, Value row)>
+                           fn) {
+      forLoop(ib, c0, cSq, c1, [&](ImplicitLocOpBuilder &jb, Value i) {
+        forLoop(jb, c0, cGroup, c1, [&](ImplicitLocOpBuilder &kb, Value hh) {
+          Value head = arith::AddIOp::create(kb, headBase, hh);
+          Value row = arith::AddIOp::create(
+              kb, arith::MulIOp::create(kb, i, cGroup), hh);
+          fn(kb, i, head, row);
+        });
+      });
+    };
+    auto qVec = VectorType::get({qvw}, elem);
+    forRows(g, [&](ImplicitLocOpBuilder &ib, Value i, Value head, Value row) {
+      forLoop(ib, c0, indexConst(ib, dim), indexConst(ib, qvw),
+              [&](ImplicitLocOpBuilder &jb, Value d) {
+                Value v = vector::LoadOp::create(
+                    jb, qVec, op.getQ(), ValueRange{req, i, head, d});
+                vector::StoreOp::create(jb, v, qTile, ValueRange{row, d});
+              });
+    });
+
+    Value scaleLog2 =
+        arith::MulFOp::create(g, op.getScale(), f32Const(g, kLog2e));
+    Value negInf = f32Const(g, kNegInf);
+    Value zeroF = f32Const(g, 0.0);
+    // V is the first `dv` columns of the staged key rows.
+    Value vTile = memref::SubViewOp::create(
+        g, kTile, ArrayRef<OpFoldResult>{g.getIndexAttr(0), g.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{g.getIndexAttr(tile), g.getIndexAttr(dv)},
+        ArrayRef<OpFoldResult>{g.getIndexAttr(1), g.getIndexAttr(1)});
+
+    // Online softmax over this split's key tiles.
+    forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &tb, Value t0) {
+      LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0, end,
+                           kTile);
+      auto qk = MatmulOp::create(tb, qTile, kTile, sTile);
+      qk.setTransposeB(true);
+      forRows(tb, [&](ImplicitLocOpBuilder &rb, Value i, Value, Value row) {
+        // Query i sees keys t <= len - sq + i; columns past `end` are padding.
+        Value visEnd = minIdx(
+            rb, end,
+            arith::AddIOp::create(
+                rb, arith::SubIOp::create(rb, len, cSq),
+                arith::AddIOp::create(rb, i, c1)));
+        Value nValid =
+            minIdx(rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0),
+                   cTile);
+        Value mOld = memref::LoadOp::create(rb, mBuf, ValueRange{row});
+        Value rowMax = reduceLoop(
+            rb, c0, nValid, c1, negInf,
+            [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
+              Value s = memref::LoadOp::create(cb, sTile, ValueRange{row, c});
+              return arith::MaximumFOp::create(
+                  cb, m, arith::MulFOp::create(cb, s, scaleLog2));
+            });
+        Value mNew = arith::MaximumFOp::create(rb, mOld, rowMax);
+        // While no key has been seen, keep the reference at 0 so that
+        // exp2(-inf - ref) = 0 instead of NaN.
+        Value isEmpty = arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
+                                              mNew, negInf);
+        Value ref = arith::SelectOp::create(rb, isEmpty, zeroF, mNew);
+        Value corr =
+            math::Exp2Op::create(rb, arith::SubFOp::create(rb, mOld, ref));
+        Value sum = reduceLoop(
+            rb, c0, cTile, c1, zeroF,
+            [&](ImplicitLocOpBuilder &cb, Value c, Value total) -> Value {
+              Value s = memref::LoadOp::create(cb, sTile, ValueRange{row, c});
+              Value e = math::Exp2Op::create(
+                  cb, arith::SubFOp::create(
+                          cb, arith::MulFOp::create(cb, s, scaleLog2), ref));
+              Value valid = arith::CmpIOp::create(
+                  cb, arith::CmpIPredicate::slt, c, nValid);
+              Value p = arith::SelectOp::create(cb, valid, e, zeroF);
+              memref::StoreOp::create(cb, castFloat(cb, p, elem), pTile,
+                                      ValueRange{row, c});
+              return arith::AddFOp::create(cb, total, p);
+            });
+        Value lOld = memref::LoadOp::create(rb, lBuf, ValueRange{row});
+        Value lNew = arith::AddFOp::create(
+            rb, arith::MulFOp::create(rb, lOld, corr), sum);
+        memref::StoreOp::create(rb, lNew, lBuf, ValueRange{row});
+        memref::StoreOp::create(rb, mNew, mBuf, ValueRange{row});
+        // Rescale the accumulator row by exp2(mOld - mNew).
+        auto accVec = VectorType::get({vw}, f32);
+        Value corrVec = vector::BroadcastOp::create(rb, accVec, corr);
+        forLoop(rb, c0, indexConst(rb, dv), indexConst(rb, vw),
+                [&](ImplicitLocOpBuilder &db, Value d) {
+                  Value a = vector::LoadOp::create(db, accVec, acc,
+                                                   ValueRange{row, d});
+                  vector::StoreOp::create(
+                      db, arith::MulFOp::create(db, a, corrVec), acc,
+                      ValueRange{row, d});
+                });
+      });
+      auto pv = MatmulOp::create(tb, pTile, vTile, acc);
+      pv.setAccumulate(true);
+    });
+
+    // Epilogue: normalise and write this split's partial result.
+    forRows(g, [&](ImplicitLocOpBuilder &rb, Value i, Value head, Value row) {
+      Value l = memref::LoadOp::create(rb, lBuf, ValueRange{row});
+      Value m = memref::LoadOp::create(rb, mBuf, ValueRange{row});
+      Value empty =
+          arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, l, zeroF);
+      Value safeL = arith::SelectOp::create(rb, empty, f32Const(rb, 1.0), l);
+      Value inv = arith::SelectOp::create(
+          rb, empty, zeroF,
+          arith::DivFOp::create(rb, f32Const(rb, 1.0), safeL));
+      auto accVec = VectorType::get({vw}, f32);
+      Value invVec = vector::BroadcastOp::create(rb, accVec, inv);
+      forLoop(rb, c0, indexConst(rb, dv), indexConst(rb, vw),
+              [&](ImplicitLocOpBuilder &db, Value d) {
+                Value a =
+                    vector::LoadOp::create(db, accVec, acc, ValueRange{row, d});
+                vector::StoreOp::create(db,
+                                        arith::MulFOp::create(db, a, invVec),
+                                        wsO,
+                                        ValueRange{req, i, head, split, d});
+              });
+      Value lse = arith::MulFOp::create(
+          rb, arith::AddFOp::create(rb, m, math::Log2Op::create(rb, safeL)),
+          f32Const(rb, kLn2));
+      lse = arith::SelectOp::create(rb, empty, negInf, lse);
+      memref::StoreOp::create(rb, lse, wsL, ValueRange{req, i, head, split});
+    });
+  }
+
+  MergeOp::create(b, wsO, wsL, op.getO(), op.getLse());
+  memref::DeallocOp::create(b, wsO);
+  memref::DeallocOp::create(b, wsL);
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// mla.merge
+//===----------------------------------------------------------------------===//
+
+LogicalResult tileMerge(MergeOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto lseType = op.getLse().getType();
+  auto oType = op.getO().getType();
+  const int64_t lead = lseType.getRank();
+  const int64_t parts = op.getLseParts().getType().getDimSize(lead);
+  const int64_t dv = oType.getDimSize(lead);
+  const int64_t vw = vectorWidthFor(dv);
+  Type f32 = b.getF32Type();
+
+  SmallVector<Value, 3> sizes;
+  for (int64_t d = 0; d < 3; ++d)
+    sizes.push_back(d < lead ? dimValue(b, op.getLse(), d) : indexConst(b, 1));
+  auto [grid, ids] = createGrid(b, sizes[0], sizes[1], sizes[2]);
+  ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
+      op.getLoc(), &grid.getBody().front());
+  SmallVector<Value> idx(ids.begin(), ids.begin() + lead);
+  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value cParts = indexConst(g, parts);
+  Value negInf = f32Const(g, kNegInf), zeroF = f32Const(g, 0.0);
+  auto withPart = [&](Value n) {
+    SmallVector<Value> v(idx);
+    v.push_back(n);
+    return v;
+  };
+
+  Value maxLse = reduceLoop(
+      g, c0, cParts, c1, negInf,
+      [&](ImplicitLocOpBuilder &ib, Value n, Value m) -> Value {
+        Value l = memref::LoadOp::create(ib, op.getLseParts(), withPart(n));
+        return arith::MaximumFOp::create(ib, m, l);
+      });
+  Value empty =
+      arith::CmpFOp::create(g, arith::CmpFPredicate::OEQ, maxLse, negInf);
+  Value ref = arith::SelectOp::create(g, empty, zeroF, maxLse);
+  // Weights exp(lse_n - ref), kept in a small buffer.
+  auto weights = memref::AllocaOp::create(g, MemRefType::get({parts}, f32));
+  Value log2e = f32Const(g, kLog2e);
+  Value total = reduceLoop(
+      g, c0, cParts, c1, zeroF,
+      [&](ImplicitLocOpBuilder &ib, Value n, Value sum) -> Value {
+        Value l = memref::LoadOp::create(ib, op.getLseParts(), withPart(n));
+        Value w = math::Exp2Op::create(
+            ib, arith::MulFOp::create(ib, arith::SubFOp::create(ib, l, ref),
+                                      log2e));
+        memref::StoreOp::create(ib, w, weights, ValueRange{n});
+        return arith::AddFOp::create(ib, sum, w);
+      });
+  Value safeTotal =
+      arith::SelectOp::create(g, empty, f32Const(g, 1.0), total);
+  Value inv = arith::SelectOp::create(
+      g, empty, zeroF, arith::DivFOp::create(g, f32Const(g, 1.0), safeTotal));
+  auto vecType = VectorType::get({vw}, f32);
+  Value zeroVec = arith::ConstantOp::create(
+      g, vecType, DenseElementsAttr::get(vecType, g.getF32FloatAttr(0.0)));
+  forLoop(g, c0, indexConst(g, dv), indexConst(g, vw),
+          [&](ImplicitLocOpBuilder &ib, Value d) {
+            auto loop = scf::ForOp::create(
+                ib, c0, cParts, c1, ValueRange{zeroVec},
+                [&](OpBuilder &nb, Location loc, Value n, ValueRange args) {
+                  ImplicitLocOpBuilder jb(loc, nb);
+                  Value w = memref::LoadOp::create(jb, weights, ValueRange{n});
+                  SmallVector<Value> at = withPart(n);
+                  at.push_back(d);
+                  Value part =
+                      vector::LoadOp::create(jb, vecType, op.getOParts(), at);
+                  Value wv = vector::BroadcastOp::create(jb, vecType, w);
+                  scf::YieldOp::create(
+                      jb, ValueRange{vector::FMAOp::create(jb, part, wv,
+                                                           args[0])});
+                });
+            Value merged = arith::MulFOp::create(
+                ib, loop.getResult(0),
+                vector::BroadcastOp::create(ib, vecType, inv));
+            SmallVector<Value> at(idx);
+            at.push_back(d);
+            vector::StoreOp::create(
+                ib, castFloat(ib, merged, oType.getElementType()), op.getO(),
+                at);
+          });
+  Value lse = arith::AddFOp::create(
+      g, ref,
+      arith::MulFOp::create(g, math::Log2Op::create(g, safeTotal),
+                            f32Const(g, kLn2)));
+  lse = arith::SelectOp::create(g, empty, negInf, lse);
+  memref::StoreOp::create(g, lse, op.getLse(), idx);
+  op.erase();
+  return success();
+}
+
+struct TilePass : public mla::impl::MLATileBase<TilePass> {
+  void runOnOperation() override {
+    // Decode first: it creates the merges that are tiled next.
+    SmallVector<DecodeOp> decodes;
+    getOperation().walk([&](DecodeOp op) { decodes.push_back(op); });
+    for (DecodeOp op : decodes)
+      if (failed(tileDecode(op)))
+        return signalPassFailure();
+    SmallVector<MergeOp> merges;
+    getOperation().walk([&](MergeOp op) { merges.push_back(op); });
+    for (MergeOp op : merges)
+      if (failed(tileMerge(op)))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,91 @@
+//===- Utils.cpp - helpers shared by mla passes ----------------------------===//
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+
+namespace mla {
+
+int64_t vectorWidthFor(int64_t n) {
+  for (int64_t w : {16, 8, 4, 2})
+    if (n % w == 0)
+      return w;
+  return 1;
+}
+
+Value indexConst(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+
+Value f32Const(ImplicitLocOpBuilder &b, double v) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+}
+
+Value castFloat(ImplicitLocOpBuilder &b, Value v, Type elemType) {
+  Type from = getElementTypeOrSelf(v.getType());
+  if (from == elemType)
+    return v;
+  Type to = elemType;
+  if (auto vt = dyn_cast<VectorType>(v.getType()))
+    to = VectorType::get(vt.getShape(), elemType);
+  if (from.getIntOrFloatBitWidth() < elemType.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, to, v);
+  return arith::TruncFOp::create(b, to, v);
+}
+
+void forLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, Value step,
+             function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+  scf::ForOp::create(b, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &nb, Location loc, Value iv, ValueRange) {
+                       ImplicitLocOpBuilder ib(loc, nb);
+                       body(ib, iv);
+                       scf::YieldOp::create(ib);
+                     });
+}
+
+Value reduceLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, Value step,
+                 Value init,
+                 function_ref<Value(ImplicitLocOpBuilder &, Value, Value)>
+                     body) {
+  auto loop = scf::ForOp::create(
+      b, lb, ub, step, ValueRange{init},
+      [&](OpBuilder &nb, Location loc, Value iv, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib, body(ib, iv, args[0]));
+      });
+  return loop.getResult(0);
+}
+
+void fillBuffer(ImplicitLocOpBuilder &b, Value buffer, double value) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Type elem = type.getElementType();
+  int64_t cols = type.getShape().back();
+  int64_t vw = vectorWidthFor(cols);
+  auto vecType = VectorType::get({vw}, elem);
+  Value splat = arith::ConstantOp::create(
+      b, vecType,
+      DenseElementsAttr::get(vecType, b.getFloatAttr(elem, value)));
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value colEnd = indexConst(b, cols), colStep = indexConst(b, vw);
+  if (type.getRank() == 1) {
+    forLoop(b, zero, colEnd, colStep, [&](ImplicitLocOpBuilder &ib, Value c) {
+      vector::StoreOp::create(ib, splat, buffer, ValueRange{c});
+    });
+    return;
+  }
+  forLoop(b, zero, indexConst(b, type.getDimSize(0)), one,
+          [&](ImplicitLocOpBuilder &ib, Value r) {
+            forLoop(ib, zero, colEnd, colStep,
+                    [&](ImplicitLocOpBuilder &jb, Value c) {
+                      vector::StoreOp::create(jb, splat, buffer,
+                                              ValueRange{r, c});
+                    });
+          });
+}
+
+} // namespace mla

@@ -1,0 +1,20 @@
+# -*- Python -*-
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "MLA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "e2e"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mla_obj_root, "test")
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%mla_src_root", config.mla_src_root))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+tool_dirs = [config.mla_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["mla-opt", "mla-compile", "mla-run"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.mla_tools_dir, append_path=True)

@@ -1,0 +1,285 @@
+//===- mla-compile.cpp - mla kernels -> code-object packages ---------------===//
+//
+//   mla-compile kernel.mlir --target=host -o kernel.mlapkg
+//   mla-compile --kernel=decode --heads=16 --latent-dim=512 --rope-dim=64 \
+//               --page-size=64 --q-len=1 --dtype=bf16 --target=host -o k.mlapkg
+//
+//===----------------------------------------------------------------------===//
+#include "mla/Dialect/MLA/IR/MLA.h"
+#include "mla/Pipelines/Pipelines.h"
+#include "mla/Target/HostTarget.h"
+#include "mla/Transforms/Passes.h"
+#include "mla/runtime/Package.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory cat("mla-compile options");
+static cl::opt<std::string>
+    inputFile(cl::Positional, cl::desc("[input.mlir]"), cl::init(""),
+              cl::cat(cat));
+static cl::opt<std::string> outputFile(
+    "o", cl::desc("Output file (default: stdout for text, required for "
+                  "obj/package)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(cat));
+static cl::opt<std::string> kernel(
+    "kernel", cl::desc("Describe the kernel by flags instead of an .mlir "
+                       "file: decode"),
+    cl::init(""), cl::cat(cat));
+static cl::opt<int64_t> heads("heads", cl::desc("Query heads (>= 1)"),
+                              cl::init(16), cl::cat(cat));
+static cl::opt<int64_t>
+    latentDim("latent-dim",
+              cl::desc("Latent (value) dim, a multiple of 16; DeepSeek 512"),
+              cl::init(512), cl::cat(cat));
+static cl::opt<int64_t>
+    ropeDim("rope-dim", cl::desc("Rope dim, a multiple of 16; DeepSeek 64"),
+            cl::init(64), cl::cat(cat));
+static cl::opt<int64_t> pageSize(
+    "page-size",
+    cl::desc("Tokens per KV page (>= 1), or 0 for a page size chosen at run "
+             "time"),
+    cl::init(64), cl::cat(cat));
+static cl::opt<int64_t>
+    qLen("q-len", cl::desc("Query tokens per request (>= 1; > 1 is MTP)"),
+         cl::init(1), cl::cat(cat));
+static cl::opt<std::string> dtype("dtype",
+                                  cl::desc("q/kv/o element type: bf16, f16, "
+                                           "f32"),
+                                  cl::init("bf16"), cl::cat(cat));
+static cl::opt<std::string>
+    targets("target", cl::desc("Comma-separated targets: host"),
+            cl::init("host"), cl::cat(cat));
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("What to write: package (default), mlir (after the mla "
+                  "passes), llvm (optimised LLVM IR), asm, obj (the code "
+                  "object)"),
+         cl::init("package"), cl::cat(cat));
+static cl::opt<std::string>
+    perfConfig("perf-config",
+               cl::desc("Override config fields: tile_kv=N,kv_splits=N,"
+                        "head_group=N,warps=N,stages=N"),
+               cl::init(""), cl::cat(cat));
+
+static int fail(const Twine &msg) {
+  llvm::errs() << "mla-compile: error: " << msg << "\n";
+  return 1;
+}
+
+/// MLIR text of a decode kernel described by the flags.
+static FailureOr<std::string> decodeSource() {
+  auto bad = [](const Twine &m) -> FailureOr<std::string> {
+    fail(m);
+    return failure();
+  };
+  if (heads < 1)
+    return bad("--heads must be >= 1 (got " + Twine(heads) + ")");
+  if (qLen < 1)
+    return bad("--q-len must be >= 1 (got " + Twine(qLen) + ")");
+  if (latentDim < 16 || latentDim % 16)
+    return bad("--latent-dim must be a positive multiple of 16 (got " +
+               Twine(latentDim) + ")");
+  if (ropeDim < 0 || ropeDim % 16)
+    return bad("--rope-dim must be a non-negative multiple of 16 (got " +
+               Twine(ropeDim) + ")");
+  if (pageSize < 0)
+    return bad("--page-size must be >= 1, or 0 for a run-time page size "
+               "(got " +
+               Twine(pageSize) + ")");
+  if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
+    return bad("--dtype must be bf16, f16 or f32 (got '" + dtype + "')");
+  int64_t d = latentDim + ropeDim;
+  std::string p = pageSize == 0 ? "?" : std::to_string(pageSize);
+  std::string t = dtype;
+  std::string qT = llvm::formatv("memref<?x{0}x{1}x{2}x{3}>", qLen.getValue(),
+                                 heads.getValue(), d, t);
+  std::string kvT = llvm::formatv("memref<?x{0}x{1}x{2}>", p, d, t);
+  std::string oT = llvm::formatv("memref<?x{0}x{1}x{2}x{3}>", qLen.getValue(),
+                                 heads.getValue(), latentDim.getValue(), t);
+  std::string lseT =
+      llvm::formatv("memref<?x{0}x{1}xf32>", qLen.getValue(), heads.getValue());
+  return llvm::formatv(
+             "func.func @decode(%q: {0}, %kv: {1}, %block_table: "
+             "memref<?x?xi32>, %seq_lens: memref<?xi32>, %scale: f32, %o: "
+             "{2}, %lse: {3}) {{\n"
+             "  mla.decode %q, %kv, %block_table, %seq_lens, %scale, %o, %lse "
+             ": {0}, {1}, memref<?x?xi32>, memref<?xi32>, f32, {2}, {3}\n"
+             "  return\n}\n",
+             qT, kvT, oT, lseT)
+      .str();
+}
+
+/// The package manifest for one launch plan.
+static std::string manifestFor(DictionaryAttr plan, StringRef targetName) {
+  std::string out = "mla-manifest 1\n";
+  DictionaryAttr info = plan.getAs<DictionaryAttr>("info");
+  out += "kernel " +
+         (info && info.get("kernel")
+              ? info.getAs<StringAttr>("kernel").str()
+              : std::string("custom")) +
+         "\n";
+  out += "function " + plan.getAs<StringAttr>("function").str() + "\n";
+  if (info) {
+    for (NamedAttribute a : info) {
+      if (a.getName() == "kernel")
+        continue;
+      std::string value;
+      if (auto s = dyn_cast<StringAttr>(a.getValue()))
+        value = s.str();
+      else if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+        value = std::to_string(i.getInt());
+      out += a.getName().str() + " " + value + "\n";
+    }
+  }
+  auto lines = plan.getAs<ArrayAttr>("lines");
+  for (Attribute l : lines)
+    if (cast<StringAttr>(l).getValue().starts_with("arg "))
+      out += cast<StringAttr>(l).str() + "\n";
+  out += ("target " + targetName + " code." + targetName + "\n").str();
+  for (Attribute l : lines)
+    if (!cast<StringAttr>(l).getValue().starts_with("arg "))
+      out += cast<StringAttr>(l).str() + "\n";
+  out += "end-target\n";
+  return out;
+}
+
+static LogicalResult writeText(StringRef text) {
+  std::string path = outputFile.empty() ? "-" : outputFile.getValue();
+  std::string err;
+  auto file = openOutputFile(path, &err);
+  if (!file) {
+    fail(err);
+    return failure();
+  }
+  file->os() << text;
+  file->keep();
+  return success();
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "mla-compile: compile mla attention kernels into code-object packages\n\n"
+      "Input is either an .mlir file holding a func.func with mla ops, or a\n"
+      "kernel described by flags (--kernel=decode ...). The output is a\n"
+      "versioned .mlapkg package (code objects + manifest) that mla-run and\n"
+      "the runtime load; --emit shows the intermediate stages instead.\n");
+
+  if (inputFile.empty() == kernel.empty())
+    return fail("give either an input .mlir file or --kernel=decode (not "
+                "both)");
+  if (!kernel.empty() && kernel != "decode")
+    return fail("--kernel must be 'decode' (got '" + kernel + "')");
+  SmallVector<StringRef> targetList;
+  StringRef(targets).split(targetList, ',', -1, false);
+  if (targetList.empty())
+    return fail("--target is empty");
+  for (StringRef t : targetList)
+    if (t != "host")
+      return fail("--target: '" + t +
+                  "' is not supported by this build (supported: host)");
+  if (!llvm::is_contained({"package", "mlir", "llvm", "asm", "obj"},
+                          StringRef(emit)))
+    return fail("--emit must be one of package, mlir, llvm, asm, obj (got '" +
+                emit + "')");
+  if ((emit == "package" || emit == "obj") && outputFile.empty())
+    return fail("-o is required for --emit=" + emit);
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<mla::MLADialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  if (!kernel.empty()) {
+    FailureOr<std::string> src = decodeSource();
+    if (failed(src))
+      return 1;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(*src, "<--kernel=decode>"),
+        llvm::SMLoc());
+  } else {
+    std::string err;
+    auto buffer = openInputFile(inputFile, &err);
+    if (!buffer)
+      return fail(err);
+    sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  }
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  mla::PipelineOptions options;
+  options.target = "host";
+  options.perfConfig = perfConfig;
+  PassManager pm(&context);
+  mla::buildHostKernelPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return 1;
+  auto plans = (*module)->getAttrOfType<ArrayAttr>("mla.launch_plans");
+  if (!plans || plans.size() != 1)
+    return fail("the input must hold exactly one function with mla ops (found " +
+                Twine(plans ? plans.size() : 0) + ")");
+  auto plan = cast<DictionaryAttr>(plans[0]);
+  if (emit == "mlir") {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    return failed(writeText(text)) ? 1 : 0;
+  }
+
+  PassManager lower(&context);
+  mla::buildHostToLLVMPipeline(lower);
+  if (failed(lower.run(*module)))
+    return 1;
+  mla::HostEmit kind = emit == "llvm"  ? mla::HostEmit::LLVMIR
+                       : emit == "asm" ? mla::HostEmit::Assembly
+                                       : mla::HostEmit::SharedObject;
+  FailureOr<std::vector<uint8_t>> code = mla::compileHost(*module, kind);
+  if (failed(code))
+    return 1;
+  if (emit == "llvm" || emit == "asm")
+    return failed(writeText(StringRef(
+               reinterpret_cast<const char *>(code->data()), code->size())))
+               ? 1
+               : 0;
+  if (emit == "obj") {
+    std::string err;
+    auto file = openOutputFile(outputFile, &err);
+    if (!file)
+      return fail(err);
+    file->os().write(reinterpret_cast<const char *>(code->data()),
+                     code->size());
+    file->keep();
+    return 0;
+  }
+  std::string manifest = manifestFor(plan, mla::kHostTargetName);
+  mla::rt::Status st = mla::rt::writePackage(
+      outputFile, manifest,
+      {{std::string("code.") + mla::kHostTargetName, *code}});
+  if (!st.ok())
+    return fail(st.message());
+  return 0;
+}
