@@ -1,0 +1,111 @@
+//===- Manifest.h - The kernel manifest of an .mlapkg -----------*- C++ -*-===//
+//
+// The manifest describes one compiled kernel: its parameters (in order), and
+// per target, the scratch buffers and the sequence of grid launches that
+// implement it. docs/Runtime.md has the full grammar.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_MANIFEST_H
+#define MLA_RUNTIME_MANIFEST_H
+
+#include "mla/runtime/DType.h"
+#include "mla/runtime/Status.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mla::rt {
+
+/// The only manifest version this runtime reads (`mla-manifest 1`).
+constexpr int kManifestVersion = 1;
+
+/// Marks a dynamic (`?`) dim in ManifestArg::dims.
+constexpr int64_t kDynamicDim = -1;
+
+/// A workspace or grid size: an integer, or `argI.D` (dim D of the actual
+/// shape of memref argument I).
+struct DimExpr {
+  int64_t constant = 0;
+  /// -1 for a constant; otherwise the memref argument index.
+  int argIndex = -1;
+  int dim = 0;
+
+  bool isConstant() const { return argIndex < 0; }
+};
+
+enum class ArgKind { Memref, Scalar };
+
+/// `arg INDEX ROLE memref DTYPE DIMS` or `arg INDEX ROLE scalar DTYPE`.
+struct ManifestArg {
+  int index = 0;
+  std::string role;
+  ArgKind kind = ArgKind::Memref;
+  DType dtype = DType::F32;
+  /// Memref dims; kDynamicDim for `?`. Empty for scalars.
+  std::vector<int64_t> dims;
+  /// 1-based manifest line, for messages.
+  int line = 0;
+};
+
+/// `workspace INDEX DTYPE DIMS`: a scratch buffer the runtime allocates.
+struct WorkspaceSpec {
+  int index = 0;
+  DType dtype = DType::F32;
+  std::vector<DimExpr> dims;
+};
+
+/// `launch ENTRY args I,J,... grid X,Y,Z`.
+struct LaunchSpec {
+  std::string entry;
+  /// Argument and workspace indices, in the entry's parameter order.
+  std::vector<int> args;
+  std::array<DimExpr, 3> grid;
+};
+
+/// `target NAME SECTION` ... `end-target`.
+struct TargetSpec {
+  std::string name;
+  std::string section;
+  /// Indices continue the arg numbering: workspaces[i].index ==
+  /// args.size() + i.
+  std::vector<WorkspaceSpec> workspaces;
+  /// In execution order; each finishes before the next starts.
+  std::vector<LaunchSpec> launches;
+};
+
+struct Manifest {
+  /// `kernel KIND`, e.g. "decode"; selects the kind-specific checks.
+  std::string kernel;
+  /// `function NAME`: the source-level kernel function.
+  std::string function;
+  /// Header values; heads/qLen/latentDim/ropeDim/pageSize are -1 when the
+  /// key is absent. `q_len 0` and `page_size 0` mean dynamic.
+  std::optional<DType> dtype;
+  int64_t heads = -1;
+  int64_t qLen = -1;
+  int64_t latentDim = -1;
+  int64_t ropeDim = -1;
+  int64_t pageSize = -1;
+  /// `config key=value ...` (compiler tuning choices, informational).
+  std::map<std::string, std::string> config;
+  std::vector<ManifestArg> args;
+  std::vector<TargetSpec> targets;
+
+  /// nullptr when absent.
+  const ManifestArg *findArg(std::string_view role) const;
+  const TargetSpec *findTarget(std::string_view name) const;
+};
+
+/// Parses and checks manifest text. Errors are InvalidManifest, prefixed with
+/// "manifest line N: " when they concern one line.
+Expected<Manifest> parseManifest(std::string_view text);
+
+} // namespace mla::rt
+
+#endif // MLA_RUNTIME_MANIFEST_H

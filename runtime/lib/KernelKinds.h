@@ -1,0 +1,41 @@
+//===- KernelKinds.h - Rules of specific kernel kinds -----------*- C++ -*-===//
+//
+// The manifest parser and launch validation are role-agnostic; a kernel kind
+// (the manifest's `kernel` value) can add manifest checks and argument checks
+// on top. Kinds without rules get only the generic checks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_LIB_KERNELKINDS_H
+#define MLA_RUNTIME_LIB_KERNELKINDS_H
+
+#include "mla/runtime/Backend.h"
+#include "mla/runtime/Manifest.h"
+#include "mla/runtime/Status.h"
+#include "mla/runtime/Tensor.h"
+
+#include <string_view>
+#include <vector>
+
+namespace mla::rt {
+
+struct KernelKindRules {
+  const char *name;
+  /// Checks a parsed manifest of this kind (InvalidManifest errors).
+  Status (*checkManifest)(const Manifest &manifest);
+  /// Checks launch arguments that already passed the generic checks
+  /// (InvalidArgument errors naming the argument).
+  Status (*validateArgs)(const Manifest &manifest,
+                         const std::vector<ArgValue> &args, Backend &backend);
+};
+
+/// nullptr for kinds without rules.
+const KernelKindRules *findKernelKindRules(std::string_view kind);
+
+Status checkDecodeManifest(const Manifest &manifest);
+Status validateDecodeArgs(const Manifest &manifest,
+                          const std::vector<ArgValue> &args, Backend &backend);
+
+} // namespace mla::rt
+
+#endif // MLA_RUNTIME_LIB_KERNELKINDS_H

@@ -1,0 +1,49 @@
+//===- ThreadPool.h - Worker threads for host launches ----------*- C++ -*-===//
+
+#ifndef MLA_RUNTIME_LIB_THREADPOOL_H
+#define MLA_RUNTIME_LIB_THREADPOOL_H
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mla::rt {
+
+/// Runs index ranges in parallel. Several threads may call parallelFor at
+/// once: their jobs queue up and the workers serve them in order, while each
+/// caller also works on its own job, so a job never waits behind others.
+class ThreadPool {
+public:
+  /// `threads` is the total parallelism of one job (callers included):
+  /// threads - 1 workers are started.
+  explicit ThreadPool(unsigned threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  unsigned getThreads() const { return static_cast<unsigned>(workers.size()) + 1; }
+
+  /// Calls fn(i) for every i in [0, count) and returns when all are done.
+  void parallelFor(int64_t count, const std::function<void(int64_t)> &fn);
+
+private:
+  struct Job;
+  void workerLoop();
+  /// Runs indices of `job` until none are left unclaimed.
+  static void work(Job &job);
+
+  std::mutex mutex;
+  std::condition_variable wakeWorkers;
+  std::deque<std::shared_ptr<Job>> jobs;
+  bool stopping = false;
+  std::vector<std::thread> workers;
+};
+
+} // namespace mla::rt
+
+#endif // MLA_RUNTIME_LIB_THREADPOOL_H

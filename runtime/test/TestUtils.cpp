@@ -1,0 +1,198 @@
+//===- TestUtils.cpp ------------------------------------------------------===//
+
+#include "TestUtils.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+using namespace mla::rt;
+using namespace mla::rt::test;
+
+std::string mla::rt::test::decodeManifest(const DecodeShape &s) {
+  std::string dt = dtypeName(s.dtype);
+  std::string row = std::to_string(s.latentDim + s.ropeDim);
+  std::string qLen = std::to_string(s.qLen), heads = std::to_string(s.heads);
+  std::string latent = std::to_string(s.latentDim);
+  std::string splits = std::to_string(s.kvSplits);
+  std::string page = s.pageSize ? std::to_string(s.pageSize) : "?";
+  std::string entry = s.dtype == DType::F32 ? "mla_decode_f32" : "mla_decode";
+  return "mla-manifest 1\n"
+         "# reference decode for the runtime tests\n"
+         "kernel decode\n"
+         "function decode\n"
+         "dtype " + dt + "\n"
+         "heads " + heads + "\n"
+         "q_len " + qLen + "\n"
+         "latent_dim " + latent + "\n"
+         "rope_dim " + std::to_string(s.ropeDim) + "\n"
+         "page_size " + std::to_string(s.pageSize) + "\n"
+         "config tile_kv=64 kv_splits=" + splits + " head_group=" + heads + "\n"
+         "arg 0 q memref " + dt + " ?," + qLen + "," + heads + "," + row + "\n"
+         "arg 1 kv memref " + dt + " ?," + page + "," + row + "\n"
+         "arg 2 block_table memref i32 ?,?\n"
+         "arg 3 seq_lens memref i32 ?\n"
+         "arg 4 scale scalar f32\n"
+         "arg 5 o memref " + dt + " ?," + qLen + "," + heads + "," + latent + "\n"
+         "arg 6 lse memref f32 ?," + qLen + "," + heads + "\n"
+         "target host-x86_64 code.host-x86_64\n"
+         "workspace 7 f32 arg0.0,arg0.1," + heads + "," + splits + "," + latent + "\n"
+         "workspace 8 f32 arg0.0,arg0.1," + heads + "," + splits + "\n"
+         "launch " + entry + "_k0 args 0,1,2,3,4,7,8 grid arg0.0,1," + splits + "\n"
+         "launch " + entry + "_k1 args 7,8,5,6 grid arg0.0,1,arg0.2\n"
+         "end-target\n";
+}
+
+std::vector<uint8_t> mla::rt::test::readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void mla::rt::test::writeBytes(const std::string &path,
+                               const std::vector<uint8_t> &bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  EXPECT_TRUE(out.good()) << "cannot write " << path;
+}
+
+std::vector<uint8_t> mla::rt::test::testKernelCode() {
+  static const std::vector<uint8_t> code = readBytes(MLA_TEST_KERNEL_PATH);
+  return code;
+}
+
+std::vector<uint8_t> mla::rt::test::decodePackageBytes(const DecodeShape &s) {
+  Expected<std::vector<uint8_t>> bytes =
+      encodePackage(decodeManifest(s), {{"code.host-x86_64", testKernelCode()}});
+  EXPECT_TRUE(bytes.ok()) << bytes.getStatus().toString();
+  return bytes.ok() ? bytes.take() : std::vector<uint8_t>{};
+}
+
+Package mla::rt::test::decodePackage(const DecodeShape &s) {
+  std::vector<uint8_t> bytes = decodePackageBytes(s);
+  Expected<Package> package = parsePackage(bytes.data(), bytes.size());
+  EXPECT_TRUE(package.ok()) << package.getStatus().toString();
+  return package.ok() ? package.take() : Package{};
+}
+
+static HostTensor allocate(DType dtype, std::vector<int64_t> shape) {
+  Expected<HostTensor> tensor = HostTensor::allocate(dtype, std::move(shape));
+  EXPECT_TRUE(tensor.ok()) << tensor.getStatus().toString();
+  return tensor.take();
+}
+
+static void fillRandom(HostTensor &tensor, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(tensor.numElements());
+  for (float &value : values)
+    value = dist(rng);
+  Status status = convertElements(values.data(), DType::F32, tensor.data(),
+                                  tensor.getDType(), values.size());
+  EXPECT_TRUE(status.ok()) << status.toString();
+}
+
+std::vector<float> mla::rt::test::toFloats(const HostTensor &tensor) {
+  std::vector<float> values(tensor.numElements());
+  Status status = convertElements(tensor.data(), tensor.getDType(),
+                                  values.data(), DType::F32, values.size());
+  EXPECT_TRUE(status.ok()) << status.toString();
+  return values;
+}
+
+DecodeData mla::rt::test::makeDecodeData(const DecodeShape &s,
+                                         const std::vector<int32_t> &lengths,
+                                         int64_t maxPages, uint32_t seed) {
+  std::mt19937 rng(seed);
+  int64_t batch = static_cast<int64_t>(lengths.size());
+  int64_t pageSize = s.actualPageSize();
+  int64_t numPages = std::max<int64_t>(1, batch * maxPages);
+  int64_t row = s.latentDim + s.ropeDim;
+  DecodeData data;
+  data.q = allocate(s.dtype, {batch, s.qLen, s.heads, row});
+  data.kv = allocate(s.dtype, {numPages, pageSize, row});
+  data.blockTable = allocate(DType::I32, {batch, maxPages});
+  data.seqLens = allocate(DType::I32, {batch});
+  data.o = allocate(s.dtype, {batch, s.qLen, s.heads, s.latentDim});
+  data.lse = allocate(DType::F32, {batch, s.qLen, s.heads});
+  data.scale = 1.0f / std::sqrt(static_cast<float>(row));
+  fillRandom(data.q, rng);
+  fillRandom(data.kv, rng);
+  std::vector<int32_t> pages(numPages);
+  for (int64_t p = 0; p < numPages; ++p)
+    pages[p] = static_cast<int32_t>(p);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  std::copy_n(pages.begin(), batch * maxPages, data.blockTable.dataAs<int32_t>());
+  std::copy(lengths.begin(), lengths.end(), data.seqLens.dataAs<int32_t>());
+  return data;
+}
+
+Reference mla::rt::test::referenceDecode(const DecodeShape &s,
+                                         const DecodeData &data) {
+  const std::vector<int64_t> &qShape = data.q.getShape();
+  int64_t batch = qShape[0], qLen = qShape[1], heads = qShape[2],
+          row = qShape[3];
+  int64_t pageSize = data.kv.getShape()[1];
+  int64_t maxPages = data.blockTable.getShape()[1];
+  int64_t dimV = s.latentDim;
+  std::vector<float> q = toFloats(data.q), kv = toFloats(data.kv);
+  Reference ref;
+  ref.o.assign(batch * qLen * heads * dimV, 0.0);
+  ref.lse.assign(batch * qLen * heads, -INFINITY);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t length = data.seqLens.dataAs<int32_t>()[b];
+    std::vector<int64_t> rows;
+    for (int64_t t = 0; t < length; ++t) {
+      int32_t page =
+          data.blockTable.dataAs<int32_t>()[b * maxPages + t / pageSize];
+      rows.push_back((page * pageSize + t % pageSize) * row);
+    }
+    for (int64_t i = 0; i < qLen; ++i) {
+      for (int64_t h = 0; h < heads; ++h) {
+        int64_t qBase = ((b * qLen + i) * heads + h) * row;
+        std::vector<double> scores;
+        double maxScore = -INFINITY;
+        for (int64_t kvBase : rows) {
+          double dot = 0;
+          for (int64_t d = 0; d < row; ++d)
+            dot += static_cast<double>(q[qBase + d]) * kv[kvBase + d];
+          scores.push_back(dot * data.scale);
+          maxScore = std::max(maxScore, scores.back());
+        }
+        if (rows.empty())
+          continue;
+        double sum = 0;
+        std::vector<double> acc(dimV, 0.0);
+        for (size_t t = 0; t < rows.size(); ++t) {
+          double weight = std::exp(scores[t] - maxScore);
+          sum += weight;
+          for (int64_t d = 0; d < dimV; ++d)
+            acc[d] += weight * kv[rows[t] + d];
+        }
+        int64_t outIndex = (b * qLen + i) * heads + h;
+        for (int64_t d = 0; d < dimV; ++d)
+          ref.o[outIndex * dimV + d] = acc[d] / sum;
+        ref.lse[outIndex] = maxScore + std::log(sum);
+      }
+    }
+  }
+  return ref;
+}
+
+TempDir::TempDir() {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "mla-rt-test-XXXXXX").string();
+  char *made = mkdtemp(pattern.data());
+  EXPECT_NE(made, nullptr) << "mkdtemp failed";
+  dir = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}

@@ -1,0 +1,82 @@
+//===- TestUtils.h - Shared helpers of the runtime tests --------*- C++ -*-===//
+
+#ifndef MLA_RUNTIME_TEST_TESTUTILS_H
+#define MLA_RUNTIME_TEST_TESTUTILS_H
+
+#include "mla/runtime/Runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mla::rt::test {
+
+/// The shape of a decode package built around the reference test kernel.
+struct DecodeShape {
+  DType dtype = DType::BF16;
+  int64_t heads = 4;
+  int64_t qLen = 1;
+  int64_t latentDim = 32;
+  int64_t ropeDim = 8;
+  /// Manifest page size; the actual one is `actualPageSize`.
+  int64_t pageSize = 16;
+  int64_t kvSplits = 3;
+
+  int64_t actualPageSize() const { return pageSize ? pageSize : 16; }
+};
+
+/// The manifest of the reference kernel for `shape` (target host-x86_64).
+std::string decodeManifest(const DecodeShape &shape);
+
+/// The bytes of the reference kernel shared object.
+std::vector<uint8_t> testKernelCode();
+
+/// A package for `shape` with the reference kernel as code.host-x86_64.
+std::vector<uint8_t> decodePackageBytes(const DecodeShape &shape);
+Package decodePackage(const DecodeShape &shape);
+
+/// Host tensors for one decode launch.
+struct DecodeData {
+  HostTensor q, kv, blockTable, seqLens, o, lse;
+  float scale = 0;
+
+  DecodeArgs args() const {
+    return {q.view(),     kv.view(), blockTable.view(), seqLens.view(),
+            scale,        o.view(),  lse.view()};
+  }
+};
+
+/// Random q and kv in [-1, 1) (rounded to the shape's dtype), a shuffled
+/// block table over `numPages` pages with `maxPages` columns, and the given
+/// lengths. The page pool is sized so each sequence gets distinct pages.
+DecodeData makeDecodeData(const DecodeShape &shape,
+                          const std::vector<int32_t> &lengths,
+                          int64_t maxPages, uint32_t seed);
+
+/// float64 reference for the data: o [B,Sq,H,Dv] and lse [B,Sq,H].
+struct Reference {
+  std::vector<double> o, lse;
+};
+Reference referenceDecode(const DecodeShape &shape, const DecodeData &data);
+
+/// The elements of a bf16/f16/f32 tensor as floats.
+std::vector<float> toFloats(const HostTensor &tensor);
+
+/// A fresh directory under the system temp dir, removed with its contents.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  const std::string &path() const { return dir; }
+  std::string file(const std::string &name) const { return dir + "/" + name; }
+
+private:
+  std::string dir;
+};
+
+std::vector<uint8_t> readBytes(const std::string &path);
+void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes);
+
+} // namespace mla::rt::test
+
+#endif // MLA_RUNTIME_TEST_TESTUTILS_H

@@ -1,0 +1,386 @@
+//===- mla-run.cpp - Run an .mlapkg kernel on .npy files ------------------===//
+//
+// mla-run PKG --inputs DIR --outputs DIR --scale X [--device=host]
+//         [--threads=N] [--repeat=N]
+//
+// Reads the kernel's input roles from DIR/<role>.npy, runs the kernel, writes
+// its output roles to DIR/<role>.npy as float32 and prints the median kernel
+// time. Every error is one "mla-run: error: ..." line on stderr, exit code 1,
+// and no output file. docs/FileContract.md is the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/runtime/Runtime.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace mla::rt;
+
+namespace {
+
+const char *const kHelp = R"help(usage: mla-run PKG --inputs DIR --outputs DIR --scale X [options]
+
+Runs the kernel of the mla package PKG on .npy inputs and writes .npy outputs.
+
+options:
+  --inputs DIR     directory holding the input files (see below)
+  --outputs DIR    directory for the output files; created if missing
+  --scale X        softmax scale applied to q.k (a finite number)
+  --device=NAME    device to run on (default: host; this build has: host)
+  --threads=N      host worker threads, N >= 1 (default: all cores)
+  --repeat=N       run the kernel N >= 1 times and report the median time
+                   (default: 1)
+  --help           print this help and exit
+Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
+
+files for a decode kernel (B batch, Sq query length, H heads, D = latent_dim
++ rope_dim, Dv = latent_dim, all C-order little-endian .npy version 1.0/2.0):
+  inputs   q.npy            [B, Sq, H, D]          float32 or float16
+           kv.npy           [pages, page_size, D]  float32 or float16
+           block_table.npy  [B, max_pages]         int32
+           seq_lens.npy     [B]                    int32
+  outputs  o.npy            [B, Sq, H, Dv]         float32
+           lse.npy          [B, Sq, H]             float32 (natural log)
+Float inputs are converted to the kernel's dtype (round to nearest even).
+Dims fixed by the package's manifest must match it exactly. Every used
+block_table entry (pages below ceil(seq_len / page_size)) must lie in
+[0, pages), and each seq_len in [0, max_pages * page_size].
+
+On success mla-run prints one line: "kernel time: T ms (median of N runs)".
+On any error it prints one line "mla-run: error: MESSAGE" on stderr, exits
+with status 1 and writes no output file.
+)help";
+
+/// How mla-run feeds a kernel kind: which roles are read from and written to
+/// files, which scalar role --scale sets, and which input's dims fill the
+/// dynamic dims of the outputs.
+struct KindFiles {
+  const char *kind;
+  std::vector<const char *> inputs;
+  std::vector<const char *> outputs;
+  const char *scaleRole;
+  const char *shapeSource;
+};
+
+const KindFiles kKindFiles[] = {
+    {"decode", {"q", "kv", "block_table", "seq_lens"}, {"o", "lse"}, "scale",
+     "q"},
+};
+
+struct Options {
+  std::string package;
+  std::string inputs;
+  std::string outputs;
+  std::string device = "host";
+  std::optional<float> scale;
+  unsigned threads = 0;
+  int repeat = 1;
+  bool help = false;
+};
+
+Status usageError(const std::string &message) {
+  return Status::error(ErrorCode::InvalidArgument, message);
+}
+
+std::optional<int64_t> parsePositive(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno || value < 1 || value > 1000000000)
+    return std::nullopt;
+  return value;
+}
+
+Expected<Options> parseOptions(int argc, char **argv) {
+  Options options;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      return options;
+    }
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
+      if (!arg.empty() && arg[0] == '-')
+        return usageError("unknown option '" + arg + "' (see --help)");
+      positional.push_back(arg);
+      continue;
+    }
+    size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    if (name != "--inputs" && name != "--outputs" && name != "--scale" &&
+        name != "--device" && name != "--threads" && name != "--repeat")
+      return usageError("unknown option '" + name + "' (see --help)");
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else {
+      if (i + 1 == argc)
+        return usageError("option " + name + " needs a value");
+      value = argv[++i];
+    }
+    if (value.empty())
+      return usageError("option " + name + " needs a value");
+    if (name == "--inputs") {
+      options.inputs = value;
+    } else if (name == "--outputs") {
+      options.outputs = value;
+    } else if (name == "--device") {
+      options.device = value;
+    } else if (name == "--scale") {
+      char *end = nullptr;
+      errno = 0;
+      float scale = std::strtof(value.c_str(), &end);
+      if (*end || errno || !std::isfinite(scale))
+        return usageError("--scale '" + value + "' is not a finite number");
+      options.scale = scale;
+    } else {
+      std::optional<int64_t> count = parsePositive(value);
+      if (!count)
+        return usageError(name + " '" + value +
+                          "' is not a positive integer");
+      if (name == "--threads")
+        options.threads = static_cast<unsigned>(*count);
+      else
+        options.repeat = static_cast<int>(*count);
+    }
+  }
+  if (positional.empty())
+    return usageError("missing the package argument (see --help)");
+  if (positional.size() > 1)
+    return usageError("unexpected argument '" + positional[1] +
+                      "' (only one package)");
+  options.package = positional[0];
+  if (options.inputs.empty())
+    return usageError("missing required option --inputs");
+  if (options.outputs.empty())
+    return usageError("missing required option --outputs");
+  if (!options.scale)
+    return usageError("missing required option --scale");
+  return options;
+}
+
+const char *npyTypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "float32";
+  case DType::F16:
+    return "float16";
+  case DType::I32:
+    return "int32";
+  case DType::I64:
+    return "int64";
+  case DType::BF16:
+    return "bfloat16";
+  }
+  return "?";
+}
+
+/// Reads DIR/<role>.npy and converts it to the argument's dtype: floats
+/// from float32/float16, integers only from the same integer type.
+Expected<HostTensor> readInput(const std::string &dir,
+                               const ManifestArg &arg) {
+  std::string path = dir + "/" + arg.role + ".npy";
+  Expected<HostTensor> file = readNpy(path);
+  if (!file.ok())
+    return file;
+  DType have = file->getDType();
+  if (isFloatingPoint(arg.dtype) ? !isFloatingPoint(have) : have != arg.dtype)
+    return usageError(path + ": expected " +
+                      (isFloatingPoint(arg.dtype)
+                           ? std::string("float32 or float16")
+                           : std::string(npyTypeName(arg.dtype))) +
+                      " data, got " + npyTypeName(have));
+  if (have == arg.dtype)
+    return file;
+  Expected<HostTensor> converted =
+      HostTensor::allocate(arg.dtype, file->getShape());
+  if (!converted.ok())
+    return converted;
+  if (Status status =
+          convertElements(file->data(), have, converted->data(), arg.dtype,
+                          file->numElements());
+      !status.ok())
+    return status.withContext(path);
+  return converted;
+}
+
+/// An output of the manifest's shape, dynamic dims taken from `source`.
+Expected<HostTensor> allocateOutput(const ManifestArg &arg,
+                                    const ManifestArg &sourceArg,
+                                    const TensorView &source) {
+  std::vector<int64_t> shape = arg.dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != kDynamicDim)
+      continue;
+    if (d >= source.shape.size())
+      return Status::error(ErrorCode::Unsupported,
+                           "cannot size output '" + arg.role + "': dim " +
+                               std::to_string(d) + " is dynamic and '" +
+                               sourceArg.role + "' has no dim " +
+                               std::to_string(d));
+    shape[d] = source.shape[d];
+  }
+  return HostTensor::allocate(arg.dtype, shape);
+}
+
+Status makeDirectory(const std::string &dir) {
+  if (::mkdir(dir.c_str(), 0777) == 0 || errno == EEXIST) {
+    struct stat info;
+    if (::stat(dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+      return Status::success();
+    return Status::error(ErrorCode::IOError,
+                         dir + ": not a directory");
+  }
+  return Status::error(ErrorCode::IOError, dir + ": cannot create: " +
+                                               std::strerror(errno));
+}
+
+/// Writes every output as float32 (floats) or as is (integers). Conversions
+/// happen before the first write; if a write fails, the files already
+/// written are removed.
+Status writeOutputs(const std::string &dir,
+                    std::vector<std::pair<std::string, HostTensor>> outputs) {
+  for (auto &[role, tensor] : outputs) {
+    if (!isFloatingPoint(tensor.getDType()) ||
+        tensor.getDType() == DType::F32)
+      continue;
+    Expected<HostTensor> f32 =
+        HostTensor::allocate(DType::F32, tensor.getShape());
+    if (!f32.ok())
+      return f32.getStatus();
+    if (Status status =
+            convertElements(tensor.data(), tensor.getDType(), f32->data(),
+                            DType::F32, tensor.numElements());
+        !status.ok())
+      return status;
+    tensor = f32.take();
+  }
+  if (Status status = makeDirectory(dir); !status.ok())
+    return status;
+  std::vector<std::string> written;
+  for (const auto &[role, tensor] : outputs) {
+    std::string path = dir + "/" + role + ".npy";
+    if (Status status = writeNpy(path, tensor.view()); !status.ok()) {
+      for (const std::string &done : written)
+        ::unlink(done.c_str());
+      return status;
+    }
+    written.push_back(path);
+  }
+  return Status::success();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid]
+                           : (values[mid - 1] + values[mid]) / 2;
+}
+
+Status run(const Options &options) {
+  Expected<Package> package = readPackage(options.package);
+  if (!package.ok())
+    return package.getStatus();
+  const Manifest &manifest = package->manifest;
+  const KindFiles *files = nullptr;
+  std::string kinds;
+  for (const KindFiles &candidate : kKindFiles) {
+    if (manifest.kernel == candidate.kind)
+      files = &candidate;
+    kinds += (kinds.empty() ? "" : ", ") + std::string(candidate.kind);
+  }
+  if (!files)
+    return Status::error(ErrorCode::Unsupported,
+                         "kernel kind '" + manifest.kernel +
+                             "' is not supported by mla-run (supported: " +
+                             kinds + ")");
+  Expected<Device> device =
+      Device::open(options.device, {options.threads});
+  if (!device.ok())
+    return device.getStatus();
+  Expected<Kernel> kernel = device->loadKernel(*package);
+  if (!kernel.ok())
+    return kernel.getStatus();
+
+  // Kind rules guarantee that these roles exist in the manifest.
+  std::map<std::string, ArgValue> args;
+  std::vector<HostTensor> inputs;
+  for (const char *role : files->inputs) {
+    Expected<HostTensor> input =
+        readInput(options.inputs, *manifest.findArg(role));
+    if (!input.ok())
+      return input.getStatus();
+    args.emplace(role, input->view());
+    inputs.push_back(input.take());
+  }
+  const ManifestArg &scaleArg = *manifest.findArg(files->scaleRole);
+  float scale = *options.scale;
+  args.emplace(files->scaleRole,
+               scaleArg.dtype == DType::BF16  ? Scalar::bf16(scale)
+               : scaleArg.dtype == DType::F16 ? Scalar::f16(scale)
+                                              : Scalar::f32(scale));
+  const ManifestArg &sourceArg = *manifest.findArg(files->shapeSource);
+  const TensorView &source = args.at(files->shapeSource).tensor();
+  std::vector<std::pair<std::string, HostTensor>> outputs;
+  for (const char *role : files->outputs) {
+    Expected<HostTensor> output =
+        allocateOutput(*manifest.findArg(role), sourceArg, source);
+    if (!output.ok())
+      return output.getStatus();
+    args.emplace(role, output->view());
+    outputs.emplace_back(role, output.take());
+  }
+
+  Expected<std::vector<ArgValue>> bound = kernel->bindByRole(args);
+  if (!bound.ok())
+    return bound.getStatus();
+  if (Status status = kernel->validate(*bound); !status.ok())
+    return status;
+  std::vector<double> times;
+  for (int i = 0; i < options.repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    Status status = kernel->launch(*bound, {/*validate=*/false});
+    auto end = std::chrono::steady_clock::now();
+    if (!status.ok())
+      return status;
+    times.push_back(std::chrono::duration<double, std::milli>(end - start)
+                        .count());
+  }
+  if (Status status = writeOutputs(options.outputs, std::move(outputs)); !status.ok())
+    return status;
+  std::printf("kernel time: %.3f ms (median of %d run%s)\n", median(times),
+              options.repeat, options.repeat == 1 ? "" : "s");
+  return Status::success();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Expected<Options> options = parseOptions(argc, argv);
+  Status status = options.ok() ? Status::success() : options.getStatus();
+  if (status.ok() && options->help) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (status.ok())
+    status = run(*options);
+  if (status.ok())
+    return 0;
+  std::string message = status.getMessage();
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  std::fprintf(stderr, "mla-run: error: %s\n", message.c_str());
+  return 1;
+}
