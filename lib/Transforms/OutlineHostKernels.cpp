@@ -222,6 +222,7 @@ LogicalResult outlineFunction(func::FuncOp func, ModuleOp module,
     auto kernel = func::FuncOp::create(mb, grid.getLoc(), name,
                                        FunctionType::get(func.getContext(),
                                                          types, {}));
+    kernel.setPrivate();
     Block *entry = kernel.addEntryBlock();
     IRMapping map;
     for (auto [p, a] : llvm::zip(params, entry->getArguments()))

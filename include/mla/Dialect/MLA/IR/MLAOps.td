@@ -132,7 +132,7 @@ def MLA_GridOp : MLA_Op<"grid", [SingleBlock, NoTerminator,
   let arguments = (ins Index:$grid_x, Index:$grid_y, Index:$grid_z);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    `in` `(` $grid_x `,` $grid_y `,` $grid_z `)` attr-dict-with-keyword $body
+    `in` ` ` `(` $grid_x `,` $grid_y `,` $grid_z `)` attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,58 @@
+// RUN: mla-opt %s | FileCheck %s
+// RUN: mla-opt %s | mla-opt | FileCheck %s
+// RUN: mla-opt %s --mlir-print-op-generic | mla-opt | FileCheck %s
+
+// CHECK-LABEL: func @decode_deepseek
+// CHECK: mla.decode %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+func.func @decode_deepseek(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// 256+32 dims, MTP (Sq = 4), one head, a run-time page size, f32 output of
+// an f16 kernel, and an explicit config.
+// CHECK-LABEL: func @decode_small_mtp
+// CHECK: mla.decode {{.*}} {config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 1, warps = 4, stages = 2>} : memref<?x4x1x288xf16>, memref<?x?x288xf16>
+func.func @decode_small_mtp(%q: memref<?x4x1x288xf16>, %kv: memref<?x?x288xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x1x256xf32>, %lse: memref<?x4x1xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 1, warps = 4, stages = 2>} : memref<?x4x1x288xf16>, memref<?x?x288xf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x1x256xf32>, memref<?x4x1xf32>
+  return
+}
+
+// Page size 1 and static shapes everywhere.
+// CHECK-LABEL: func @decode_page1
+// CHECK: mla.decode {{.*}} : memref<2x2x128x576xf32>, memref<1000x1x576xf32>
+func.func @decode_page1(%q: memref<2x2x128x576xf32>, %kv: memref<1000x1x576xf32>, %bt: memref<2x500xi32>, %lens: memref<2xi32>, %scale: f32, %o: memref<2x2x128x512xf32>, %lse: memref<2x2x128xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<2x2x128x576xf32>, memref<1000x1x576xf32>, memref<2x500xi32>, memref<2xi32>, f32, memref<2x2x128x512xf32>, memref<2x2x128xf32>
+  return
+}
+
+// CHECK-LABEL: func @merge
+// CHECK: mla.merge %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<?x1x16x4x512xf32>, memref<?x1x16x4xf32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+// CHECK: mla.merge {{.*}} : memref<7x3x128xf32>, memref<7x3xf32>, memref<7x128xf32>, memref<7xf32>
+func.func @merge(%op: memref<?x1x16x4x512xf32>, %lp: memref<?x1x16x4xf32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>, %op2: memref<7x3x128xf32>, %lp2: memref<7x3xf32>, %o2: memref<7x128xf32>, %lse2: memref<7xf32>) {
+  mla.merge %op, %lp, %o, %lse : memref<?x1x16x4x512xf32>, memref<?x1x16x4xf32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  mla.merge %op2, %lp2, %o2, %lse2 : memref<7x3x128xf32>, memref<7x3xf32>, memref<7x128xf32>, memref<7xf32>
+  return
+}
+
+// CHECK-LABEL: func @blockwise
+// CHECK: mla.grid in (%{{.*}}, %{{.*}}, %{{.*}}) {
+// CHECK: ^bb0(%[[X:.*]]: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK: mla.load_kv_tile %{{.*}}[%{{.*}}, %[[X]], %{{.*}}, %{{.*}}] into %{{.*}} : memref<?x3x576xbf16>, memref<?x?xi32>, memref<64x576xbf16>
+// CHECK: mla.matmul %{{.*}}, %{{.*}}, %{{.*}} {transpose_b} : memref<16x576xbf16>, memref<64x576xbf16>, memref<16x64xf32>
+// CHECK: mla.matmul %{{.*}}, %{{.*}}, %{{.*}} {accumulate} : memref<16x64xbf16>, memref<64x512xbf16, strided<[576, 1]>>, memref<16x512xf32>
+func.func @blockwise(%kv: memref<?x3x576xbf16>, %bt: memref<?x?xi32>, %n: index, %q: memref<16x576xbf16>, %p: memref<16x64xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  mla.grid in (%n, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %k = memref.alloca() : memref<64x576xbf16>
+    %s = memref.alloca() : memref<16x64xf32>
+    %acc = memref.alloca() : memref<16x512xf32>
+    mla.load_kv_tile %kv[%bt, %x, %c0, %n] into %k : memref<?x3x576xbf16>, memref<?x?xi32>, memref<64x576xbf16>
+    mla.matmul %q, %k, %s {transpose_b} : memref<16x576xbf16>, memref<64x576xbf16>, memref<16x64xf32>
+    %v = memref.subview %k[0, 0] [64, 512] [1, 1] : memref<64x576xbf16> to memref<64x512xbf16, strided<[576, 1]>>
+    mla.matmul %p, %v, %acc {accumulate} : memref<16x64xbf16>, memref<64x512xbf16, strided<[576, 1]>>, memref<16x512xf32>
+  }
+  return
+}

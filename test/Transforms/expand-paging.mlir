@@ -1,0 +1,46 @@
+// RUN: mla-opt %s -split-input-file --mla-expand-paging | FileCheck %s
+
+// Static page size: page = block_table[b][t / 64], slot = t % 64, one
+// 16-wide vector copy per chunk of the row; rows past `end` are zeroed.
+// CHECK-LABEL: func @static_page
+// CHECK-NOT: mla.load_kv_tile
+// CHECK: scf.for %[[R:.*]] = %c0 to %c8 step %c1
+// CHECK:   %[[T:.*]] = arith.addi %arg3, %[[R]]
+// CHECK:   %[[IN:.*]] = arith.cmpi slt, %[[T]], %arg4
+// CHECK:   scf.if %[[IN]] {
+// CHECK:     %[[PI:.*]] = arith.divui %[[T]], %c64
+// CHECK:     %[[SLOT:.*]] = arith.remui %[[T]], %c64
+// CHECK:     %[[E:.*]] = memref.load %arg1[%arg2, %[[PI]]] : memref<?x?xi32>
+// CHECK:     %[[PAGE:.*]] = arith.index_cast %[[E]] : i32 to index
+// CHECK:     scf.for %[[D:.*]] = %c0 to %c576 step %c16
+// CHECK:       %[[V:.*]] = vector.load %arg0[%[[PAGE]], %[[SLOT]], %[[D]]] : memref<?x64x576xbf16>, vector<16xbf16>
+// CHECK:       vector.store %[[V]], %arg5[%[[R]], %[[D]]] : memref<8x576xbf16>, vector<16xbf16>
+// CHECK:   } else {
+// CHECK:       vector.store %cst, %arg5
+func.func @static_page(%kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %b: index, %start: index, %end: index, %tile: memref<8x576xbf16>) {
+  mla.load_kv_tile %kv[%bt, %b, %start, %end] into %tile : memref<?x64x576xbf16>, memref<?x?xi32>, memref<8x576xbf16>
+  return
+}
+
+// -----
+
+// Page size chosen at run time (and page size 1 works the same way).
+// CHECK-LABEL: func @dynamic_page
+// CHECK: %[[P:.*]] = memref.dim %arg0, %{{.*}} : memref<?x?x288xf32>
+// CHECK: arith.divui %{{.*}}, %[[P]]
+// CHECK: arith.remui %{{.*}}, %[[P]]
+// CHECK: vector.load %arg0[{{.*}}] : memref<?x?x288xf32>, vector<16xf32>
+func.func @dynamic_page(%kv: memref<?x?x288xf32>, %bt: memref<?x?xi32>, %b: index, %start: index, %end: index, %tile: memref<4x288xf32>) {
+  mla.load_kv_tile %kv[%bt, %b, %start, %end] into %tile : memref<?x?x288xf32>, memref<?x?xi32>, memref<4x288xf32>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func @page1
+// CHECK: arith.divui %{{.*}}, %c1
+// CHECK: arith.remui %{{.*}}, %c1
+func.func @page1(%kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %b: index, %start: index, %end: index, %tile: memref<4x576xbf16>) {
+  mla.load_kv_tile %kv[%bt, %b, %start, %end] into %tile : memref<?x1x576xbf16>, memref<?x?xi32>, memref<4x576xbf16>
+  return
+}

@@ -1,0 +1,48 @@
+// RUN: mla-opt %s -split-input-file --mla-select-config | FileCheck %s
+// RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,kv_splits=2" | FileCheck %s --check-prefix=OVERRIDE
+// RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=48" 2>&1 | FileCheck %s --check-prefix=BADTILE
+// RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tiles=4" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx942" 2>&1 | FileCheck %s --check-prefix=TARGET
+
+// Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
+// CHECK-LABEL: func @deepseek_tp8
+// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1>
+// OVERRIDE-LABEL: func @deepseek_tp8
+// OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 16, warps = 1, stages = 1>
+// BADTILE: error: perf-config: tile_kv must be a power of two in [8, 256], got 48
+// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages)
+// TARGET: error: mla-select-config: target 'gfx942' has no heuristics in this build (supported: host)
+func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
+// 128 heads with MTP 4: head groups shrink so Sq x group stays <= 64 rows.
+// CHECK-LABEL: func @heads128_mtp4
+// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1>
+func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x128x512xbf16>, %lse: memref<?x4x128xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x4x128x576xbf16>, memref<?x1x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x128x512xbf16>, memref<?x4x128xf32>
+  return
+}
+
+// -----
+
+// An odd head count: the group is the largest divisor that fits.
+// CHECK-LABEL: func @heads7
+// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 7, warps = 1, stages = 1>
+func.func @heads7(%q: memref<?x1x7x288xf32>, %kv: memref<?x3x288xf32>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x7x256xf32>, %lse: memref<?x1x7xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x7x288xf32>, memref<?x3x288xf32>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x7x256xf32>, memref<?x1x7xf32>
+  return
+}
+
+// -----
+
+// An explicit config is kept.
+// CHECK-LABEL: func @explicit
+// CHECK: config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 2, stages = 3>
+func.func @explicit(%q: memref<?x1x4x576xbf16>, %kv: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x4x512xbf16>, %lse: memref<?x1x4xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 2, stages = 3>} : memref<?x1x4x576xbf16>, memref<?x16x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x512xbf16>, memref<?x1x4xf32>
+  return
+}

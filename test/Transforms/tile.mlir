@@ -1,0 +1,70 @@
+// RUN: mla-opt %s -split-input-file --mla-tile | FileCheck %s
+
+// Split-KV decode: workspace for 2 splits, a (request, head group, split)
+// grid with the online softmax over 16-key tiles, then the merge grid.
+// CHECK-LABEL: func @small
+// CHECK-SAME: {mla.role = "q"}
+// CHECK-SAME: {mla.role = "scale"}
+// CHECK-SAME: mla.kernel_info = {config = "tile_kv=16 kv_splits=2 head_group=2 warps=1 stages=1", dtype = "bf16", heads = 2 : i64, kernel = "decode", latent_dim = 32 : i64, page_size = 3 : i64, q_len = 2 : i64, rope_dim = 16 : i64}
+// CHECK: %[[B:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[WSO:.*]] = memref.alloc(%[[B]]) : memref<?x2x2x2x32xf32>
+// CHECK: %[[WSL:.*]] = memref.alloc(%[[B]]) : memref<?x2x2x2xf32>
+// CHECK: mla.grid in (%[[B]], %{{.*}}, %{{.*}}) {
+// CHECK: ^bb0(%[[REQ:.*]]: index, %{{.*}}: index, %[[SPLIT:.*]]: index):
+//   The split's key range: chunk = ceil(ceil(len / 16) / 2) * 16.
+// CHECK: memref.load %arg3[%[[REQ]]]
+// CHECK: %[[LEN:.*]] = arith.maxsi
+// CHECK: arith.ceildivsi
+// CHECK: arith.ceildivsi
+// CHECK: %[[START:.*]] = arith.muli %[[SPLIT]]
+// CHECK: %[[END:.*]] = arith.minsi
+// CHECK-DAG: %[[QT:.*]] = memref.alloca() : memref<4x48xbf16>
+// CHECK-DAG: %[[KT:.*]] = memref.alloca() : memref<16x48xbf16>
+// CHECK-DAG: %[[ST:.*]] = memref.alloca() : memref<4x16xf32>
+// CHECK-DAG: %[[PT:.*]] = memref.alloca() : memref<4x16xbf16>
+// CHECK-DAG: %[[ACC:.*]] = memref.alloca() : memref<4x32xf32>
+//   log2(e) is folded into the scale once.
+// CHECK: %[[SL2:.*]] = arith.mulf %arg4, %{{.*}} : f32
+// CHECK: %[[V:.*]] = memref.subview %[[KT]][0, 0] [16, 32] [1, 1]
+// CHECK: scf.for %[[T0:.*]] = %[[START]] to %[[END]] step %c16
+// CHECK: mla.load_kv_tile %arg1[%arg2, %[[REQ]], %[[T0]], %[[END]]] into %[[KT]]
+// CHECK: mla.matmul %[[QT]], %[[KT]], %[[ST]] {transpose_b}
+//   Causal limit for query i: keys < len - Sq + i + 1.
+// CHECK: arith.subi %[[LEN]], %c2{{.*}}
+// CHECK: arith.maximumf
+// CHECK: math.exp2
+// CHECK: math.exp2
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: mla.matmul %[[PT]], %[[V]], %[[ACC]] {accumulate}
+//   Epilogue: lse = (m + log2 l) * ln 2, -inf when no key was seen.
+// CHECK: math.log2
+// CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
+// CHECK: memref.store %{{.*}}, %[[WSL]][%[[REQ]], %{{.*}}, %{{.*}}, %[[SPLIT]]]
+// CHECK: mla.grid in
+// CHECK: memref.load %[[WSL]]
+// CHECK: vector.fma
+// CHECK: vector.store %{{.*}}, %arg5
+// CHECK: memref.store %{{.*}}, %arg6
+// CHECK: memref.dealloc %[[WSO]]
+// CHECK-NOT: mla.decode
+// CHECK-NOT: mla.merge
+func.func @small(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x2x2x32xbf16>, %lse: memref<?x2x2xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 2, head_group = 2, warps = 1, stages = 1>} : memref<?x2x2x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x2x32xbf16>, memref<?x2x2xf32>
+  return
+}
+
+// -----
+
+// A standalone merge (chunked prefill style) becomes one grid over its two
+// leading dims.
+// CHECK-LABEL: func @merge
+// CHECK: mla.grid in (%c7, %c3, %c1)
+// CHECK: ^bb0(%[[X:.*]]: index, %[[Y:.*]]: index, %{{.*}}: index):
+// CHECK: memref.load %arg1[%[[X]], %[[Y]], %{{.*}}] : memref<7x3x2xf32>
+// CHECK: vector.load %arg0[%[[X]], %[[Y]], %{{.*}}, %{{.*}}] : memref<7x3x2x24xf32>, vector<8xf32>
+// CHECK: vector.store %{{.*}}, %arg2[%[[X]], %[[Y]], %{{.*}}] : memref<7x3x24xf32>, vector<8xf32>
+func.func @merge(%op: memref<7x3x2x24xf32>, %lp: memref<7x3x2xf32>, %o: memref<7x3x24xf32>, %lse: memref<7x3xf32>) {
+  mla.merge %op, %lp, %o, %lse : memref<7x3x2x24xf32>, memref<7x3x2xf32>, memref<7x3x24xf32>, memref<7x3xf32>
+  return
+}
+
