@@ -196,7 +196,7 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
     Expected<std::unique_ptr<DeviceBuffer>> acquired =
         k.workspaces.acquire(*k.backend, totalBytes);
     if (!acquired.ok())
-      return acquired.getStatus().withContext("allocating workspaces");
+      return acquired.status().withContext("allocating workspaces");
     buffer = acquired.take();
   }
   WorkspaceLease lease(k.workspaces, std::move(buffer));
@@ -245,7 +245,7 @@ Status Kernel::launchByRole(const std::map<std::string, ArgValue> &argsByRole,
                             const LaunchOptions &options) const {
   Expected<std::vector<ArgValue>> args = bindByRole(argsByRole);
   if (!args.ok())
-    return args.getStatus();
+    return args.status();
   return launch(*args, options);
 }
 
@@ -304,7 +304,7 @@ Expected<Kernel> Device::loadKernel(const Package &package,
   Expected<std::unique_ptr<Module>> module =
       backend->loadModule(*code, entries);
   if (!module.ok())
-    return module.getStatus().withContext("target '" + target->name + "'");
+    return module.status().withContext("target '" + target->name + "'");
   impl->module = module.take();
   return Kernel(std::move(impl));
 }

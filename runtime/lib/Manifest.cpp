@@ -240,13 +240,13 @@ Status ManifestParser::parseHeaderKey(const Tokens &tokens) {
   if (key == "dtype") {
     Expected<DType> dtype = parseDTypeToken(value);
     if (!dtype.ok())
-      return dtype.getStatus();
+      return dtype.status();
     manifest.dtype = *dtype;
     return Status::success();
   }
   Expected<int64_t> count = parseCount(key, value);
   if (!count.ok())
-    return count.getStatus();
+    return count.status();
   bool mayBeZero = key == "q_len" || key == "page_size" || key == "rope_dim";
   if (*count == 0 && !mayBeZero)
     return error(quoted(key) + " must be positive");
@@ -308,12 +308,12 @@ Status ManifestParser::parseArg(const Tokens &tokens) {
   arg.line = line;
   Expected<DType> dtype = parseDTypeToken(tokens[4]);
   if (!dtype.ok())
-    return dtype.getStatus();
+    return dtype.status();
   arg.dtype = *dtype;
   if (isMemref) {
     Expected<std::vector<int64_t>> dims = parseArgDims(tokens[5]);
     if (!dims.ok())
-      return dims.getStatus();
+      return dims.status();
     arg.dims = dims.take();
   }
   manifest.args.push_back(std::move(arg));
@@ -355,11 +355,11 @@ Status ManifestParser::parseWorkspace(const Tokens &tokens) {
   workspace.index = static_cast<int>(*index);
   Expected<DType> dtype = parseDTypeToken(tokens[2]);
   if (!dtype.ok())
-    return dtype.getStatus();
+    return dtype.status();
   workspace.dtype = *dtype;
   Expected<std::vector<DimExpr>> dims = parseDimExprs(tokens[3]);
   if (!dims.ok())
-    return dims.getStatus();
+    return dims.status();
   workspace.dims = dims.take();
   openTarget->workspaces.push_back(std::move(workspace));
   return Status::success();
@@ -385,7 +385,7 @@ Status ManifestParser::parseLaunch(const Tokens &tokens) {
   }
   Expected<std::vector<DimExpr>> grid = parseDimExprs(tokens[5]);
   if (!grid.ok())
-    return grid.getStatus();
+    return grid.status();
   if (grid->size() != 3)
     return error("launch grid " + quoted(tokens[5]) + " has " +
                  std::to_string(grid->size()) + " dims, expected 3 (X,Y,Z)");
@@ -499,7 +499,7 @@ ManifestParser::parseDimExprs(std::string_view list) const {
   for (std::string_view item : splitCommas(list)) {
     Expected<DimExpr> dim = parseDimExpr(item);
     if (!dim.ok())
-      return dim.getStatus();
+      return dim.status();
     dims.push_back(*dim);
   }
   return dims;

@@ -38,7 +38,11 @@ namespace {
 ///   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 class HeaderParser {
 public:
-  explicit HeaderParser(std::string_view text) : text(text) {}
+  explicit HeaderParser(std::string_view header) : text(header) {
+    // Drop the padding so messages show just the dictionary.
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+      text.remove_suffix(1);
+  }
 
   Status parse();
 
@@ -120,13 +124,13 @@ Status HeaderParser::parse() {
   while (!consume('}')) {
     Expected<std::string> key = parseString();
     if (!key.ok())
-      return key.getStatus();
+      return key.status();
     if (!consume(':'))
       return error("expected ':'");
     if (*key == "descr") {
       Expected<std::string> value = parseString();
       if (!value.ok())
-        return value.getStatus();
+        return value.status();
       descr = *value;
       sawDescr = true;
     } else if (*key == "fortran_order") {
@@ -194,7 +198,7 @@ Expected<HostTensor> mla::rt::parseNpy(const uint8_t *data, size_t size) {
                     "in C order)");
   Expected<HostTensor> tensor = HostTensor::allocate(dtype, header.shape);
   if (!tensor.ok())
-    return tensor.getStatus();
+    return tensor.status();
   size_t dataSize = size - prefix - headerLength;
   if (dataSize != tensor->sizeInBytes())
     return npyError("npy data is " + std::to_string(dataSize) +
@@ -209,10 +213,10 @@ Expected<HostTensor> mla::rt::parseNpy(const uint8_t *data, size_t size) {
 Expected<HostTensor> mla::rt::readNpy(const std::string &path) {
   Expected<std::vector<uint8_t>> bytes = readFile(path);
   if (!bytes.ok())
-    return bytes.getStatus();
+    return bytes.status();
   Expected<HostTensor> tensor = parseNpy(bytes->data(), bytes->size());
   if (!tensor.ok())
-    return tensor.getStatus().withContext(path);
+    return tensor.status().withContext(path);
   return tensor;
 }
 
@@ -247,6 +251,6 @@ Expected<std::vector<uint8_t>> mla::rt::encodeNpy(const TensorView &tensor) {
 Status mla::rt::writeNpy(const std::string &path, const TensorView &tensor) {
   Expected<std::vector<uint8_t>> bytes = encodeNpy(tensor);
   if (!bytes.ok())
-    return bytes.getStatus();
+    return bytes.status();
   return writeFileAtomic(path, bytes->data(), bytes->size());
 }

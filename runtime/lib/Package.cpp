@@ -84,7 +84,7 @@ mla::rt::encodePackage(const std::string &manifestText,
                        const CodeSections &codeSections) {
   Expected<Manifest> manifest = parseManifest(manifestText);
   if (!manifest.ok())
-    return manifest.getStatus();
+    return manifest.status();
   std::set<std::string> names;
   for (const auto &[name, bytes] : codeSections) {
     if (!isAsciiName(name) || name.size() > kMaxSectionNameLength)
@@ -98,7 +98,7 @@ mla::rt::encodePackage(const std::string &manifestText,
                            "duplicate section '" + name + "'");
   }
   if (Status status = checkTargetSections(*manifest, names); !status.ok())
-    return Status::error(ErrorCode::InvalidArgument, status.getMessage());
+    return Status::error(ErrorCode::InvalidArgument, status.message());
 
   Writer writer;
   writer.bytes(kMagic, sizeof(kMagic));
@@ -117,7 +117,7 @@ Status mla::rt::writePackage(const std::string &path,
   Expected<std::vector<uint8_t>> bytes =
       encodePackage(manifestText, codeSections);
   if (!bytes.ok())
-    return bytes.getStatus();
+    return bytes.status();
   return writeFileAtomic(path, bytes->data(), bytes->size());
 }
 
@@ -223,7 +223,7 @@ Expected<Package> mla::rt::parsePackage(const uint8_t *data, size_t size) {
 
   Expected<Manifest> manifest = parseManifest(package.manifestText);
   if (!manifest.ok())
-    return manifest.getStatus();
+    return manifest.status();
   package.manifest = manifest.take();
   names.erase(kManifestSection);
   if (Status s = checkTargetSections(package.manifest, names); !s.ok())
@@ -234,9 +234,9 @@ Expected<Package> mla::rt::parsePackage(const uint8_t *data, size_t size) {
 Expected<Package> mla::rt::readPackage(const std::string &path) {
   Expected<std::vector<uint8_t>> bytes = readFile(path);
   if (!bytes.ok())
-    return bytes.getStatus();
+    return bytes.status();
   Expected<Package> package = parsePackage(bytes->data(), bytes->size());
   if (!package.ok())
-    return package.getStatus().withContext(path);
+    return package.status().withContext(path);
   return package;
 }

@@ -41,15 +41,15 @@ PagedKVCache::create(const PagedKVCacheConfig &config) {
   Expected<HostTensor> pool = HostTensor::allocate(
       config.dtype, {config.numPages, config.pageSize, config.rowDim});
   if (!pool.ok())
-    return pool.getStatus().withContext("paged KV cache pages");
+    return pool.status().withContext("paged KV cache pages");
   Expected<HostTensor> table = HostTensor::allocate(
       DType::I32, {config.batch, config.maxPagesPerSeq});
   if (!table.ok())
-    return table.getStatus().withContext("paged KV cache block table");
+    return table.status().withContext("paged KV cache block table");
   Expected<HostTensor> lengths =
       HostTensor::allocate(DType::I32, {config.batch});
   if (!lengths.ok())
-    return lengths.getStatus().withContext("paged KV cache lengths");
+    return lengths.status().withContext("paged KV cache lengths");
   return PagedKVCache(config, pool.take(), table.take(), lengths.take());
 }
 

@@ -27,11 +27,11 @@ const char *mla::rt::errorCodeName(ErrorCode code) {
 Status Status::withContext(const std::string &prefix) const {
   if (ok())
     return *this;
-  return Status(code, prefix + ": " + message);
+  return Status(errorCode, prefix + ": " + errorMessage);
 }
 
 std::string Status::toString() const {
   if (ok())
     return "ok";
-  return std::string(errorCodeName(code)) + ": " + message;
+  return std::string(errorCodeName(errorCode)) + ": " + errorMessage;
 }

@@ -15,9 +15,9 @@ namespace {
 
 Kernel loadDecode(const DecodeShape &shape, unsigned threads = 0) {
   Expected<Device> device = Device::open("host", {threads});
-  EXPECT_TRUE(device.ok()) << device.getStatus().toString();
+  EXPECT_TRUE(device.ok()) << device.status().toString();
   Expected<Kernel> kernel = device->loadKernel(decodePackage(shape));
-  EXPECT_TRUE(kernel.ok()) << kernel.getStatus().toString();
+  EXPECT_TRUE(kernel.ok()) << kernel.status().toString();
   return kernel.take();
 }
 
@@ -156,7 +156,7 @@ TEST(HostBackendTest, KernelOutlivesDeviceAndPackage) {
     ASSERT_TRUE(device.ok());
     Package package = decodePackage(shape);
     Expected<Kernel> loaded = device->loadKernel(package);
-    ASSERT_TRUE(loaded.ok()) << loaded.getStatus().toString();
+    ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
     kernel = loaded.take();
   }
   DecodeData data = makeDecodeData(shape, {20}, 2, 3);
@@ -189,8 +189,8 @@ TEST(HostBackendTest, RejectsCodeThatIsNotAnElfSharedObject) {
   ASSERT_TRUE(package.ok());
   Expected<Kernel> kernel = Device::open("host")->loadKernel(*package);
   ASSERT_FALSE(kernel.ok());
-  EXPECT_EQ(kernel.getStatus().getCode(), ErrorCode::BackendError);
-  EXPECT_EQ(kernel.getStatus().getMessage(),
+  EXPECT_EQ(kernel.status().code(), ErrorCode::BackendError);
+  EXPECT_EQ(kernel.status().message(),
             "target 'host-x86_64': host code object is not an ELF file");
 }
 
@@ -204,7 +204,7 @@ TEST(HostBackendTest, ReportsAMissingEntry) {
   Expected<Kernel> kernel = Device::open("host")->loadKernel(
       *parsePackage(bytes->data(), bytes->size()));
   ASSERT_FALSE(kernel.ok());
-  EXPECT_EQ(kernel.getStatus().getMessage(),
+  EXPECT_EQ(kernel.status().message(),
             "target 'host-x86_64': the host code object has no entry "
             "'mla_decode_k9'");
 }
@@ -219,25 +219,25 @@ TEST(HostBackendTest, PicksTheTargetTheDeviceRuns) {
   manifest = manifest.substr(0, manifest.find("target ")) + gpuBlock + hostBlock;
   Expected<std::vector<uint8_t>> bytes = encodePackage(
       manifest, {{"code.gfx942", {1, 2, 3}}, {"code.host-x86_64", testKernelCode()}});
-  ASSERT_TRUE(bytes.ok()) << bytes.getStatus().toString();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
   Expected<Package> package = parsePackage(bytes->data(), bytes->size());
   ASSERT_TRUE(package.ok());
   Expected<Device> device = Device::open("host");
   Expected<Kernel> kernel = device->loadKernel(*package);
-  ASSERT_TRUE(kernel.ok()) << kernel.getStatus().toString();
+  ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
   EXPECT_EQ(kernel->getTarget().name, "host-x86_64");
 
   Expected<Kernel> gpu = device->loadKernel(*package, "gfx942");
   ASSERT_FALSE(gpu.ok());
-  EXPECT_EQ(gpu.getStatus().getMessage(),
+  EXPECT_EQ(gpu.status().message(),
             "device 'host' cannot run target 'gfx942'");
 }
 
 TEST(HostBackendTest, UnknownDevice) {
   Expected<Device> device = Device::open("gfx942");
   ASSERT_FALSE(device.ok());
-  EXPECT_EQ(device.getStatus().getCode(), ErrorCode::Unsupported);
-  EXPECT_EQ(device.getStatus().getMessage(),
+  EXPECT_EQ(device.status().code(), ErrorCode::Unsupported);
+  EXPECT_EQ(device.status().message(),
             "device 'gfx942' is not available in this build (available: "
             "host)");
 }

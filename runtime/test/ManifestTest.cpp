@@ -1,1 +1,293 @@
+//===- ManifestTest.cpp - Manifest grammar and errors ---------------------===//
+
+#include "mla/runtime/Manifest.h"
+
 #include <gtest/gtest.h>
+
+using namespace mla::rt;
+
+namespace {
+
+/// The decode example of docs/Runtime.md.
+const char *const kExample = R"(mla-manifest 1
+kernel decode
+function decode
+dtype bf16
+heads 16
+q_len 1
+latent_dim 512
+rope_dim 64
+page_size 64
+config tile_kv=64 kv_splits=4 head_group=16
+arg 0 q memref bf16 ?,1,16,576
+arg 1 kv memref bf16 ?,64,576
+arg 2 block_table memref i32 ?,?
+arg 3 seq_lens memref i32 ?
+arg 4 scale scalar f32
+arg 5 o memref bf16 ?,1,16,512
+arg 6 lse memref f32 ?,1,16
+target host-x86_64 code.host-x86_64
+workspace 7 f32 arg0.0,1,16,4,512
+workspace 8 f32 arg0.0,1,16,4
+launch mla_decode_k0 args 0,1,2,3,4,7,8 grid arg0.0,1,4
+launch mla_decode_k1 args 7,8,5,6 grid arg0.0,1,16
+end-target
+)";
+
+/// kExample with the first occurrence of `from` replaced by `to`.
+std::string edited(const std::string &from, const std::string &to) {
+  std::string text = kExample;
+  size_t pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return text.replace(pos, from.size(), to);
+}
+
+} // namespace
+
+TEST(ManifestTest, ParsesTheDecodeExample) {
+  Expected<Manifest> parsed = parseManifest(kExample);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  const Manifest &m = *parsed;
+  EXPECT_EQ(m.kernel, "decode");
+  EXPECT_EQ(m.function, "decode");
+  EXPECT_EQ(m.dtype, DType::BF16);
+  EXPECT_EQ(m.heads, 16);
+  EXPECT_EQ(m.qLen, 1);
+  EXPECT_EQ(m.latentDim, 512);
+  EXPECT_EQ(m.ropeDim, 64);
+  EXPECT_EQ(m.pageSize, 64);
+  EXPECT_EQ(m.config.at("kv_splits"), "4");
+  ASSERT_EQ(m.args.size(), 7u);
+  EXPECT_EQ(m.args[2].role, "block_table");
+  EXPECT_EQ(m.args[2].dtype, DType::I32);
+  EXPECT_EQ(m.args[2].dims, (std::vector<int64_t>{kDynamicDim, kDynamicDim}));
+  EXPECT_EQ(m.args[0].dims, (std::vector<int64_t>{kDynamicDim, 1, 16, 576}));
+  EXPECT_EQ(m.args[4].kind, ArgKind::Scalar);
+  EXPECT_TRUE(m.args[4].dims.empty());
+  EXPECT_EQ(m.findArg("lse"), &m.args[6]);
+  EXPECT_EQ(m.findArg("bias"), nullptr);
+
+  ASSERT_EQ(m.targets.size(), 1u);
+  const TargetSpec &t = m.targets[0];
+  EXPECT_EQ(t.name, "host-x86_64");
+  EXPECT_EQ(t.section, "code.host-x86_64");
+  ASSERT_EQ(t.workspaces.size(), 2u);
+  EXPECT_EQ(t.workspaces[0].index, 7);
+  EXPECT_EQ(t.workspaces[0].dims[0].argIndex, 0);
+  EXPECT_EQ(t.workspaces[0].dims[0].dim, 0);
+  EXPECT_TRUE(t.workspaces[0].dims[4].isConstant());
+  EXPECT_EQ(t.workspaces[0].dims[4].constant, 512);
+  ASSERT_EQ(t.launches.size(), 2u);
+  EXPECT_EQ(t.launches[0].entry, "mla_decode_k0");
+  EXPECT_EQ(t.launches[0].args, (std::vector<int>{0, 1, 2, 3, 4, 7, 8}));
+  EXPECT_EQ(t.launches[1].grid[2].constant, 16);
+  EXPECT_EQ(m.findTarget("host-x86_64"), &t);
+}
+
+TEST(ManifestTest, CommentsBlankLinesAndTabs) {
+  std::string text = edited("kernel decode\n", "\n# a comment\n\tkernel\t decode  # trailing\r\n\n");
+  Expected<Manifest> parsed = parseManifest(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  EXPECT_EQ(parsed->kernel, "decode");
+}
+
+TEST(ManifestTest, DynamicPageSize) {
+  std::string text = edited("page_size 64", "page_size 0");
+  text.replace(text.find("?,64,576"), 8, "?,?,576");
+  Expected<Manifest> parsed = parseManifest(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  EXPECT_EQ(parsed->pageSize, 0);
+  EXPECT_EQ(parsed->args[1].dims[1], kDynamicDim);
+}
+
+TEST(ManifestTest, OtherKindsAreRoleAgnostic) {
+  Expected<Manifest> parsed = parseManifest(R"(mla-manifest 1
+kernel merge
+function merge_states
+arg 0 parts memref f32 ?,?,128
+arg 1 weights_42 memref f32 ?,?
+arg 2 out memref bf16 ?,128
+target host-x86_64 code.host-x86_64
+launch merge args 0,1,2 grid arg0.0,1,1
+end-target
+target sm_90a code.sm_90a
+workspace 3 f32 arg0.1
+launch merge_a args 0,1,3 grid 1,1,1
+launch merge_b args 3,2 grid arg2.0,1,1
+end-target
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  EXPECT_EQ(parsed->kernel, "merge");
+  EXPECT_EQ(parsed->heads, -1);
+  EXPECT_FALSE(parsed->dtype.has_value());
+  ASSERT_EQ(parsed->targets.size(), 2u);
+  EXPECT_EQ(parsed->targets[1].workspaces[0].index, 3);
+}
+
+namespace {
+struct BadManifest {
+  const char *name;
+  std::string text;
+  std::string message;
+};
+
+class BadManifestTest : public ::testing::TestWithParam<BadManifest> {};
+} // namespace
+
+TEST_P(BadManifestTest, IsRejectedWithItsLine) {
+  Expected<Manifest> parsed = parseManifest(GetParam().text);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), ErrorCode::InvalidManifest);
+  EXPECT_EQ(parsed.status().message(), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errors, BadManifestTest,
+    ::testing::Values(
+        BadManifest{"empty", "# nothing\n",
+                    "manifest is empty (expected 'mla-manifest 1' first)"},
+        BadManifest{"no_version_line", edited("mla-manifest 1\n", ""),
+                    "manifest line 1: expected 'mla-manifest 1' first, got "
+                    "'kernel'"},
+        BadManifest{"version_2", edited("mla-manifest 1", "mla-manifest 2"),
+                    "manifest line 1: manifest version 2 is not supported "
+                    "(this runtime reads 1)"},
+        BadManifest{"duplicate_version",
+                    edited("kernel decode", "mla-manifest 1"),
+                    "manifest line 2: duplicate 'mla-manifest' line"},
+        BadManifest{"unknown_key", edited("heads 16", "heads 16\nflavor x"),
+                    "manifest line 6: unknown key 'flavor'"},
+        BadManifest{"duplicate_key", edited("q_len 1", "heads 16"),
+                    "manifest line 6: duplicate 'heads' (first on line 5)"},
+        BadManifest{"missing_value", edited("heads 16", "heads"),
+                    "manifest line 5: expected 'heads VALUE', got 1 tokens"},
+        BadManifest{"bad_integer", edited("heads 16", "heads sixteen"),
+                    "manifest line 5: 'heads' expects a non-negative integer, "
+                    "got 'sixteen'"},
+        BadManifest{"zero_heads", edited("heads 16", "heads 0"),
+                    "manifest line 5: 'heads' must be positive"},
+        BadManifest{"bad_dtype", edited("dtype bf16", "dtype bf17"),
+                    "manifest line 4: unknown dtype 'bf17' (expected bf16, "
+                    "f16, f32, i32 or i64)"},
+        BadManifest{"bad_kernel_name", edited("kernel decode", "kernel 9x"),
+                    "manifest line 2: 'kernel' must be an identifier, got "
+                    "'9x'"},
+        BadManifest{"bad_config", edited("tile_kv=64", "tile_kv"),
+                    "manifest line 10: config entry 'tile_kv' is not "
+                    "KEY=VALUE"},
+        BadManifest{"arg_out_of_order", edited("arg 2 block", "arg 3 block"),
+                    "manifest line 13: arg index '3' is out of order, "
+                    "expected 2"},
+        BadManifest{"arg_bad_kind", edited("arg 3 seq_lens memref",
+                                           "arg 3 seq_lens tensor"),
+                    "manifest line 14: expected 'arg INDEX ROLE memref DTYPE "
+                    "DIMS' or 'arg INDEX ROLE scalar DTYPE'"},
+        BadManifest{"arg_extra_token", edited("scalar f32", "scalar f32 1"),
+                    "manifest line 15: expected 'arg INDEX ROLE scalar "
+                    "DTYPE', got 6 tokens"},
+        BadManifest{"arg_bad_dim", edited("?,1,16,576", "?,1,x,576"),
+                    "manifest line 11: dim 'x' in '?,1,x,576' is neither a "
+                    "non-negative integer nor '?'"},
+        BadManifest{"arg_empty_dim", edited("?,1,16,576", "?,1,,576"),
+                    "manifest line 11: dim '' in '?,1,,576' is neither a "
+                    "non-negative integer nor '?'"},
+        BadManifest{"arg_bad_role", edited("arg 6 lse", "arg 6 l-se"),
+                    "manifest line 17: arg role 'l-se' is not an identifier"},
+        BadManifest{"arg_duplicate_role", edited("arg 6 lse", "arg 6 o"),
+                    "manifest line 17: duplicate arg role 'o' (first on line "
+                    "16)"},
+        BadManifest{"arg_after_target",
+                    edited("end-target\n", "end-target\narg 7 x scalar f32\n"),
+                    "manifest line 24: 'arg' lines must come before the first "
+                    "'target'"},
+        BadManifest{"workspace_outside_target",
+                    edited("target host", "workspace 7 f32 1\ntarget host"),
+                    "manifest line 18: 'workspace' is only allowed inside a "
+                    "target block"},
+        BadManifest{"workspace_out_of_order", edited("workspace 8", "workspace 9"),
+                    "manifest line 20: workspace index '9' is out of order, "
+                    "expected 8 (workspaces continue the arg numbering)"},
+        BadManifest{"workspace_dim_of_scalar",
+                    edited("f32 arg0.0,1,16,4\n", "f32 arg4.0,1,16,4\n"),
+                    "manifest line 20: size 'arg4.0' refers to scalar arg "
+                    "'scale'"},
+        BadManifest{"workspace_dim_out_of_rank",
+                    edited("f32 arg0.0,1,16,4\n", "f32 arg0.4,1,16,4\n"),
+                    "manifest line 20: size 'arg0.4' refers to dim 4 of 'q', "
+                    "which has rank 4"},
+        BadManifest{"workspace_dim_unknown_arg",
+                    edited("f32 arg0.0,1,16,4\n", "f32 arg9.0,1,16,4\n"),
+                    "manifest line 20: size 'arg9.0' refers to arg 9, but "
+                    "there are only 7 args"},
+        BadManifest{"workspace_bad_size",
+                    edited("f32 arg0.0,1,16,4\n", "f32 batch,1,16,4\n"),
+                    "manifest line 20: size 'batch' is neither a non-negative "
+                    "integer nor 'argI.D'"},
+        BadManifest{"launch_without_grid",
+                    edited(" grid arg0.0,1,16", ""),
+                    "manifest line 22: expected 'launch ENTRY args I,J,... "
+                    "grid X,Y,Z'"},
+        BadManifest{"launch_undeclared_index", edited("args 7,8,5,6", "args 7,9,5,6"),
+                    "manifest line 22: launch argument 9 is neither an arg "
+                    "nor a workspace declared above"},
+        BadManifest{"launch_two_dim_grid", edited("grid arg0.0,1,16", "grid 1,16"),
+                    "manifest line 22: launch grid '1,16' has 2 dims, "
+                    "expected 3 (X,Y,Z)"},
+        BadManifest{"nested_target",
+                    edited("launch mla_decode_k1", "target gfx942 code.gfx942\n"
+                                                   "launch mla_decode_k1"),
+                    "manifest line 22: target 'gfx942' starts inside target "
+                    "'host-x86_64' (line 18); close it with 'end-target' "
+                    "first"},
+        BadManifest{"key_inside_target", edited("launch mla_decode_k1", "heads 4"),
+                    "manifest line 22: 'heads' is not allowed inside a target "
+                    "block (expected 'workspace', 'launch' or 'end-target')"},
+        BadManifest{"missing_end_target", edited("end-target\n", ""),
+                    "manifest ends inside target 'host-x86_64' (line 18): "
+                    "missing 'end-target'"},
+        BadManifest{"stray_end_target", edited("end-target\n", "end-target\nend-target\n"),
+                    "manifest line 24: 'end-target' is only allowed inside a "
+                    "target block"},
+        BadManifest{"target_without_launch",
+                    std::string(kExample) + "target gfx942 code.gfx942\nend-target\n",
+                    "manifest line 25: target 'gfx942' has no 'launch'"},
+        BadManifest{"duplicate_target",
+                    std::string(kExample) +
+                        "target host-x86_64 code.x\nlaunch k args 0 grid 1,1,1\nend-target\n",
+                    "manifest line 24: duplicate target 'host-x86_64'"},
+        BadManifest{"manifest_section_name",
+                    edited("code.host-x86_64", "manifest"),
+                    "manifest line 18: section name 'manifest' is not a valid "
+                    "code section name"},
+        BadManifest{"no_kernel", edited("kernel decode\n", ""),
+                    "manifest has no 'kernel' line"},
+        BadManifest{"no_target",
+                    std::string(kExample).substr(0, std::string(kExample).find("target")),
+                    "manifest declares no 'target'"},
+        BadManifest{"decode_missing_role", edited("arg 6 lse", "arg 6 lse2"),
+                    "decode manifest needs an arg with role 'lse'"},
+        BadManifest{"decode_missing_key", edited("rope_dim 64\n", ""),
+                    "decode manifest needs a 'rope_dim' line"},
+        BadManifest{"decode_q_row", edited("?,1,16,576", "?,1,16,512"),
+                    "manifest line 11: decode arg 'q' dim 3 is 512, expected "
+                    "576 (latent_dim + rope_dim)"},
+        BadManifest{"decode_heads", edited("bf16 ?,1,16,512", "bf16 ?,1,8,512"),
+                    "manifest line 16: decode arg 'o' dim 2 is 8, expected 16 "
+                    "(heads)"},
+        BadManifest{"decode_dynamic_page_size", edited("page_size 64", "page_size 0"),
+                    "manifest line 12: decode arg 'kv' dim 1 must be '?' "
+                    "because page_size is 0 (dynamic)"},
+        BadManifest{"decode_lse_dtype", edited("lse memref f32", "lse memref bf16"),
+                    "manifest line 17: decode arg 'lse' must have dtype f32, "
+                    "has bf16"},
+        BadManifest{"decode_rank", edited("seq_lens memref i32 ?", "seq_lens memref i32 ?,1"),
+                    "manifest line 14: decode arg 'seq_lens' must have rank 1, "
+                    "has 2"},
+        BadManifest{"decode_scale_kind", edited("scale scalar f32", "scale memref f32 1"),
+                    "manifest line 15: decode arg 'scale' must be a scalar"},
+        BadManifest{"decode_table_dtype", edited("block_table memref i32", "block_table memref f32"),
+                    "manifest line 13: decode arg 'block_table' must have "
+                    "dtype i32 or i64"}),
+    [](const ::testing::TestParamInfo<BadManifest> &info) {
+      return std::string(info.param.name);
+    });

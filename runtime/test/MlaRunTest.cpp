@@ -1,1 +1,247 @@
+//===- MlaRunTest.cpp - mla-run end to end --------------------------------===//
+//
+// Runs the mla-run executable on files written here: a decode package built
+// around the reference kernel and .npy inputs. Checks outputs against the
+// float64 reference, and that every error is one stderr line, exit code 1
+// and no output file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtils.h"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <sys/wait.h>
+
+using namespace mla::rt;
+using namespace mla::rt::test;
+
+namespace {
+
+std::string shellQuote(const std::string &text) {
+  std::string quoted = "'";
+  for (char c : text)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+struct ToolResult {
+  int exitCode = -1;
+  std::string out, err;
+};
+
+class MlaRunTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::filesystem::create_directory(inputs);
+    std::filesystem::create_directory(outputs);
+    writeBytes(package, decodePackageBytes(shape));
+    data = makeDecodeData(shape, {20, 0, 33}, 3, 77);
+    // q goes in as float32 (exact), kv as float16; the kernel sees both
+    // rounded to bf16, and so does the reference.
+    HostTensor qF32 = convert(data.q, DType::F32);
+    HostTensor kvF16 = convert(data.kv, DType::F16);
+    data.kv = convert(kvF16, DType::BF16);
+    write("q", qF32.view());
+    write("kv", kvF16.view());
+    write("block_table", data.blockTable.view());
+    write("seq_lens", data.seqLens.view());
+  }
+
+  static HostTensor convert(const HostTensor &from, DType to) {
+    HostTensor result = HostTensor::allocate(to, from.getShape()).take();
+    EXPECT_TRUE(convertElements(from.data(), from.getDType(), result.data(),
+                                to, from.numElements())
+                    .ok());
+    return result;
+  }
+
+  void write(const std::string &role, const TensorView &view) {
+    Status status = writeNpy(inputs + "/" + role + ".npy", view);
+    ASSERT_TRUE(status.ok()) << status.toString();
+  }
+
+  ToolResult run(const std::vector<std::string> &args) {
+    std::string command = shellQuote(MLA_RUN_PATH);
+    for (const std::string &arg : args)
+      command += " " + shellQuote(arg);
+    command += " >" + shellQuote(dir.file("stdout")) + " 2>" +
+               shellQuote(dir.file("stderr")) + " </dev/null";
+    int status = std::system(command.c_str());
+    ToolResult result;
+    result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::vector<uint8_t> out = readBytes(dir.file("stdout"));
+    std::vector<uint8_t> err = readBytes(dir.file("stderr"));
+    result.out.assign(out.begin(), out.end());
+    result.err.assign(err.begin(), err.end());
+    return result;
+  }
+
+  std::vector<std::string> standardArgs() const {
+    return {package, "--inputs", inputs, "--outputs", outputs, "--scale",
+            std::to_string(data.scale)};
+  }
+
+  /// Runs with `args` and expects exactly "mla-run: error: MESSAGE\n" on
+  /// stderr, exit code 1, nothing on stdout and no output file.
+  void expectFailure(const std::vector<std::string> &args,
+                     const std::string &message) {
+    ToolResult result = run(args);
+    EXPECT_EQ(result.exitCode, 1);
+    EXPECT_EQ(result.err, "mla-run: error: " + message + "\n");
+    EXPECT_EQ(result.out, "");
+    EXPECT_TRUE(std::filesystem::is_empty(outputs)) << "outputs were written";
+  }
+
+  TempDir dir;
+  std::string inputs = dir.file("in"), outputs = dir.file("out");
+  std::string package = dir.file("decode.mlapkg");
+  DecodeShape shape;
+  DecodeData data;
+};
+
+} // namespace
+
+TEST_F(MlaRunTest, RunsADecodePackage) {
+  std::vector<std::string> args = standardArgs();
+  std::filesystem::remove(outputs); // mla-run creates it
+  args.push_back("--threads=3");
+  args.push_back("--repeat=3");
+  ToolResult result = run(args);
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_TRUE(std::regex_match(
+      result.out,
+      std::regex("kernel time: [0-9]+\\.[0-9]{3} ms \\(median of 3 runs\\)\n")))
+      << result.out;
+
+  Expected<HostTensor> o = readNpy(outputs + "/o.npy");
+  Expected<HostTensor> lse = readNpy(outputs + "/lse.npy");
+  ASSERT_TRUE(o.ok() && lse.ok());
+  EXPECT_EQ(o->getDType(), DType::F32);
+  EXPECT_EQ(o->getShape(), (std::vector<int64_t>{3, 1, 4, 32}));
+  EXPECT_EQ(lse->getDType(), DType::F32);
+  EXPECT_EQ(lse->getShape(), (std::vector<int64_t>{3, 1, 4}));
+  Reference ref = referenceDecode(shape, data);
+  for (size_t i = 0; i < ref.o.size(); ++i)
+    ASSERT_NEAR(o->dataAs<float>()[i], ref.o[i], 1e-2) << i;
+  for (size_t i = 0; i < ref.lse.size(); ++i) {
+    if (std::isinf(ref.lse[i]))
+      EXPECT_TRUE(std::isinf(lse->dataAs<float>()[i]));
+    else
+      ASSERT_NEAR(lse->dataAs<float>()[i], ref.lse[i], 1e-4) << i;
+  }
+}
+
+TEST_F(MlaRunTest, Help) {
+  ToolResult result = run({"--help"});
+  EXPECT_EQ(result.exitCode, 0);
+  for (const char *option : {"--inputs", "--outputs", "--scale", "--device",
+                             "--threads", "--repeat", "q.npy", "kv.npy",
+                             "block_table.npy", "seq_lens.npy", "o.npy",
+                             "lse.npy"})
+    EXPECT_NE(result.out.find(option), std::string::npos) << option;
+}
+
+TEST_F(MlaRunTest, MissingInputFile) {
+  std::filesystem::remove(inputs + "/seq_lens.npy");
+  expectFailure(standardArgs(), inputs + "/seq_lens.npy: cannot open: No such "
+                                         "file or directory");
+}
+
+TEST_F(MlaRunTest, BlockTableEntryOutsideThePool) {
+  data.blockTable.dataAs<int32_t>()[3 * 2 + 2] = 999;
+  write("block_table", data.blockTable.view());
+  expectFailure(standardArgs(), "block_table[2][2] = 999 is outside the page "
+                                "pool (kv has 9 pages)");
+}
+
+TEST_F(MlaRunTest, LengthBeyondCapacity) {
+  data.seqLens.dataAs<int32_t>()[1] = 49;
+  write("seq_lens", data.seqLens.view());
+  expectFailure(standardArgs(), "seq_lens[1] = 49 exceeds the block table's "
+                                "capacity (3 pages x 16 = 48 tokens)");
+}
+
+TEST_F(MlaRunTest, TruncatedPackage) {
+  std::vector<uint8_t> bytes = readBytes(package);
+  size_t total = bytes.size();
+  bytes.resize(total - 100);
+  writeBytes(package, bytes);
+  size_t codeSize = testKernelCode().size();
+  expectFailure(standardArgs(),
+                package + ": package truncated: section 'code.host-x86_64' "
+                          "needs " +
+                    std::to_string(codeSize) + " bytes, " +
+                    std::to_string(codeSize - 92) + " remain");
+}
+
+TEST_F(MlaRunTest, CorruptedPackage) {
+  std::vector<uint8_t> bytes = readBytes(package);
+  bytes[bytes.size() / 2] ^= 1;
+  writeBytes(package, bytes);
+  expectFailure(standardArgs(),
+                package + ": package corrupted: checksum mismatch");
+}
+
+TEST_F(MlaRunTest, WrongShape) {
+  HostTensor q = HostTensor::allocate(DType::F32, {3, 1, 4, 32}).take();
+  write("q", q.view());
+  expectFailure(standardArgs(), "q: dim 3 is 32, expected 40");
+}
+
+TEST_F(MlaRunTest, WrongInputTypes) {
+  HostTensor q = HostTensor::allocate(DType::I32, {3, 1, 4, 40}).take();
+  write("q", q.view());
+  expectFailure(standardArgs(), inputs + "/q.npy: expected float32 or float16 "
+                                         "data, got int32");
+  write("q", convert(data.q, DType::F32).view());
+  write("seq_lens", convert(data.seqLens, DType::I64).view());
+  expectFailure(standardArgs(),
+                inputs + "/seq_lens.npy: expected int32 data, got int64");
+}
+
+TEST_F(MlaRunTest, FortranOrderInput) {
+  std::vector<uint8_t> bytes = readBytes(inputs + "/seq_lens.npy");
+  std::string text(bytes.begin(), bytes.end());
+  text.replace(text.find("False"), 5, "True ");
+  writeBytes(inputs + "/seq_lens.npy",
+             std::vector<uint8_t>(text.begin(), text.end()));
+  expectFailure(standardArgs(),
+                inputs + "/seq_lens.npy: Fortran-order arrays are not "
+                         "supported (save the array in C order)");
+}
+
+TEST_F(MlaRunTest, CommandLineErrors) {
+  std::vector<std::string> args = standardArgs();
+  args.push_back("--fast");
+  expectFailure(args, "unknown option '--fast' (see --help)");
+
+  args = standardArgs();
+  args.resize(args.size() - 2);
+  expectFailure(args, "missing required option --scale");
+
+  args = standardArgs();
+  args.erase(args.begin());
+  expectFailure(args, "missing the package argument (see --help)");
+
+  args = standardArgs();
+  args.back() = "0.1x";
+  expectFailure(args, "--scale '0.1x' is not a finite number");
+
+  args = standardArgs();
+  args.push_back("--threads=0");
+  expectFailure(args, "--threads '0' is not a positive integer");
+
+  args = standardArgs();
+  args.push_back("--repeat");
+  expectFailure(args, "option --repeat needs a value");
+
+  args = standardArgs();
+  args.push_back("--device=gfx942");
+  expectFailure(args, "device 'gfx942' is not available in this build "
+                      "(available: host)");
+}

@@ -70,20 +70,20 @@ std::vector<uint8_t> mla::rt::test::testKernelCode() {
 std::vector<uint8_t> mla::rt::test::decodePackageBytes(const DecodeShape &s) {
   Expected<std::vector<uint8_t>> bytes =
       encodePackage(decodeManifest(s), {{"code.host-x86_64", testKernelCode()}});
-  EXPECT_TRUE(bytes.ok()) << bytes.getStatus().toString();
+  EXPECT_TRUE(bytes.ok()) << bytes.status().toString();
   return bytes.ok() ? bytes.take() : std::vector<uint8_t>{};
 }
 
 Package mla::rt::test::decodePackage(const DecodeShape &s) {
   std::vector<uint8_t> bytes = decodePackageBytes(s);
   Expected<Package> package = parsePackage(bytes.data(), bytes.size());
-  EXPECT_TRUE(package.ok()) << package.getStatus().toString();
+  EXPECT_TRUE(package.ok()) << package.status().toString();
   return package.ok() ? package.take() : Package{};
 }
 
 static HostTensor allocate(DType dtype, std::vector<int64_t> shape) {
   Expected<HostTensor> tensor = HostTensor::allocate(dtype, std::move(shape));
-  EXPECT_TRUE(tensor.ok()) << tensor.getStatus().toString();
+  EXPECT_TRUE(tensor.ok()) << tensor.status().toString();
   return tensor.take();
 }
 

@@ -260,7 +260,7 @@ Status writeOutputs(const std::string &dir,
     Expected<HostTensor> f32 =
         HostTensor::allocate(DType::F32, tensor.getShape());
     if (!f32.ok())
-      return f32.getStatus();
+      return f32.status();
     if (Status status =
             convertElements(tensor.data(), tensor.getDType(), f32->data(),
                             DType::F32, tensor.numElements());
@@ -293,7 +293,7 @@ double median(std::vector<double> values) {
 Status run(const Options &options) {
   Expected<Package> package = readPackage(options.package);
   if (!package.ok())
-    return package.getStatus();
+    return package.status();
   const Manifest &manifest = package->manifest;
   const KindFiles *files = nullptr;
   std::string kinds;
@@ -310,10 +310,10 @@ Status run(const Options &options) {
   Expected<Device> device =
       Device::open(options.device, {options.threads});
   if (!device.ok())
-    return device.getStatus();
+    return device.status();
   Expected<Kernel> kernel = device->loadKernel(*package);
   if (!kernel.ok())
-    return kernel.getStatus();
+    return kernel.status();
 
   // Kind rules guarantee that these roles exist in the manifest.
   std::map<std::string, ArgValue> args;
@@ -322,7 +322,7 @@ Status run(const Options &options) {
     Expected<HostTensor> input =
         readInput(options.inputs, *manifest.findArg(role));
     if (!input.ok())
-      return input.getStatus();
+      return input.status();
     args.emplace(role, input->view());
     inputs.push_back(input.take());
   }
@@ -339,14 +339,14 @@ Status run(const Options &options) {
     Expected<HostTensor> output =
         allocateOutput(*manifest.findArg(role), sourceArg, source);
     if (!output.ok())
-      return output.getStatus();
+      return output.status();
     args.emplace(role, output->view());
     outputs.emplace_back(role, output.take());
   }
 
   Expected<std::vector<ArgValue>> bound = kernel->bindByRole(args);
   if (!bound.ok())
-    return bound.getStatus();
+    return bound.status();
   if (Status status = kernel->validate(*bound); !status.ok())
     return status;
   std::vector<double> times;
@@ -370,7 +370,7 @@ Status run(const Options &options) {
 
 int main(int argc, char **argv) {
   Expected<Options> options = parseOptions(argc, argv);
-  Status status = options.ok() ? Status::success() : options.getStatus();
+  Status status = options.ok() ? Status::success() : options.status();
   if (status.ok() && options->help) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -379,7 +379,7 @@ int main(int argc, char **argv) {
     status = run(*options);
   if (status.ok())
     return 0;
-  std::string message = status.getMessage();
+  std::string message = status.message();
   std::replace(message.begin(), message.end(), '\n', ' ');
   std::fprintf(stderr, "mla-run: error: %s\n", message.c_str());
   return 1;

@@ -46,9 +46,9 @@ public:
     return Status(code, std::move(message));
   }
 
-  bool ok() const { return code == ErrorCode::Ok; }
-  ErrorCode getCode() const { return code; }
-  const std::string &getMessage() const { return message; }
+  bool ok() const { return errorCode == ErrorCode::Ok; }
+  ErrorCode code() const { return errorCode; }
+  const std::string &message() const { return errorMessage; }
 
   /// Returns a copy whose message is "PREFIX: MESSAGE"; success stays success.
   Status withContext(const std::string &prefix) const;
@@ -58,22 +58,23 @@ public:
 
 private:
   Status(ErrorCode code, std::string message)
-      : code(code), message(std::move(message)) {}
+      : errorCode(code), errorMessage(std::move(message)) {}
 
-  ErrorCode code = ErrorCode::Ok;
-  std::string message;
+  ErrorCode errorCode = ErrorCode::Ok;
+  std::string errorMessage;
 };
 
 /// Either a value of type T or an error Status.
 template <typename T> class [[nodiscard]] Expected {
 public:
   Expected(T value) : value(std::move(value)) {}
-  Expected(Status error) : status(std::move(error)) {
-    assert(!status.ok() && "Expected<T> built from a success Status");
+  Expected(Status status) : error(std::move(status)) {
+    assert(!error.ok() && "Expected<T> built from a success Status");
   }
 
   bool ok() const { return value.has_value(); }
-  const Status &getStatus() const { return status; }
+  /// The error; success when ok().
+  const Status &status() const { return error; }
 
   T &get() {
     assert(ok() && "accessing the value of a failed Expected<T>");
@@ -93,7 +94,7 @@ public:
 
 private:
   std::optional<T> value;
-  Status status;
+  Status error;
 };
 
 } // namespace mla::rt
