@@ -8,6 +8,7 @@
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -40,6 +41,11 @@ void buildHostKernelPipeline(OpPassManager &pm,
 }
 
 void buildHostToLLVMPipeline(OpPassManager &pm) {
+  // --arith-expand="include-bf16=true": f32 <-> bf16 conversions as integer
+  // arithmetic (round to nearest even), so code objects need no compiler-rt.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   // --convert-scf-to-cf: loops to branches before LLVM conversion.
   pm.addPass(createSCFToControlFlowPass());
   // --convert-vector-to-llvm: vector ops must be lowered before memrefs

@@ -19,6 +19,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -160,8 +161,8 @@ static std::string manifestFor(DictionaryAttr plan, StringRef targetName) {
   return out;
 }
 
-static LogicalResult writeText(StringRef text) {
-  std::string path = outputFile.empty() ? "-" : outputFile.getValue();
+static LogicalResult writeText(StringRef text, StringRef outPath) {
+  std::string path = outPath.empty() ? "-" : outPath.str();
   std::string err;
   auto file = openOutputFile(path, &err);
   if (!file) {
@@ -203,12 +204,17 @@ int main(int argc, char **argv) {
                 emit + "')");
   if ((emit == "package" || emit == "obj") && outputFile.empty())
     return fail("-o is required for --emit=" + emit);
+  // In-process lld resets llvm::cl options when it links: keep what the
+  // linking stage still needs.
+  const std::string outPath = outputFile.getValue();
+  const std::string emitKind = emit.getValue();
 
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registry.insert<mla::MLADialect>();
   MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
 
   llvm::SourceMgr sourceMgr;
@@ -247,7 +253,7 @@ int main(int argc, char **argv) {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
-    return failed(writeText(text)) ? 1 : 0;
+    return failed(writeText(text, outPath)) ? 1 : 0;
   }
 
   PassManager lower(&context);
@@ -260,14 +266,15 @@ int main(int argc, char **argv) {
   FailureOr<std::vector<uint8_t>> code = mla::compileHost(*module, kind);
   if (failed(code))
     return 1;
-  if (emit == "llvm" || emit == "asm")
+  if (emitKind == "llvm" || emitKind == "asm")
     return failed(writeText(StringRef(
-               reinterpret_cast<const char *>(code->data()), code->size())))
+               reinterpret_cast<const char *>(code->data()), code->size()),
+                            outPath))
                ? 1
                : 0;
-  if (emit == "obj") {
+  if (emitKind == "obj") {
     std::string err;
-    auto file = openOutputFile(outputFile, &err);
+    auto file = openOutputFile(outPath, &err);
     if (!file)
       return fail(err);
     file->os().write(reinterpret_cast<const char *>(code->data()),
@@ -277,7 +284,7 @@ int main(int argc, char **argv) {
   }
   std::string manifest = manifestFor(plan, mla::kHostTargetName);
   mla::rt::Status st = mla::rt::writePackage(
-      outputFile, manifest,
+      outPath, manifest,
       {{std::string("code.") + mla::kHostTargetName, *code}});
   if (!st.ok())
     return fail(st.message());
