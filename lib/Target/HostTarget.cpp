@@ -27,7 +27,8 @@ using namespace mlir;
 namespace mla {
 namespace {
 constexpr const char *kTriple = "x86_64-unknown-linux-gnu";
-constexpr const char *kCpu = "x86-64-v2";
+// AVX2, FMA and F16C (hardware f16 <-> f32 conversion, no compiler-rt).
+constexpr const char *kCpu = "x86-64-v3";
 
 /// Symbols a host code object may import: libm, resolved by the process that
 /// loads it.

@@ -17,7 +17,7 @@ enum class HostEmit { LLVMIR, Assembly, Object, SharedObject };
 constexpr const char *kHostTargetName = "host-x86_64";
 
 /// Translates `module` (LLVM dialect) to LLVM IR, optimises it at -O3 for
-/// x86-64 (x86-64-v2), and returns the requested artefact: LLVM IR text,
+/// x86-64 (x86-64-v3: AVX2, FMA, F16C), and returns the requested artefact: LLVM IR text,
 /// assembly text, a relocatable object, or a shared object linked in-process
 /// with lld. Only libm symbols may stay undefined in a shared object.
 mlir::FailureOr<std::vector<uint8_t>> compileHost(mlir::ModuleOp module,
