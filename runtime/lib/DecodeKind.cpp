@@ -57,7 +57,8 @@ expectedDims(const Manifest &m, std::string_view role) {
             {m.heads, "heads"},
             {row, "latent_dim + rope_dim"}};
   if (role == "kv")
-    return {{kAnyDim, ""}, {pageSize, "page_size"}, {row, "latent_dim + rope_dim"}};
+    return {
+        {kAnyDim, ""}, {pageSize, "page_size"}, {row, "latent_dim + rope_dim"}};
   if (role == "o")
     return {{kAnyDim, ""},
             {qLen, "q_len"},
@@ -87,10 +88,11 @@ Status mla::rt::checkDecodeManifest(const Manifest &m) {
   };
   if (!m.dtype)
     return fail("needs a 'dtype' line");
-  std::pair<const char *, int64_t> keys[] = {
-      {"heads", m.heads},           {"q_len", m.qLen},
-      {"latent_dim", m.latentDim},  {"rope_dim", m.ropeDim},
-      {"page_size", m.pageSize}};
+  std::pair<const char *, int64_t> keys[] = {{"heads", m.heads},
+                                             {"q_len", m.qLen},
+                                             {"latent_dim", m.latentDim},
+                                             {"rope_dim", m.ropeDim},
+                                             {"page_size", m.pageSize}};
   for (auto [key, value] : keys)
     if (value < 0)
       return fail(std::string("needs a '") + key + "' line");
@@ -110,8 +112,8 @@ Status mla::rt::checkDecodeManifest(const Manifest &m) {
       continue;
     }
     if (arg->dims.size() != rule.rank)
-      return manifestError(*arg, "must have rank " +
-                                     std::to_string(rule.rank) + ", has " +
+      return manifestError(*arg, "must have rank " + std::to_string(rule.rank) +
+                                     ", has " +
                                      std::to_string(arg->dims.size()));
     DType wanted = *m.dtype;
     if (role == "lse")
@@ -161,31 +163,31 @@ Status mla::rt::validateDecodeArgs(const Manifest &m,
                      int64_t value, const std::string &what) {
     if (t.shape[d] == value)
       return Status::success();
-    return argError(std::string(role) + ": dim " + std::to_string(d) +
-                    " is " + std::to_string(t.shape[d]) + ", expected " +
+    return argError(std::string(role) + ": dim " + std::to_string(d) + " is " +
+                    std::to_string(t.shape[d]) + ", expected " +
                     std::to_string(value) + " (" + what + ")");
   };
   int64_t batch = q.shape[0];
   std::pair<const char *, const TensorView *> batched[] = {
-      {"block_table", &blockTable}, {"seq_lens", &seqLens}, {"o", &o},
+      {"block_table", &blockTable},
+      {"seq_lens", &seqLens},
+      {"o", &o},
       {"lse", &lse}};
   for (auto [role, t] : batched)
     if (Status s = checkDim(role, *t, 0, batch, "the batch size, q dim 0");
         !s.ok())
       return s;
   for (auto [role, t] : {std::pair{"o", &o}, std::pair{"lse", &lse}}) {
-    if (Status s = checkDim(role, *t, 1, q.shape[1], "q_len, q dim 1");
-        !s.ok())
+    if (Status s = checkDim(role, *t, 1, q.shape[1], "q_len, q dim 1"); !s.ok())
       return s;
-    if (Status s = checkDim(role, *t, 2, q.shape[2], "heads, q dim 2");
-        !s.ok())
+    if (Status s = checkDim(role, *t, 2, q.shape[2], "heads, q dim 2"); !s.ok())
       return s;
   }
   if (Status s = checkDim("kv", kv, 2, q.shape[3], "the row size, q dim 3");
       !s.ok())
     return s;
-  if (Status s = checkDim("q", q, 3, m.latentDim + m.ropeDim,
-                          "latent_dim + rope_dim");
+  if (Status s =
+          checkDim("q", q, 3, m.latentDim + m.ropeDim, "latent_dim + rope_dim");
       !s.ok())
     return s;
   if (Status s = checkDim("o", o, 3, m.latentDim, "latent_dim"); !s.ok())
@@ -217,8 +219,8 @@ Status mla::rt::validateDecodeArgs(const Manifest &m,
     capacity = INT64_MAX;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t len = readIndex(lens.data(), seqLens.dtype, b);
-    std::string where = "seq_lens[" + std::to_string(b) + "] = " +
-                        std::to_string(len);
+    std::string where =
+        "seq_lens[" + std::to_string(b) + "] = " + std::to_string(len);
     if (len < 0)
       return argError(where + " is negative");
     if (len > capacity)
@@ -228,7 +230,8 @@ Status mla::rt::validateDecodeArgs(const Manifest &m,
                       std::to_string(capacity) + " tokens)");
     int64_t usedPages = (len + pageSize - 1) / pageSize;
     for (int64_t p = 0; p < usedPages; ++p) {
-      int64_t page = readIndex(table.data(), blockTable.dtype, b * maxPages + p);
+      int64_t page =
+          readIndex(table.data(), blockTable.dtype, b * maxPages + p);
       if (page < 0 || page >= numPages)
         return argError("block_table[" + std::to_string(b) + "][" +
                         std::to_string(p) + "] = " + std::to_string(page) +

@@ -11,10 +11,10 @@ Expected<Device> Device::open(std::string_view name,
   std::string available;
   for (const std::string &device : availableDevices())
     available += (available.empty() ? "" : ", ") + device;
-  return Status::error(ErrorCode::Unsupported,
-                       "device '" + std::string(name) +
-                           "' is not available in this build (available: " +
-                           available + ")");
+  return Status::error(
+      ErrorCode::Unsupported,
+      "device '" + std::string(name) +
+          "' is not available in this build (available: " + available + ")");
 }
 
 std::vector<std::string> Device::availableDevices() { return {"host"}; }

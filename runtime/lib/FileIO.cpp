@@ -13,8 +13,8 @@
 using namespace mla::rt;
 
 static Status ioError(const std::string &path, const char *what, int err) {
-  return Status::error(ErrorCode::IOError, path + ": " + what + ": " +
-                                               std::strerror(err));
+  return Status::error(ErrorCode::IOError,
+                       path + ": " + what + ": " + std::strerror(err));
 }
 
 Expected<std::vector<uint8_t>> mla::rt::readFile(const std::string &path) {
@@ -54,8 +54,8 @@ Status mla::rt::writeFileAtomic(const std::string &path, const uint8_t *data,
   static std::atomic<uint64_t> counter{0};
   std::string tmpPath = path + ".tmp." + std::to_string(::getpid()) + "." +
                         std::to_string(counter++);
-  int fd = ::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                  0666);
+  int fd =
+      ::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0)
     return ioError(path, "cannot create", errno);
   size_t done = 0;

@@ -142,8 +142,7 @@ HostBackend::loadModule(const std::vector<uint8_t> &code,
   for (const std::string &entry : entries) {
     void *symbol = dlsym(handle, entry.c_str());
     if (!symbol)
-      return backendError("the host code object has no entry '" + entry +
-                          "'");
+      return backendError("the host code object has no entry '" + entry + "'");
     module->entries.push_back(reinterpret_cast<EntryFn>(symbol));
   }
   return std::unique_ptr<Module>(std::move(module));

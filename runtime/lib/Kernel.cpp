@@ -108,9 +108,8 @@ Status Kernel::Impl::checkStructure(const std::vector<ArgValue> &args) const {
       if (!arg.isScalar())
         return argError(role + ": expected a scalar, got a tensor");
       if (arg.scalar().getDType() != expected.dtype)
-        return argError(role + ": expected dtype " +
-                        dtypeName(expected.dtype) + ", got " +
-                        dtypeName(arg.scalar().getDType()));
+        return argError(role + ": expected dtype " + dtypeName(expected.dtype) +
+                        ", got " + dtypeName(arg.scalar().getDType()));
       continue;
     }
     if (!arg.isTensor())
@@ -183,9 +182,8 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
     for (const DimExpr &dim : spec.dims) {
       view.shape.push_back(evalDim(dim, args));
       if (__builtin_mul_overflow(bytes, view.shape.back(), &bytes))
-        return argError("workspace " + std::to_string(spec.index) +
-                        ": shape " + shapeToString(view.shape) +
-                        " is too large");
+        return argError("workspace " + std::to_string(spec.index) + ": shape " +
+                        shapeToString(view.shape) + " is too large");
     }
     offsets.push_back(totalBytes);
     totalBytes += (static_cast<size_t>(bytes) + 63) / 64 * 64;
@@ -216,8 +214,8 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
     Grid grid;
     for (int d = 0; d < 3; ++d)
       grid[d] = evalDim(spec.grid[d], args);
-    if (Status status = k.backend->launch(*k.module, k.launchEntries[l], grid,
-                                          launchArgs);
+    if (Status status =
+            k.backend->launch(*k.module, k.launchEntries[l], grid, launchArgs);
         !status.ok())
       return status.withContext("launch '" + spec.entry + "'");
   }
@@ -318,6 +316,6 @@ Expected<Kernel> Device::loadKernel(const Package &package) const {
   }
   return Status::error(ErrorCode::Unsupported,
                        "the package has no target for device '" +
-                           std::string(getName()) + "' (its targets: " +
-                           targets + ")");
+                           std::string(getName()) +
+                           "' (its targets: " + targets + ")");
 }

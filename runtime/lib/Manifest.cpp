@@ -59,8 +59,8 @@ Tokens splitCommas(std::string_view list) {
 }
 
 bool isIdentifier(std::string_view text) {
-  if (text.empty() || !(std::isalpha(static_cast<unsigned char>(text[0])) ||
-                        text[0] == '_'))
+  if (text.empty() ||
+      !(std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_'))
     return false;
   for (char c : text)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
@@ -74,8 +74,8 @@ bool isName(std::string_view text) {
   if (text.empty())
     return false;
   for (char c : text)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' &&
-        c != '-' && c != '.')
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' &&
+        c != '.')
       return false;
   return true;
 }
@@ -100,9 +100,9 @@ public:
 
 private:
   Status error(const std::string &message) const {
-    return Status::error(ErrorCode::InvalidManifest,
-                         "manifest line " + std::to_string(line) + ": " +
-                             message);
+    return Status::error(ErrorCode::InvalidManifest, "manifest line " +
+                                                         std::to_string(line) +
+                                                         ": " + message);
   }
   Status expectTokens(const Tokens &tokens, size_t count,
                       const char *form) const {
@@ -202,9 +202,8 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
 
 Status ManifestParser::parseVersion(const Tokens &tokens) {
   if (tokens[0] != "mla-manifest")
-    return error("expected 'mla-manifest " +
-                 std::to_string(kManifestVersion) + "' first, got " +
-                 quoted(tokens[0]));
+    return error("expected 'mla-manifest " + std::to_string(kManifestVersion) +
+                 "' first, got " + quoted(tokens[0]));
   if (Status status = expectTokens(tokens, 2, "mla-manifest VERSION");
       !status.ok())
     return status;
@@ -270,8 +269,7 @@ Status ManifestParser::parseConfig(const Tokens &tokens) {
     size_t eq = tokens[i].find('=');
     if (eq == std::string_view::npos || eq + 1 == tokens[i].size() ||
         !isIdentifier(tokens[i].substr(0, eq)))
-      return error("config entry " + quoted(tokens[i]) +
-                   " is not KEY=VALUE");
+      return error("config entry " + quoted(tokens[i]) + " is not KEY=VALUE");
     std::string key(tokens[i].substr(0, eq));
     if (!manifest.config.emplace(key, tokens[i].substr(eq + 1)).second)
       return error("duplicate config key " + quoted(key));
@@ -286,21 +284,21 @@ Status ManifestParser::parseArg(const Tokens &tokens) {
     return error("expected 'arg INDEX ROLE memref DTYPE DIMS' or 'arg INDEX "
                  "ROLE scalar DTYPE'");
   bool isMemref = tokens[3] == "memref";
-  if (Status status = expectTokens(
-          tokens, isMemref ? 6 : 5,
-          isMemref ? "arg INDEX ROLE memref DTYPE DIMS"
-                   : "arg INDEX ROLE scalar DTYPE");
+  if (Status status = expectTokens(tokens, isMemref ? 6 : 5,
+                                   isMemref ? "arg INDEX ROLE memref DTYPE DIMS"
+                                            : "arg INDEX ROLE scalar DTYPE");
       !status.ok())
     return status;
   std::optional<int64_t> index = parseNonNegative(tokens[1]);
   if (!index || *index != static_cast<int64_t>(manifest.args.size()))
-    return error("arg index " + quoted(tokens[1]) + " is out of order, expected " +
+    return error("arg index " + quoted(tokens[1]) +
+                 " is out of order, expected " +
                  std::to_string(manifest.args.size()));
   if (!isIdentifier(tokens[2]))
     return error("arg role " + quoted(tokens[2]) + " is not an identifier");
   if (const ManifestArg *other = manifest.findArg(tokens[2]))
-    return error("duplicate arg role " + quoted(tokens[2]) + " (first on line " +
-                 std::to_string(other->line) + ")");
+    return error("duplicate arg role " + quoted(tokens[2]) +
+                 " (first on line " + std::to_string(other->line) + ")");
   ManifestArg arg;
   arg.index = static_cast<int>(*index);
   arg.role = tokens[2];
@@ -369,8 +367,7 @@ Status ManifestParser::parseLaunch(const Tokens &tokens) {
   if (tokens.size() != 6 || tokens[2] != "args" || tokens[4] != "grid")
     return error("expected 'launch ENTRY args I,J,... grid X,Y,Z'");
   if (!isIdentifier(tokens[1]))
-    return error("launch entry " + quoted(tokens[1]) +
-                 " is not an identifier");
+    return error("launch entry " + quoted(tokens[1]) + " is not an identifier");
   LaunchSpec launch;
   launch.entry = tokens[1];
   size_t numIndices = manifest.args.size() + openTarget->workspaces.size();
@@ -412,9 +409,8 @@ Status ManifestParser::finish() {
     return fail("is empty (expected 'mla-manifest " +
                 std::to_string(kManifestVersion) + "' first)");
   if (openTarget)
-    return fail("ends inside target " + quoted(openTarget->name) +
-                " (line " + std::to_string(openTargetLine) +
-                "): missing 'end-target'");
+    return fail("ends inside target " + quoted(openTarget->name) + " (line " +
+                std::to_string(openTargetLine) + "): missing 'end-target'");
   if (manifest.kernel.empty())
     return fail("has no 'kernel' line");
   if (manifest.function.empty())
@@ -428,8 +424,7 @@ Status ManifestParser::finish() {
   return Status::success();
 }
 
-Expected<DType>
-ManifestParser::parseDTypeToken(std::string_view token) const {
+Expected<DType> ManifestParser::parseDTypeToken(std::string_view token) const {
   if (std::optional<DType> dtype = parseDType(token))
     return *dtype;
   return error("unknown dtype " + quoted(token) +

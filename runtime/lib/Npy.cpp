@@ -40,7 +40,8 @@ class HeaderParser {
 public:
   explicit HeaderParser(std::string_view header) : text(header) {
     // Drop the padding so messages show just the dictionary.
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    while (!text.empty() &&
+           std::isspace(static_cast<unsigned char>(text.back())))
       text.remove_suffix(1);
   }
 
@@ -52,7 +53,8 @@ public:
 
 private:
   void skipSpace() {
-    while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos])))
+    while (pos < text.size() &&
+           std::isspace(static_cast<unsigned char>(text[pos])))
       ++pos;
   }
   bool consume(char c) {
@@ -73,8 +75,8 @@ private:
   Expected<std::string> parseString();
   Status parseShape();
   Status error(const std::string &what) const {
-    return npyError("malformed npy header (" + what + "): " +
-                    std::string(text));
+    return npyError("malformed npy header (" + what +
+                    "): " + std::string(text));
   }
 
   std::string_view text;

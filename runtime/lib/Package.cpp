@@ -215,9 +215,9 @@ Expected<Package> mla::rt::parsePackage(const uint8_t *data, size_t size) {
   if (checksum != fnv1a64(data, hashedBytes))
     return packageError("package corrupted: checksum mismatch");
   if (reader.remaining())
-    return packageError("package corrupted: " +
-                        std::to_string(reader.remaining()) +
-                        " unexpected bytes after the checksum");
+    return packageError(
+        "package corrupted: " + std::to_string(reader.remaining()) +
+        " unexpected bytes after the checksum");
   if (!sawManifest)
     return packageError("package has no 'manifest' section");
 

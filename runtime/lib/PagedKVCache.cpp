@@ -22,8 +22,7 @@ PagedKVCache::PagedKVCache(const PagedKVCacheConfig &config, HostTensor pool,
     freePages.push_back(static_cast<int32_t>(page));
 }
 
-Expected<PagedKVCache>
-PagedKVCache::create(const PagedKVCacheConfig &config) {
+Expected<PagedKVCache> PagedKVCache::create(const PagedKVCacheConfig &config) {
   std::pair<const char *, int64_t> counts[] = {
       {"numPages", config.numPages},
       {"pageSize", config.pageSize},
@@ -42,8 +41,8 @@ PagedKVCache::create(const PagedKVCacheConfig &config) {
       config.dtype, {config.numPages, config.pageSize, config.rowDim});
   if (!pool.ok())
     return pool.status().withContext("paged KV cache pages");
-  Expected<HostTensor> table = HostTensor::allocate(
-      DType::I32, {config.batch, config.maxPagesPerSeq});
+  Expected<HostTensor> table =
+      HostTensor::allocate(DType::I32, {config.batch, config.maxPagesPerSeq});
   if (!table.ok())
     return table.status().withContext("paged KV cache block table");
   Expected<HostTensor> lengths =
@@ -57,8 +56,8 @@ Status PagedKVCache::checkSeq(int64_t seq) const {
   if (seq >= 0 && seq < config.batch)
     return Status::success();
   return cacheError("sequence " + std::to_string(seq) +
-                    " is out of range (batch " +
-                    std::to_string(config.batch) + ")");
+                    " is out of range (batch " + std::to_string(config.batch) +
+                    ")");
 }
 
 int64_t PagedKVCache::length(int64_t seq) const {
@@ -120,7 +119,7 @@ Expected<void *> PagedKVCache::tokenRow(int64_t seq, int64_t pos) const {
                       std::to_string(seq) + " is out of range (length " +
                       std::to_string(length(seq)) + ")");
   int32_t page = table.dataAs<int32_t>()[seq * config.maxPagesPerSeq +
-                                          pos / config.pageSize];
+                                         pos / config.pageSize];
   int64_t row = page * config.pageSize + pos % config.pageSize;
   return static_cast<void *>(pool.dataAs<uint8_t>() +
                              row * config.rowDim * dtypeSize(config.dtype));

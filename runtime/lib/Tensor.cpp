@@ -35,7 +35,9 @@ Scalar Scalar::bf16(float value) {
   return Scalar(DType::BF16, floatToBF16(value));
 }
 
-Scalar Scalar::f16(float value) { return Scalar(DType::F16, floatToF16(value)); }
+Scalar Scalar::f16(float value) {
+  return Scalar(DType::F16, floatToF16(value));
+}
 
 Scalar Scalar::i32(int32_t value) {
   return Scalar(DType::I32, static_cast<uint32_t>(value));

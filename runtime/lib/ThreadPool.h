@@ -26,7 +26,9 @@ public:
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
 
-  unsigned getThreads() const { return static_cast<unsigned>(workers.size()) + 1; }
+  unsigned getThreads() const {
+    return static_cast<unsigned>(workers.size()) + 1;
+  }
 
   /// Calls fn(i) for every i in [0, count) and returns when all are done.
   void parallelFor(int64_t count, const std::function<void(int64_t)> &fn);

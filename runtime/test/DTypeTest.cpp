@@ -67,11 +67,11 @@ TEST(DTypeTest, F16RoundsToNearestEven) {
   EXPECT_EQ(floatToF16(65519.0f), 0x7bff);
   EXPECT_EQ(floatToF16(65520.0f), 0x7c00); // rounds to infinity
   EXPECT_EQ(floatToF16(-1e10f), 0xfc00);
-  EXPECT_EQ(floatToF16(0x1p-14f), 0x0400);         // smallest normal
-  EXPECT_EQ(floatToF16(0x1p-24f), 0x0001);         // smallest subnormal
-  EXPECT_EQ(floatToF16(0x1p-25f), 0x0000);         // tie -> even (zero)
-  EXPECT_EQ(floatToF16(1.5f * 0x1p-25f), 0x0001);  // above the tie
-  EXPECT_EQ(floatToF16(3 * 0x1p-25f), 0x0002);     // tie -> even
+  EXPECT_EQ(floatToF16(0x1p-14f), 0x0400);            // smallest normal
+  EXPECT_EQ(floatToF16(0x1p-24f), 0x0001);            // smallest subnormal
+  EXPECT_EQ(floatToF16(0x1p-25f), 0x0000);            // tie -> even (zero)
+  EXPECT_EQ(floatToF16(1.5f * 0x1p-25f), 0x0001);     // above the tie
+  EXPECT_EQ(floatToF16(3 * 0x1p-25f), 0x0002);        // tie -> even
   EXPECT_EQ(floatToF16(0x1p-14f - 0x1p-25f), 0x0400); // rounds up to normal
   EXPECT_EQ(floatToF16(-0.0f), 0x8000);
   EXPECT_EQ(floatToF16(1e-30f), 0x0000);

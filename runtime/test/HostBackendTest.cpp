@@ -48,6 +48,8 @@ struct NumericsCase {
   unsigned threads;
 };
 
+void PrintTo(const NumericsCase &c, std::ostream *os) { *os << c.name; }
+
 class DecodeNumericsTest : public ::testing::TestWithParam<NumericsCase> {};
 
 } // namespace
@@ -78,21 +80,19 @@ static DecodeShape shapeWith(DType dtype, int64_t pageSize, int64_t heads = 4,
 INSTANTIATE_TEST_SUITE_P(
     Shapes, DecodeNumericsTest,
     ::testing::Values(
-        NumericsCase{"bf16_page1", shapeWith(DType::BF16, 1), {5, 0, 17}, 20,
-                     3},
-        NumericsCase{"bf16_page3", shapeWith(DType::BF16, 3), {1, 10, 29, 7},
-                     12, 2},
-        NumericsCase{"bf16_page16", shapeWith(DType::BF16, 16), {33, 100, 16},
-                     7, 4},
+        NumericsCase{
+            "bf16_page1", shapeWith(DType::BF16, 1), {5, 0, 17}, 20, 3},
+        NumericsCase{
+            "bf16_page3", shapeWith(DType::BF16, 3), {1, 10, 29, 7}, 12, 2},
+        NumericsCase{
+            "bf16_page16", shapeWith(DType::BF16, 16), {33, 100, 16}, 7, 4},
         NumericsCase{"f32_page3_qlen2",
                      shapeWith(DType::F32, 3, 2, 16, 16, 2, 4),
                      {8, 2},
                      4,
                      1},
-        NumericsCase{"f32_dynamic_page_size", shapeWith(DType::F32, 0),
-                     {40, 3},
-                     3,
-                     2},
+        NumericsCase{
+            "f32_dynamic_page_size", shapeWith(DType::F32, 0), {40, 3}, 3, 2},
         NumericsCase{"bf16_deepseek_dims",
                      shapeWith(DType::BF16, 64, 16, 512, 64, 1, 4),
                      {130, 64},
@@ -216,9 +216,11 @@ TEST(HostBackendTest, PicksTheTargetTheDeviceRuns) {
   std::string gpuBlock = hostBlock;
   gpuBlock.replace(gpuBlock.find("host-x86_64 code.host-x86_64"), 28,
                    "gfx942 code.gfx942");
-  manifest = manifest.substr(0, manifest.find("target ")) + gpuBlock + hostBlock;
-  Expected<std::vector<uint8_t>> bytes = encodePackage(
-      manifest, {{"code.gfx942", {1, 2, 3}}, {"code.host-x86_64", testKernelCode()}});
+  manifest =
+      manifest.substr(0, manifest.find("target ")) + gpuBlock + hostBlock;
+  Expected<std::vector<uint8_t>> bytes =
+      encodePackage(manifest, {{"code.gfx942", {1, 2, 3}},
+                               {"code.host-x86_64", testKernelCode()}});
   ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
   Expected<Package> package = parsePackage(bytes->data(), bytes->size());
   ASSERT_TRUE(package.ok());
@@ -229,8 +231,7 @@ TEST(HostBackendTest, PicksTheTargetTheDeviceRuns) {
 
   Expected<Kernel> gpu = device->loadKernel(*package, "gfx942");
   ASSERT_FALSE(gpu.ok());
-  EXPECT_EQ(gpu.status().message(),
-            "device 'host' cannot run target 'gfx942'");
+  EXPECT_EQ(gpu.status().message(), "device 'host' cannot run target 'gfx942'");
 }
 
 TEST(HostBackendTest, UnknownDevice) {

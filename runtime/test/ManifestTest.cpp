@@ -85,7 +85,8 @@ TEST(ManifestTest, ParsesTheDecodeExample) {
 }
 
 TEST(ManifestTest, CommentsBlankLinesAndTabs) {
-  std::string text = edited("kernel decode\n", "\n# a comment\n\tkernel\t decode  # trailing\r\n\n");
+  std::string text = edited(
+      "kernel decode\n", "\n# a comment\n\tkernel\t decode  # trailing\r\n\n");
   Expected<Manifest> parsed = parseManifest(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
   EXPECT_EQ(parsed->kernel, "decode");
@@ -130,6 +131,8 @@ struct BadManifest {
   std::string text;
   std::string message;
 };
+
+void PrintTo(const BadManifest &c, std::ostream *os) { *os << c.name; }
 
 class BadManifestTest : public ::testing::TestWithParam<BadManifest> {};
 } // namespace
@@ -178,8 +181,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"arg_out_of_order", edited("arg 2 block", "arg 3 block"),
                     "manifest line 13: arg index '3' is out of order, "
                     "expected 2"},
-        BadManifest{"arg_bad_kind", edited("arg 3 seq_lens memref",
-                                           "arg 3 seq_lens tensor"),
+        BadManifest{"arg_bad_kind",
+                    edited("arg 3 seq_lens memref", "arg 3 seq_lens tensor"),
                     "manifest line 14: expected 'arg INDEX ROLE memref DTYPE "
                     "DIMS' or 'arg INDEX ROLE scalar DTYPE'"},
         BadManifest{"arg_extra_token", edited("scalar f32", "scalar f32 1"),
@@ -204,7 +207,8 @@ INSTANTIATE_TEST_SUITE_P(
                     edited("target host", "workspace 7 f32 1\ntarget host"),
                     "manifest line 18: 'workspace' is only allowed inside a "
                     "target block"},
-        BadManifest{"workspace_out_of_order", edited("workspace 8", "workspace 9"),
+        BadManifest{"workspace_out_of_order",
+                    edited("workspace 8", "workspace 9"),
                     "manifest line 20: workspace index '9' is out of order, "
                     "expected 8 (workspaces continue the arg numbering)"},
         BadManifest{"workspace_dim_of_scalar",
@@ -223,14 +227,15 @@ INSTANTIATE_TEST_SUITE_P(
                     edited("f32 arg0.0,1,16,4\n", "f32 batch,1,16,4\n"),
                     "manifest line 20: size 'batch' is neither a non-negative "
                     "integer nor 'argI.D'"},
-        BadManifest{"launch_without_grid",
-                    edited(" grid arg0.0,1,16", ""),
+        BadManifest{"launch_without_grid", edited(" grid arg0.0,1,16", ""),
                     "manifest line 22: expected 'launch ENTRY args I,J,... "
                     "grid X,Y,Z'"},
-        BadManifest{"launch_undeclared_index", edited("args 7,8,5,6", "args 7,9,5,6"),
+        BadManifest{"launch_undeclared_index",
+                    edited("args 7,8,5,6", "args 7,9,5,6"),
                     "manifest line 22: launch argument 9 is neither an arg "
                     "nor a workspace declared above"},
-        BadManifest{"launch_two_dim_grid", edited("grid arg0.0,1,16", "grid 1,16"),
+        BadManifest{"launch_two_dim_grid",
+                    edited("grid arg0.0,1,16", "grid 1,16"),
                     "manifest line 22: launch grid '1,16' has 2 dims, "
                     "expected 3 (X,Y,Z)"},
         BadManifest{"nested_target",
@@ -239,21 +244,24 @@ INSTANTIATE_TEST_SUITE_P(
                     "manifest line 22: target 'gfx942' starts inside target "
                     "'host-x86_64' (line 18); close it with 'end-target' "
                     "first"},
-        BadManifest{"key_inside_target", edited("launch mla_decode_k1", "heads 4"),
+        BadManifest{"key_inside_target",
+                    edited("launch mla_decode_k1", "heads 4"),
                     "manifest line 22: 'heads' is not allowed inside a target "
                     "block (expected 'workspace', 'launch' or 'end-target')"},
         BadManifest{"missing_end_target", edited("end-target\n", ""),
                     "manifest ends inside target 'host-x86_64' (line 18): "
                     "missing 'end-target'"},
-        BadManifest{"stray_end_target", edited("end-target\n", "end-target\nend-target\n"),
+        BadManifest{"stray_end_target",
+                    edited("end-target\n", "end-target\nend-target\n"),
                     "manifest line 24: 'end-target' is only allowed inside a "
                     "target block"},
         BadManifest{"target_without_launch",
-                    std::string(kExample) + "target gfx942 code.gfx942\nend-target\n",
+                    std::string(kExample) +
+                        "target gfx942 code.gfx942\nend-target\n",
                     "manifest line 25: target 'gfx942' has no 'launch'"},
         BadManifest{"duplicate_target",
-                    std::string(kExample) +
-                        "target host-x86_64 code.x\nlaunch k args 0 grid 1,1,1\nend-target\n",
+                    std::string(kExample) + "target host-x86_64 code.x\nlaunch "
+                                            "k args 0 grid 1,1,1\nend-target\n",
                     "manifest line 24: duplicate target 'host-x86_64'"},
         BadManifest{"manifest_section_name",
                     edited("code.host-x86_64", "manifest"),
@@ -262,7 +270,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"no_kernel", edited("kernel decode\n", ""),
                     "manifest has no 'kernel' line"},
         BadManifest{"no_target",
-                    std::string(kExample).substr(0, std::string(kExample).find("target")),
+                    std::string(kExample).substr(
+                        0, std::string(kExample).find("target")),
                     "manifest declares no 'target'"},
         BadManifest{"decode_missing_role", edited("arg 6 lse", "arg 6 lse2"),
                     "decode manifest needs an arg with role 'lse'"},
@@ -274,18 +283,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"decode_heads", edited("bf16 ?,1,16,512", "bf16 ?,1,8,512"),
                     "manifest line 16: decode arg 'o' dim 2 is 8, expected 16 "
                     "(heads)"},
-        BadManifest{"decode_dynamic_page_size", edited("page_size 64", "page_size 0"),
+        BadManifest{"decode_dynamic_page_size",
+                    edited("page_size 64", "page_size 0"),
                     "manifest line 12: decode arg 'kv' dim 1 must be '?' "
                     "because page_size is 0 (dynamic)"},
-        BadManifest{"decode_lse_dtype", edited("lse memref f32", "lse memref bf16"),
+        BadManifest{"decode_lse_dtype",
+                    edited("lse memref f32", "lse memref bf16"),
                     "manifest line 17: decode arg 'lse' must have dtype f32, "
                     "has bf16"},
-        BadManifest{"decode_rank", edited("seq_lens memref i32 ?", "seq_lens memref i32 ?,1"),
+        BadManifest{"decode_rank",
+                    edited("seq_lens memref i32 ?", "seq_lens memref i32 ?,1"),
                     "manifest line 14: decode arg 'seq_lens' must have rank 1, "
                     "has 2"},
-        BadManifest{"decode_scale_kind", edited("scale scalar f32", "scale memref f32 1"),
+        BadManifest{"decode_scale_kind",
+                    edited("scale scalar f32", "scale memref f32 1"),
                     "manifest line 15: decode arg 'scale' must be a scalar"},
-        BadManifest{"decode_table_dtype", edited("block_table memref i32", "block_table memref f32"),
+        BadManifest{"decode_table_dtype",
+                    edited("block_table memref i32", "block_table memref f32"),
                     "manifest line 13: decode arg 'block_table' must have "
                     "dtype i32 or i64"}),
     [](const ::testing::TestParamInfo<BadManifest> &info) {

@@ -53,8 +53,8 @@ protected:
 
   static HostTensor convert(const HostTensor &from, DType to) {
     HostTensor result = HostTensor::allocate(to, from.getShape()).take();
-    EXPECT_TRUE(convertElements(from.data(), from.getDType(), result.data(),
-                                to, from.numElements())
+    EXPECT_TRUE(convertElements(from.data(), from.getDType(), result.data(), to,
+                                from.numElements())
                     .ok());
     return result;
   }
@@ -81,7 +81,12 @@ protected:
   }
 
   std::vector<std::string> standardArgs() const {
-    return {package, "--inputs", inputs, "--outputs", outputs, "--scale",
+    return {package,
+            "--inputs",
+            inputs,
+            "--outputs",
+            outputs,
+            "--scale",
             std::to_string(data.scale)};
   }
 
@@ -139,10 +144,10 @@ TEST_F(MlaRunTest, RunsADecodePackage) {
 TEST_F(MlaRunTest, Help) {
   ToolResult result = run({"--help"});
   EXPECT_EQ(result.exitCode, 0);
-  for (const char *option : {"--inputs", "--outputs", "--scale", "--device",
-                             "--threads", "--repeat", "q.npy", "kv.npy",
-                             "block_table.npy", "seq_lens.npy", "o.npy",
-                             "lse.npy"})
+  for (const char *option :
+       {"--inputs", "--outputs", "--scale", "--device", "--threads", "--repeat",
+        "q.npy", "kv.npy", "block_table.npy", "seq_lens.npy", "o.npy",
+        "lse.npy"})
     EXPECT_NE(result.out.find(option), std::string::npos) << option;
 }
 
@@ -173,8 +178,9 @@ TEST_F(MlaRunTest, TruncatedPackage) {
   writeBytes(package, bytes);
   size_t codeSize = testKernelCode().size();
   expectFailure(standardArgs(),
-                package + ": package truncated: section 'code.host-x86_64' "
-                          "needs " +
+                package +
+                    ": package truncated: section 'code.host-x86_64' "
+                    "needs " +
                     std::to_string(codeSize) + " bytes, " +
                     std::to_string(codeSize - 92) + " remain");
 }

@@ -19,7 +19,12 @@ std::vector<uint8_t> npyBytes(const std::string &dict,
   std::string header = dict;
   header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
   header += '\n';
-  std::vector<uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y',
+  std::vector<uint8_t> out = {0x93,
+                              'N',
+                              'U',
+                              'M',
+                              'P',
+                              'Y',
                               static_cast<uint8_t>(major),
                               static_cast<uint8_t>(minor)};
   for (size_t i = 0; i < prefix - 8; ++i)
@@ -44,9 +49,9 @@ std::string npyError(const std::vector<uint8_t> &bytes) {
 } // namespace
 
 TEST(NpyTest, ReadsWhatNumpyWrites) {
-  std::vector<uint8_t> bytes = npyBytes(
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
-      floatBytes({1, 2, 3, 4, 5, 6}));
+  std::vector<uint8_t> bytes =
+      npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+               floatBytes({1, 2, 3, 4, 5, 6}));
   Expected<HostTensor> tensor = parseNpy(bytes.data(), bytes.size());
   ASSERT_TRUE(tensor.ok()) << tensor.status().toString();
   EXPECT_EQ(tensor->getDType(), DType::F32);

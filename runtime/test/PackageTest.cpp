@@ -39,7 +39,8 @@ Status parseError(const std::vector<uint8_t> &bytes) {
   return package.ok() ? Status::success() : package.status();
 }
 
-const std::string kCode = "\x7f" "ELF pretend code";
+const std::string kCode = "\x7f"
+                          "ELF pretend code";
 
 } // namespace
 
@@ -71,9 +72,9 @@ TEST(PackageTest, RoundTripThroughAFile) {
   EXPECT_EQ(package->findSection("code.gfx942"), nullptr);
   // The writer and the hand-built layout agree byte for byte.
   EXPECT_EQ(readBytes(path),
-            rawPackage({{"manifest", manifest},
-                        {"code.host-x86_64",
-                         std::string(code.begin(), code.end())}}));
+            rawPackage(
+                {{"manifest", manifest},
+                 {"code.host-x86_64", std::string(code.begin(), code.end())}}));
 }
 
 TEST(PackageTest, SeveralCodeSections) {
@@ -98,8 +99,8 @@ TEST(PackageTest, WriterChecksItsInputs) {
   EXPECT_EQ(encodeError(manifest, {}),
             "package has no section 'code.host-x86_64' for target "
             "'host-x86_64'");
-  EXPECT_EQ(encodeError(manifest, {{"code.host-x86_64", {}},
-                                   {"code.host-x86_64", {}}}),
+  EXPECT_EQ(encodeError(manifest,
+                        {{"code.host-x86_64", {}}, {"code.host-x86_64", {}}}),
             "duplicate section 'code.host-x86_64'");
   EXPECT_EQ(encodeError(manifest, {{"code.host-x86_64", {}}, {"manifest", {}}}),
             "a code section may not be named 'manifest'");
@@ -112,9 +113,8 @@ TEST(PackageTest, WriterChecksItsInputs) {
   Status status = writePackage(dir.file("missing/x.mlapkg"), manifest,
                                {{"code.host-x86_64", {}}});
   EXPECT_EQ(status.code(), ErrorCode::IOError);
-  EXPECT_EQ(status.message().rfind(dir.file("missing/x.mlapkg") +
-                                       ": cannot create: ",
-                                   0),
+  EXPECT_EQ(status.message().rfind(
+                dir.file("missing/x.mlapkg") + ": cannot create: ", 0),
             0u)
       << status.message();
 }
@@ -179,9 +179,9 @@ TEST(PackageTest, TrailingBytes) {
 }
 
 TEST(PackageTest, DuplicateSection) {
-  EXPECT_EQ(parseError(rawPackage({{"manifest", "x"}, {"manifest", "y"}}))
-                .message(),
-            "package corrupted: duplicate section 'manifest'");
+  EXPECT_EQ(
+      parseError(rawPackage({{"manifest", "x"}, {"manifest", "y"}})).message(),
+      "package corrupted: duplicate section 'manifest'");
 }
 
 TEST(PackageTest, MissingManifest) {
@@ -212,7 +212,8 @@ TEST(PackageTest, ReadErrorsNameTheFile) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), ErrorCode::IOError);
   EXPECT_EQ(missing.status().message(),
-            dir.file("none.mlapkg") + ": cannot open: No such file or directory");
+            dir.file("none.mlapkg") +
+                ": cannot open: No such file or directory");
 
   writeBytes(dir.file("bad.mlapkg"), {'M', 'L', 'A'});
   Expected<Package> bad = readPackage(dir.file("bad.mlapkg"));

@@ -53,8 +53,7 @@ template <> BF16 fromFloat<BF16>(float value) {
   return BF16{static_cast<uint16_t>(bits >> 16)};
 }
 
-template <typename T>
-void partial(void **args, int64_t b, int64_t split) {
+template <typename T> void partial(void **args, int64_t b, int64_t split) {
   const auto &q = *static_cast<Memref<4> *>(args[0]);
   const auto &kv = *static_cast<Memref<3> *>(args[1]);
   const auto &table = *static_cast<Memref<2> *>(args[2]);
@@ -80,8 +79,8 @@ void partial(void **args, int64_t b, int64_t split) {
   std::vector<float> scores(rows.size()), acc(dimV);
   for (int64_t i = 0; i < qLen; ++i) {
     for (int64_t h = 0; h < heads; ++h) {
-      const T *qRow = q.base<T>() + b * q.strides[0] + i * q.strides[1] +
-                      h * q.strides[2];
+      const T *qRow =
+          q.base<T>() + b * q.strides[0] + i * q.strides[1] + h * q.strides[2];
       float maxScore = -std::numeric_limits<float>::infinity();
       for (size_t t = 0; t < rows.size(); ++t) {
         float dot = 0;
@@ -98,9 +97,8 @@ void partial(void **args, int64_t b, int64_t split) {
         for (int64_t d = 0; d < dimV; ++d)
           acc[d] += weight * toFloat(rows[t][d]);
       }
-      float *out = wsO.base<float>() + b * wsO.strides[0] +
-                   i * wsO.strides[1] + h * wsO.strides[2] +
-                   split * wsO.strides[3];
+      float *out = wsO.base<float>() + b * wsO.strides[0] + i * wsO.strides[1] +
+                   h * wsO.strides[2] + split * wsO.strides[3];
       for (int64_t d = 0; d < dimV; ++d)
         out[d] = rows.empty() ? 0.0f : acc[d] / sum;
       wsLse.base<float>()[b * wsLse.strides[0] + i * wsLse.strides[1] +
@@ -136,8 +134,8 @@ template <typename T> void combine(void **args, int64_t b, int64_t h) {
           acc[d] += weight * partO[s * wsO.strides[3] + d];
       }
     }
-    T *out = o.base<T>() + b * o.strides[0] + i * o.strides[1] +
-             h * o.strides[2];
+    T *out =
+        o.base<T>() + b * o.strides[0] + i * o.strides[1] + h * o.strides[2];
     for (int64_t d = 0; d < dimV; ++d)
       out[d] = fromFloat<T>(sum > 0 ? acc[d] / sum : 0.0f);
     lse.base<float>()[b * lse.strides[0] + i * lse.strides[1] +

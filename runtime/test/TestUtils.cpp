@@ -27,25 +27,55 @@ std::string mla::rt::test::decodeManifest(const DecodeShape &s) {
          "# reference decode for the runtime tests\n"
          "kernel decode\n"
          "function decode\n"
-         "dtype " + dt + "\n"
-         "heads " + heads + "\n"
-         "q_len " + qLen + "\n"
-         "latent_dim " + latent + "\n"
-         "rope_dim " + std::to_string(s.ropeDim) + "\n"
-         "page_size " + std::to_string(s.pageSize) + "\n"
-         "config tile_kv=64 kv_splits=" + splits + " head_group=" + heads + "\n"
-         "arg 0 q memref " + dt + " ?," + qLen + "," + heads + "," + row + "\n"
-         "arg 1 kv memref " + dt + " ?," + page + "," + row + "\n"
+         "dtype " +
+         dt +
+         "\n"
+         "heads " +
+         heads +
+         "\n"
+         "q_len " +
+         qLen +
+         "\n"
+         "latent_dim " +
+         latent +
+         "\n"
+         "rope_dim " +
+         std::to_string(s.ropeDim) +
+         "\n"
+         "page_size " +
+         std::to_string(s.pageSize) +
+         "\n"
+         "config tile_kv=64 kv_splits=" +
+         splits + " head_group=" + heads +
+         "\n"
+         "arg 0 q memref " +
+         dt + " ?," + qLen + "," + heads + "," + row +
+         "\n"
+         "arg 1 kv memref " +
+         dt + " ?," + page + "," + row +
+         "\n"
          "arg 2 block_table memref i32 ?,?\n"
          "arg 3 seq_lens memref i32 ?\n"
          "arg 4 scale scalar f32\n"
-         "arg 5 o memref " + dt + " ?," + qLen + "," + heads + "," + latent + "\n"
-         "arg 6 lse memref f32 ?," + qLen + "," + heads + "\n"
+         "arg 5 o memref " +
+         dt + " ?," + qLen + "," + heads + "," + latent +
+         "\n"
+         "arg 6 lse memref f32 ?," +
+         qLen + "," + heads +
+         "\n"
          "target host-x86_64 code.host-x86_64\n"
-         "workspace 7 f32 arg0.0,arg0.1," + heads + "," + splits + "," + latent + "\n"
-         "workspace 8 f32 arg0.0,arg0.1," + heads + "," + splits + "\n"
-         "launch " + entry + "_k0 args 0,1,2,3,4,7,8 grid arg0.0,1," + splits + "\n"
-         "launch " + entry + "_k1 args 7,8,5,6 grid arg0.0,1,arg0.2\n"
+         "workspace 7 f32 arg0.0,arg0.1," +
+         heads + "," + splits + "," + latent +
+         "\n"
+         "workspace 8 f32 arg0.0,arg0.1," +
+         heads + "," + splits +
+         "\n"
+         "launch " +
+         entry + "_k0 args 0,1,2,3,4,7,8 grid arg0.0,1," + splits +
+         "\n"
+         "launch " +
+         entry +
+         "_k1 args 7,8,5,6 grid arg0.0,1,arg0.2\n"
          "end-target\n";
 }
 
@@ -68,8 +98,8 @@ std::vector<uint8_t> mla::rt::test::testKernelCode() {
 }
 
 std::vector<uint8_t> mla::rt::test::decodePackageBytes(const DecodeShape &s) {
-  Expected<std::vector<uint8_t>> bytes =
-      encodePackage(decodeManifest(s), {{"code.host-x86_64", testKernelCode()}});
+  Expected<std::vector<uint8_t>> bytes = encodePackage(
+      decodeManifest(s), {{"code.host-x86_64", testKernelCode()}});
   EXPECT_TRUE(bytes.ok()) << bytes.status().toString();
   return bytes.ok() ? bytes.take() : std::vector<uint8_t>{};
 }
@@ -127,7 +157,8 @@ DecodeData mla::rt::test::makeDecodeData(const DecodeShape &s,
   for (int64_t p = 0; p < numPages; ++p)
     pages[p] = static_cast<int32_t>(p);
   std::shuffle(pages.begin(), pages.end(), rng);
-  std::copy_n(pages.begin(), batch * maxPages, data.blockTable.dataAs<int32_t>());
+  std::copy_n(pages.begin(), batch * maxPages,
+              data.blockTable.dataAs<int32_t>());
   std::copy(lengths.begin(), lengths.end(), data.seqLens.dataAs<int32_t>());
   return data;
 }

@@ -41,8 +41,8 @@ struct DecodeData {
   float scale = 0;
 
   DecodeArgs args() const {
-    return {q.view(),     kv.view(), blockTable.view(), seqLens.view(),
-            scale,        o.view(),  lse.view()};
+    return {q.view(), kv.view(), blockTable.view(), seqLens.view(),
+            scale,    o.view(),  lse.view()};
   }
 };
 
@@ -50,8 +50,8 @@ struct DecodeData {
 /// block table over `numPages` pages with `maxPages` columns, and the given
 /// lengths. The page pool is sized so each sequence gets distinct pages.
 DecodeData makeDecodeData(const DecodeShape &shape,
-                          const std::vector<int32_t> &lengths,
-                          int64_t maxPages, uint32_t seed);
+                          const std::vector<int32_t> &lengths, int64_t maxPages,
+                          uint32_t seed);
 
 /// float64 reference for the data: o [B,Sq,H,Dv] and lse [B,Sq,H].
 struct Reference {

@@ -45,8 +45,9 @@ protected:
   }
 
   std::vector<ArgValue> positional() const {
-    return {args.q,  args.kv, args.blockTable, args.seqLens,
-            Scalar::f32(args.scale), args.o, args.lse};
+    return {
+        args.q, args.kv, args.blockTable, args.seqLens, Scalar::f32(args.scale),
+        args.o, args.lse};
   }
 
   int32_t &tableEntry(int64_t b, int64_t p) {
@@ -190,10 +191,12 @@ TEST_F(ValidationTest, NegativeSeqLen) {
 }
 
 TEST_F(ValidationTest, MissingRole) {
-  std::map<std::string, ArgValue> byRole = {
-      {"q", args.q},           {"kv", args.kv},
-      {"block_table", args.blockTable}, {"seq_lens", args.seqLens},
-      {"scale", Scalar::f32(1)}, {"o", args.o}};
+  std::map<std::string, ArgValue> byRole = {{"q", args.q},
+                                            {"kv", args.kv},
+                                            {"block_table", args.blockTable},
+                                            {"seq_lens", args.seqLens},
+                                            {"scale", Scalar::f32(1)},
+                                            {"o", args.o}};
   EXPECT_EQ(kernel->launchByRole(byRole).message(),
             "missing argument for role 'lse'");
   byRole.emplace("lse", args.lse);
@@ -231,8 +234,9 @@ TEST(GenericKindTest, LaunchesByRoleWithoutKindRules) {
   Expected<std::vector<uint8_t>> bytes =
       encodePackage(manifest, {{"code.host-x86_64", testKernelCode()}});
   ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
-  Expected<Kernel> kernel = Device::open("host", {1})->loadKernel(
-      *parsePackage(bytes->data(), bytes->size()));
+  Expected<Kernel> kernel =
+      Device::open("host", {1})
+          ->loadKernel(*parsePackage(bytes->data(), bytes->size()));
   ASSERT_TRUE(kernel.ok());
   DecodeData data = makeDecodeData(shape, {7}, 1, 1);
   DecodeArgs a = data.args();

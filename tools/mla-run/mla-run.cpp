@@ -30,7 +30,8 @@ using namespace mla::rt;
 
 namespace {
 
-const char *const kHelp = R"help(usage: mla-run PKG --inputs DIR --outputs DIR --scale X [options]
+const char *const kHelp =
+    R"help(usage: mla-run PKG --inputs DIR --outputs DIR --scale X [options]
 
 Runs the kernel of the mla package PKG on .npy inputs and writes .npy outputs.
 
@@ -75,7 +76,10 @@ struct KindFiles {
 };
 
 const KindFiles kKindFiles[] = {
-    {"decode", {"q", "kv", "block_table", "seq_lens"}, {"o", "lse"}, "scale",
+    {"decode",
+     {"q", "kv", "block_table", "seq_lens"},
+     {"o", "lse"},
+     "scale",
      "q"},
 };
 
@@ -149,8 +153,7 @@ Expected<Options> parseOptions(int argc, char **argv) {
     } else {
       std::optional<int64_t> count = parsePositive(value);
       if (!count)
-        return usageError(name + " '" + value +
-                          "' is not a positive integer");
+        return usageError(name + " '" + value + "' is not a positive integer");
       if (name == "--threads")
         options.threads = static_cast<unsigned>(*count);
       else
@@ -190,8 +193,7 @@ const char *npyTypeName(DType dtype) {
 
 /// Reads DIR/<role>.npy and converts it to the argument's dtype: floats
 /// from float32/float16, integers only from the same integer type.
-Expected<HostTensor> readInput(const std::string &dir,
-                               const ManifestArg &arg) {
+Expected<HostTensor> readInput(const std::string &dir, const ManifestArg &arg) {
   std::string path = dir + "/" + arg.role + ".npy";
   Expected<HostTensor> file = readNpy(path);
   if (!file.ok())
@@ -209,9 +211,8 @@ Expected<HostTensor> readInput(const std::string &dir,
       HostTensor::allocate(arg.dtype, file->getShape());
   if (!converted.ok())
     return converted;
-  if (Status status =
-          convertElements(file->data(), have, converted->data(), arg.dtype,
-                          file->numElements());
+  if (Status status = convertElements(file->data(), have, converted->data(),
+                                      arg.dtype, file->numElements());
       !status.ok())
     return status.withContext(path);
   return converted;
@@ -241,11 +242,10 @@ Status makeDirectory(const std::string &dir) {
     struct stat info;
     if (::stat(dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
       return Status::success();
-    return Status::error(ErrorCode::IOError,
-                         dir + ": not a directory");
+    return Status::error(ErrorCode::IOError, dir + ": not a directory");
   }
-  return Status::error(ErrorCode::IOError, dir + ": cannot create: " +
-                                               std::strerror(errno));
+  return Status::error(ErrorCode::IOError,
+                       dir + ": cannot create: " + std::strerror(errno));
 }
 
 /// Writes every output as float32 (floats) or as is (integers). Conversions
@@ -254,8 +254,7 @@ Status makeDirectory(const std::string &dir) {
 Status writeOutputs(const std::string &dir,
                     std::vector<std::pair<std::string, HostTensor>> outputs) {
   for (auto &[role, tensor] : outputs) {
-    if (!isFloatingPoint(tensor.getDType()) ||
-        tensor.getDType() == DType::F32)
+    if (!isFloatingPoint(tensor.getDType()) || tensor.getDType() == DType::F32)
       continue;
     Expected<HostTensor> f32 =
         HostTensor::allocate(DType::F32, tensor.getShape());
@@ -286,8 +285,7 @@ Status writeOutputs(const std::string &dir,
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid]
-                           : (values[mid - 1] + values[mid]) / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 Status run(const Options &options) {
@@ -303,12 +301,11 @@ Status run(const Options &options) {
     kinds += (kinds.empty() ? "" : ", ") + std::string(candidate.kind);
   }
   if (!files)
-    return Status::error(ErrorCode::Unsupported,
-                         "kernel kind '" + manifest.kernel +
-                             "' is not supported by mla-run (supported: " +
-                             kinds + ")");
-  Expected<Device> device =
-      Device::open(options.device, {options.threads});
+    return Status::error(
+        ErrorCode::Unsupported,
+        "kernel kind '" + manifest.kernel +
+            "' is not supported by mla-run (supported: " + kinds + ")");
+  Expected<Device> device = Device::open(options.device, {options.threads});
   if (!device.ok())
     return device.status();
   Expected<Kernel> kernel = device->loadKernel(*package);
@@ -356,10 +353,11 @@ Status run(const Options &options) {
     auto end = std::chrono::steady_clock::now();
     if (!status.ok())
       return status;
-    times.push_back(std::chrono::duration<double, std::milli>(end - start)
-                        .count());
+    times.push_back(
+        std::chrono::duration<double, std::milli>(end - start).count());
   }
-  if (Status status = writeOutputs(options.outputs, std::move(outputs)); !status.ok())
+  if (Status status = writeOutputs(options.outputs, std::move(outputs));
+      !status.ok())
     return status;
   std::printf("kernel time: %.3f ms (median of %d run%s)\n", median(times),
               options.repeat, options.repeat == 1 ? "" : "s");

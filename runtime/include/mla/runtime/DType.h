@@ -44,8 +44,8 @@ float f16ToFloat(uint16_t bits);
 /// integer types among themselves (values must fit the destination); mixing
 /// the two kinds is an InvalidArgument error. `src` and `dst` must not
 /// overlap unless the types are equal and the pointers are equal.
-Status convertElements(const void *src, DType srcType, void *dst,
-                       DType dstType, size_t count);
+Status convertElements(const void *src, DType srcType, void *dst, DType dstType,
+                       size_t count);
 
 } // namespace mla::rt
 

@@ -73,8 +73,7 @@ public:
   HostTensor() = default;
 
   /// Fails on negative dims or a byte size that does not fit in memory.
-  static Expected<HostTensor> allocate(DType dtype,
-                                       std::vector<int64_t> shape);
+  static Expected<HostTensor> allocate(DType dtype, std::vector<int64_t> shape);
 
   /// A view of the whole tensor; valid while this object is alive.
   TensorView view() const { return {storage.get(), dtype, shape}; }
