@@ -81,7 +81,7 @@ Status argError(const std::string &message) {
 
 } // namespace
 
-Status mla::rt::checkDecodeManifest(const Manifest &m) {
+static Status checkDecodeManifest(const Manifest &m) {
   auto fail = [](const std::string &message) {
     return Status::error(ErrorCode::InvalidManifest,
                          "decode manifest " + message);
@@ -146,9 +146,9 @@ Status mla::rt::checkDecodeManifest(const Manifest &m) {
   return Status::success();
 }
 
-Status mla::rt::validateDecodeArgs(const Manifest &m,
-                                   const std::vector<ArgValue> &args,
-                                   Backend &backend) {
+static Status validateDecodeArgs(const Manifest &m,
+                                 const std::vector<ArgValue> &args,
+                                 Backend &backend) {
   auto tensor = [&](const char *role) -> const TensorView & {
     return args[m.findArg(role)->index].tensor();
   };

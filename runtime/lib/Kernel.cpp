@@ -254,11 +254,8 @@ Status Kernel::launchDecode(const DecodeArgs &args,
     return Status::error(ErrorCode::Unsupported,
                          "launchDecode needs a 'decode' kernel, this one is '" +
                              manifest.kernel + "'");
-  // The decode manifest check guarantees a floating-point scale.
-  DType scaleType = manifest.findArg("scale")->dtype;
-  Scalar scale = scaleType == DType::BF16  ? Scalar::bf16(args.scale)
-                 : scaleType == DType::F16 ? Scalar::f16(args.scale)
-                                           : Scalar::f32(args.scale);
+  // The decode rules guarantee a floating-point scale.
+  Scalar scale = Scalar::ofFloat(manifest.findArg("scale")->dtype, args.scale);
   return launchByRole({{"q", args.q},
                        {"kv", args.kv},
                        {"block_table", args.blockTable},

@@ -32,10 +32,6 @@ struct KernelKindRules {
 /// nullptr for kinds without rules.
 const KernelKindRules *findKernelKindRules(std::string_view kind);
 
-Status checkDecodeManifest(const Manifest &manifest);
-Status validateDecodeArgs(const Manifest &manifest,
-                          const std::vector<ArgValue> &args, Backend &backend);
-
 } // namespace mla::rt
 
 #endif // MLA_RUNTIME_LIB_KERNELKINDS_H

@@ -2,6 +2,7 @@
 
 #include "mla/runtime/Tensor.h"
 
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -45,6 +46,15 @@ Scalar Scalar::i32(int32_t value) {
 
 Scalar Scalar::i64(int64_t value) {
   return Scalar(DType::I64, static_cast<uint64_t>(value));
+}
+
+Scalar Scalar::ofFloat(DType dtype, float value) {
+  assert(isFloatingPoint(dtype) && "ofFloat needs a floating-point dtype");
+  if (dtype == DType::BF16)
+    return bf16(value);
+  if (dtype == DType::F16)
+    return f16(value);
+  return f32(value);
 }
 
 void *mla::rt::allocateAligned64(size_t bytes) {

@@ -3,6 +3,7 @@
 #include "ThreadPool.h"
 
 #include <atomic>
+#include <system_error>
 
 using namespace mla::rt;
 
@@ -19,8 +20,14 @@ struct ThreadPool::Job {
 };
 
 ThreadPool::ThreadPool(unsigned threads) {
-  for (unsigned i = 1; i < threads; ++i)
-    workers.emplace_back([this] { workerLoop(); });
+  for (unsigned i = 1; i < threads; ++i) {
+    try {
+      workers.emplace_back([this] { workerLoop(); });
+    } catch (const std::system_error &) {
+      // Out of threads: run with the workers we have.
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -20,15 +20,11 @@ namespace mla::rt {
 class ThreadPool {
 public:
   /// `threads` is the total parallelism of one job (callers included):
-  /// threads - 1 workers are started.
+  /// threads - 1 workers are started, or as many as the system allows.
   explicit ThreadPool(unsigned threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
-
-  unsigned getThreads() const {
-    return static_cast<unsigned>(workers.size()) + 1;
-  }
 
   /// Calls fn(i) for every i in [0, count) and returns when all are done.
   void parallelFor(int64_t count, const std::function<void(int64_t)> &fn);

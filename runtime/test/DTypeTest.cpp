@@ -121,6 +121,9 @@ TEST(DTypeTest, ScalarsAndStatus) {
   EXPECT_EQ(*static_cast<const float *>(scale.data()), 0.125f);
   EXPECT_EQ(*static_cast<const uint16_t *>(Scalar::bf16(1.0f).data()), 0x3f80);
   EXPECT_EQ(*static_cast<const int64_t *>(Scalar::i64(-3).data()), -3);
+  Scalar half = Scalar::ofFloat(DType::F16, 2.0f);
+  EXPECT_EQ(half.getDType(), DType::F16);
+  EXPECT_EQ(*static_cast<const uint16_t *>(half.data()), 0x4000);
 
   Status ok;
   EXPECT_TRUE(ok.ok());

@@ -227,7 +227,7 @@ TEST(HostBackendTest, PicksTheTargetTheDeviceRuns) {
   Expected<Device> device = Device::open("host");
   Expected<Kernel> kernel = device->loadKernel(*package);
   ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
-  EXPECT_EQ(kernel->getTarget().name, "host-x86_64");
+  EXPECT_EQ(kernel->getTarget().name, hostTargetName());
 
   Expected<Kernel> gpu = device->loadKernel(*package, "gfx942");
   ASSERT_FALSE(gpu.ok());

@@ -240,7 +240,7 @@ TEST_F(MlaRunTest, CommandLineErrors) {
 
   args = standardArgs();
   args.push_back("--threads=0");
-  expectFailure(args, "--threads '0' is not a positive integer");
+  expectFailure(args, "--threads '0' is not an integer in [1, 1024]");
 
   args = standardArgs();
   args.push_back("--repeat");

@@ -98,11 +98,12 @@ Status usageError(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
 }
 
-std::optional<int64_t> parsePositive(const std::string &text) {
+/// Parses an integer in [1, max].
+std::optional<int64_t> parseCount(const std::string &text, int64_t max) {
   char *end = nullptr;
   errno = 0;
   long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end || errno || value < 1 || value > 1000000000)
+  if (text.empty() || *end || errno || value < 1 || value > max)
     return std::nullopt;
   return value;
 }
@@ -151,9 +152,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
         return usageError("--scale '" + value + "' is not a finite number");
       options.scale = scale;
     } else {
-      std::optional<int64_t> count = parsePositive(value);
+      int64_t max = name == "--threads" ? 1024 : 1000000;
+      std::optional<int64_t> count = parseCount(value, max);
       if (!count)
-        return usageError(name + " '" + value + "' is not a positive integer");
+        return usageError(name + " '" + value + "' is not an integer in [1, " +
+                          std::to_string(max) + "]");
       if (name == "--threads")
         options.threads = static_cast<unsigned>(*count);
       else
@@ -305,6 +308,21 @@ Status run(const Options &options) {
         ErrorCode::Unsupported,
         "kernel kind '" + manifest.kernel +
             "' is not supported by mla-run (supported: " + kinds + ")");
+  std::vector<const char *> roles = files->inputs;
+  roles.insert(roles.end(), files->outputs.begin(), files->outputs.end());
+  roles.push_back(files->scaleRole);
+  for (const char *role : roles)
+    if (!manifest.findArg(role))
+      return Status::error(ErrorCode::Unsupported,
+                           "the manifest has no arg with role '" +
+                               std::string(role) + "'");
+  DType scaleType = manifest.findArg(files->scaleRole)->dtype;
+  if (!isFloatingPoint(scaleType))
+    return Status::error(ErrorCode::Unsupported,
+                         "--scale cannot set the " +
+                             std::string(dtypeName(scaleType)) + " arg '" +
+                             files->scaleRole + "'");
+
   Expected<Device> device = Device::open(options.device, {options.threads});
   if (!device.ok())
     return device.status();
@@ -312,7 +330,6 @@ Status run(const Options &options) {
   if (!kernel.ok())
     return kernel.status();
 
-  // Kind rules guarantee that these roles exist in the manifest.
   std::map<std::string, ArgValue> args;
   std::vector<HostTensor> inputs;
   for (const char *role : files->inputs) {
@@ -323,12 +340,7 @@ Status run(const Options &options) {
     args.emplace(role, input->view());
     inputs.push_back(input.take());
   }
-  const ManifestArg &scaleArg = *manifest.findArg(files->scaleRole);
-  float scale = *options.scale;
-  args.emplace(files->scaleRole,
-               scaleArg.dtype == DType::BF16  ? Scalar::bf16(scale)
-               : scaleArg.dtype == DType::F16 ? Scalar::f16(scale)
-                                              : Scalar::f32(scale));
+  args.emplace(files->scaleRole, Scalar::ofFloat(scaleType, *options.scale));
   const ManifestArg &sourceArg = *manifest.findArg(files->shapeSource);
   const TensorView &source = args.at(files->shapeSource).tensor();
   std::vector<std::pair<std::string, HostTensor>> outputs;

@@ -39,6 +39,8 @@ public:
   static Scalar f16(float value);
   static Scalar i32(int32_t value);
   static Scalar i64(int64_t value);
+  /// `value` rounded to floating type `dtype` (bf16, f16 or f32).
+  static Scalar ofFloat(DType dtype, float value);
 
   DType getDType() const { return dtype; }
   /// The value, stored as the dtype's native little-endian bytes.
