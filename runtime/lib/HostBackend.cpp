@@ -2,6 +2,7 @@
 
 #include "mla/runtime/Backend.h"
 
+#include "Memory.h"
 #include "ThreadPool.h"
 
 #include <algorithm>

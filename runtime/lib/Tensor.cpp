@@ -2,6 +2,8 @@
 
 #include "mla/runtime/Tensor.h"
 
+#include "Memory.h"
+
 #include <cassert>
 #include <cstdlib>
 #include <cstring>

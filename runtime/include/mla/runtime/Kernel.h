@@ -18,7 +18,8 @@ struct LaunchOptions {
   /// Check every argument against the manifest (and the kernel kind's rules,
   /// e.g. block-table entries and lengths for decode) before launching.
   /// Turning it off saves the checks' cost for callers that have already
-  /// validated; only the argument count and kinds are then checked.
+  /// validated; what the runtime itself relies on is still checked: the
+  /// argument count, tensor vs scalar, dtypes, ranks and non-negative dims.
   bool validate = true;
 };
 

@@ -100,10 +100,6 @@ private:
   std::unique_ptr<void, FreeDeleter> storage;
 };
 
-/// Allocates `bytes` (rounded up to a multiple of 64) of zeroed host memory
-/// aligned to 64 bytes; release it with std::free. Returns nullptr on failure.
-void *allocateAligned64(size_t bytes);
-
 } // namespace mla::rt
 
 #endif // MLA_RUNTIME_TENSOR_H
