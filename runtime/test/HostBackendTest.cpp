@@ -228,6 +228,9 @@ TEST(HostBackendTest, PicksTheTargetTheDeviceRuns) {
   Expected<Kernel> kernel = device->loadKernel(*package);
   ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
   EXPECT_EQ(kernel->getTarget().name, hostTargetName());
+  EXPECT_EQ(kernel->getManifest().targets.size(), 2u);
+  EXPECT_EQ(device->getName(), "host");
+  EXPECT_TRUE(device->getBackend().supportsTarget("host-x86_64"));
 
   Expected<Kernel> gpu = device->loadKernel(*package, "gfx942");
   ASSERT_FALSE(gpu.ok());

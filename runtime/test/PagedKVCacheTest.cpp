@@ -27,6 +27,7 @@ TEST(PagedKVCacheTest, AllocatesPagesAsSequencesGrow) {
   Expected<PagedKVCache> created = PagedKVCache::create(smallConfig());
   ASSERT_TRUE(created.ok()) << created.status().toString();
   PagedKVCache cache = created.take();
+  EXPECT_EQ(cache.getConfig().pageSize, 4);
   EXPECT_EQ(cache.kv().shape, (std::vector<int64_t>{6, 4, 40}));
   EXPECT_EQ(cache.blockTable().shape, (std::vector<int64_t>{3, 3}));
   EXPECT_EQ(cache.seqLens().shape, (std::vector<int64_t>{3}));
