@@ -28,8 +28,7 @@ void expand(LoadKVTileOp op) {
   const int64_t rows = tileType.getDimSize(0), width = tileType.getDimSize(1);
   const int64_t vw = vectorWidthFor(width);
   auto vecType = VectorType::get({vw}, tileType.getElementType());
-  Value c0 = indexConst(b, 0), c1 = indexConst(b, 1);
-  Value cWidth = indexConst(b, width), cVw = indexConst(b, vw);
+  Value cVw = indexConst(b, vw);
   // The page size: a constant (divisions become shifts for powers of two) or
   // the pool's run-time dim 1.
   Value pageSize = kvType.isDynamicDim(1)
@@ -40,12 +39,16 @@ void expand(LoadKVTileOp op) {
       DenseElementsAttr::get(vecType,
                              b.getFloatAttr(tileType.getElementType(), 0.0)));
 
-  forLoop(b, c0, indexConst(b, rows), c1, [&](ImplicitLocOpBuilder &rb,
-                                               Value r) {
+  // One iteration per (row, vector chunk): on GPUs each thread copies
+  // 16-byte pieces; the page lookup depends on the row only.
+  parallelFor(b, {indexConst(b, rows), indexConst(b, width / vw)},
+              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+    Value r = iv[0];
+    Value d = arith::MulIOp::create(rb, iv[1], cVw);
     Value t = arith::AddIOp::create(rb, op.getStart(), r);
     Value inRange =
         arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, t, op.getEnd());
-    scf::IfOp::create(
+    auto ifOp = scf::IfOp::create(
         rb, inRange,
         [&](OpBuilder &nb, Location loc) {
           ImplicitLocOpBuilder ib(loc, nb);
@@ -55,20 +58,16 @@ void expand(LoadKVTileOp op) {
               ib, op.getBlockTable(), ValueRange{op.getBatch(), pageIdx});
           Value page =
               arith::IndexCastOp::create(ib, ib.getIndexType(), entry);
-          forLoop(ib, c0, cWidth, cVw, [&](ImplicitLocOpBuilder &db, Value d) {
-            Value v = vector::LoadOp::create(db, vecType, op.getKv(),
-                                             ValueRange{page, slot, d});
-            vector::StoreOp::create(db, v, op.getTile(), ValueRange{r, d});
-          });
-          scf::YieldOp::create(ib);
+          Value v = vector::LoadOp::create(ib, vecType, op.getKv(),
+                                           ValueRange{page, slot, d});
+          scf::YieldOp::create(ib, v);
         },
         [&](OpBuilder &nb, Location loc) {
           ImplicitLocOpBuilder ib(loc, nb);
-          forLoop(ib, c0, cWidth, cVw, [&](ImplicitLocOpBuilder &db, Value d) {
-            vector::StoreOp::create(db, zeros, op.getTile(), ValueRange{r, d});
-          });
-          scf::YieldOp::create(ib);
+          scf::YieldOp::create(ib, zeros);
         });
+    vector::StoreOp::create(rb, ifOp.getResult(0), op.getTile(),
+                            ValueRange{r, d});
   });
   op.erase();
 }

@@ -59,9 +59,14 @@ void lowerMatmul(MatmulOp op) {
             });
         Value dot = vector::ReductionOp::create(
             jb, vector::CombiningKind::ADD, loop.getResult(0));
-        if (op.getAccumulate())
-          dot = arith::AddFOp::create(
-              jb, dot, memref::LoadOp::create(jb, op.getC(), ValueRange{i, j}));
+        if (op.getAccumulate()) {
+          Value old = memref::LoadOp::create(jb, op.getC(), ValueRange{i, j});
+          if (op.getCScale())
+            old = arith::MulFOp::create(
+                jb, old,
+                memref::LoadOp::create(jb, op.getCScale(), ValueRange{i}));
+          dot = arith::AddFOp::create(jb, dot, old);
+        }
         memref::StoreOp::create(jb, dot, op.getC(), ValueRange{i, j});
       });
     });
@@ -76,6 +81,17 @@ void lowerMatmul(MatmulOp op) {
   if (!op.getAccumulate())
     fillBuffer(b, op.getC(), 0.0);
   forLoop(b, c0, cM, c1, [&](ImplicitLocOpBuilder &ib, Value i) {
+    if (Value scale = op.getCScale()) {
+      // Row rescale first: C[i, :] *= c_scale[i].
+      Value sv = vector::BroadcastOp::create(
+          ib, vecF32, memref::LoadOp::create(ib, scale, ValueRange{i}));
+      forLoop(ib, c0, cN, cVw, [&](ImplicitLocOpBuilder &jb, Value j) {
+        Value cv =
+            vector::LoadOp::create(jb, vecF32, op.getC(), ValueRange{i, j});
+        vector::StoreOp::create(jb, arith::MulFOp::create(jb, cv, sv),
+                                op.getC(), ValueRange{i, j});
+      });
+    }
     forLoop(ib, c0, cK, c1, [&](ImplicitLocOpBuilder &kb, Value kk) {
       Value a = castFloat(
           kb, memref::LoadOp::create(kb, op.getA(), ValueRange{i, kk}), f32);

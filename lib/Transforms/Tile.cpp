@@ -188,29 +188,27 @@ LogicalResult tileDecode(DecodeOp op) {
     fillBuffer(g, mBuf, kNegInf);
     fillBuffer(g, lBuf, 0.0);
 
-    // Stage this group's queries: qTile[i * group + hh] = q[req, i, head].
-    auto forRows = [&](ImplicitLocOpBuilder &ib,
-                       function_ref<void(ImplicitLocOpBuilder &, Value i,
-                                         Value head, Value row)>
-                           fn) {
-      forLoop(ib, c0, cSq, c1, [&](ImplicitLocOpBuilder &jb, Value i) {
-        forLoop(jb, c0, cGroup, c1, [&](ImplicitLocOpBuilder &kb, Value hh) {
-          Value head = arith::AddIOp::create(kb, headBase, hh);
-          Value row = arith::AddIOp::create(
-              kb, arith::MulIOp::create(kb, i, cGroup), hh);
-          fn(kb, i, head, row);
-        });
-      });
+    auto corrBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
+
+    // Row `i * group + hh` of the tiles is query token i, head headBase + hh.
+    auto rowOf = [&](ImplicitLocOpBuilder &ib, Value i, Value hh) {
+      return arith::AddIOp::create(ib, arith::MulIOp::create(ib, i, cGroup),
+                                   hh);
     };
+
+    // Stage this group's queries.
     auto qVec = VectorType::get({qvw}, elem);
-    forRows(g, [&](ImplicitLocOpBuilder &ib, Value i, Value head, Value row) {
-      forLoop(ib, c0, indexConst(ib, dim), indexConst(ib, qvw),
-              [&](ImplicitLocOpBuilder &jb, Value d) {
-                Value v = vector::LoadOp::create(
-                    jb, qVec, op.getQ(), ValueRange{req, i, head, d});
-                vector::StoreOp::create(jb, v, qTile, ValueRange{row, d});
-              });
-    });
+    Value cQvw = indexConst(g, qvw);
+    parallelFor(g, {cSq, cGroup, indexConst(g, dim / qvw)},
+                [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                  Value head = arith::AddIOp::create(ib, headBase, iv[1]);
+                  Value d = arith::MulIOp::create(ib, iv[2], cQvw);
+                  Value v = vector::LoadOp::create(
+                      ib, qVec, op.getQ(), ValueRange{req, iv[0], head, d});
+                  vector::StoreOp::create(ib, v, qTile,
+                                          ValueRange{rowOf(ib, iv[0], iv[1]),
+                                                     d});
+                });
 
     Value scaleLog2 =
         arith::MulFOp::create(g, op.getScale(), f32Const(g, kLog2e));
@@ -226,9 +224,11 @@ LogicalResult tileDecode(DecodeOp op) {
     forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &tb, Value t0) {
       LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0, end,
                            kTile);
-      auto qk = MatmulOp::create(tb, qTile, kTile, sTile);
+      auto qk = MatmulOp::create(tb, qTile, kTile, sTile, Value());
       qk.setTransposeB(true);
-      forRows(tb, [&](ImplicitLocOpBuilder &rb, Value i, Value, Value row) {
+      parallelFor(tb, {cSq, cGroup}, [&](ImplicitLocOpBuilder &rb,
+                                         ValueRange iv) {
+        Value i = iv[0], row = rowOf(rb, iv[0], iv[1]);
         // Query i sees keys t <= len - sq + i; columns past `end` are padding.
         Value visEnd = minIdx(
             rb, end,
@@ -273,49 +273,52 @@ LogicalResult tileDecode(DecodeOp op) {
             rb, arith::MulFOp::create(rb, lOld, corr), sum);
         memref::StoreOp::create(rb, lNew, lBuf, ValueRange{row});
         memref::StoreOp::create(rb, mNew, mBuf, ValueRange{row});
-        // Rescale the accumulator row by exp2(mOld - mNew).
-        auto accVec = VectorType::get({vw}, f32);
-        Value corrVec = vector::BroadcastOp::create(rb, accVec, corr);
-        forLoop(rb, c0, indexConst(rb, dv), indexConst(rb, vw),
-                [&](ImplicitLocOpBuilder &db, Value d) {
-                  Value a = vector::LoadOp::create(db, accVec, acc,
-                                                   ValueRange{row, d});
-                  vector::StoreOp::create(
-                      db, arith::MulFOp::create(db, a, corrVec), acc,
-                      ValueRange{row, d});
-                });
+        memref::StoreOp::create(rb, corr, corrBuf, ValueRange{row});
       });
-      auto pv = MatmulOp::create(tb, pTile, vTile, acc);
+      // acc = diag(exp2(m_old - m_new)) * acc + P * V.
+      auto pv = MatmulOp::create(tb, pTile, vTile, acc, corrBuf);
       pv.setAccumulate(true);
     });
 
     // Epilogue: normalise and write this split's partial result.
-    forRows(g, [&](ImplicitLocOpBuilder &rb, Value i, Value head, Value row) {
-      Value l = memref::LoadOp::create(rb, lBuf, ValueRange{row});
-      Value m = memref::LoadOp::create(rb, mBuf, ValueRange{row});
-      Value empty =
-          arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, l, zeroF);
-      Value safeL = arith::SelectOp::create(rb, empty, f32Const(rb, 1.0), l);
-      Value inv = arith::SelectOp::create(
-          rb, empty, zeroF,
-          arith::DivFOp::create(rb, f32Const(rb, 1.0), safeL));
-      auto accVec = VectorType::get({vw}, f32);
-      Value invVec = vector::BroadcastOp::create(rb, accVec, inv);
-      forLoop(rb, c0, indexConst(rb, dv), indexConst(rb, vw),
-              [&](ImplicitLocOpBuilder &db, Value d) {
-                Value a =
-                    vector::LoadOp::create(db, accVec, acc, ValueRange{row, d});
-                vector::StoreOp::create(db,
-                                        arith::MulFOp::create(db, a, invVec),
-                                        wsO,
-                                        ValueRange{req, i, head, split, d});
-              });
-      Value lse = arith::MulFOp::create(
-          rb, arith::AddFOp::create(rb, m, math::Log2Op::create(rb, safeL)),
-          f32Const(rb, kLn2));
-      lse = arith::SelectOp::create(rb, empty, negInf, lse);
-      memref::StoreOp::create(rb, lse, wsL, ValueRange{req, i, head, split});
-    });
+    auto accVec = VectorType::get({vw}, f32);
+    Value cVw = indexConst(g, vw);
+    parallelFor(
+        g, {cSq, cGroup, indexConst(g, dv / vw)},
+        [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+          Value i = iv[0], row = rowOf(rb, iv[0], iv[1]);
+          Value head = arith::AddIOp::create(rb, headBase, iv[1]);
+          Value d = arith::MulIOp::create(rb, iv[2], cVw);
+          Value l = memref::LoadOp::create(rb, lBuf, ValueRange{row});
+          Value empty =
+              arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, l, zeroF);
+          Value safeL =
+              arith::SelectOp::create(rb, empty, f32Const(rb, 1.0), l);
+          Value inv = arith::SelectOp::create(
+              rb, empty, zeroF,
+              arith::DivFOp::create(rb, f32Const(rb, 1.0), safeL));
+          Value a = vector::LoadOp::create(rb, accVec, acc, ValueRange{row, d});
+          vector::StoreOp::create(
+              rb,
+              arith::MulFOp::create(
+                  rb, a, vector::BroadcastOp::create(rb, accVec, inv)),
+              wsO, ValueRange{req, i, head, split, d});
+          // One iteration per row writes the LSE.
+          Value first =
+              arith::CmpIOp::create(rb, arith::CmpIPredicate::eq, iv[2], c0);
+          scf::IfOp::create(rb, first, [&](OpBuilder &nb, Location loc) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            Value m = memref::LoadOp::create(ib, mBuf, ValueRange{row});
+            Value lse = arith::MulFOp::create(
+                ib,
+                arith::AddFOp::create(ib, m, math::Log2Op::create(ib, safeL)),
+                f32Const(ib, kLn2));
+            lse = arith::SelectOp::create(ib, empty, negInf, lse);
+            memref::StoreOp::create(ib, lse, wsL,
+                                    ValueRange{req, i, head, split});
+            scf::YieldOp::create(ib);
+          });
+        });
   }
 
   MergeOp::create(b, wsO, wsL, op.getO(), op.getLse());
@@ -355,66 +358,66 @@ LogicalResult tileMerge(MergeOp op) {
     return v;
   };
 
-  Value maxLse = reduceLoop(
-      g, c0, cParts, c1, negInf,
-      [&](ImplicitLocOpBuilder &ib, Value n, Value m) -> Value {
-        Value l = memref::LoadOp::create(ib, op.getLseParts(), withPart(n));
-        return arith::MaximumFOp::create(ib, m, l);
-      });
-  Value empty =
-      arith::CmpFOp::create(g, arith::CmpFPredicate::OEQ, maxLse, negInf);
-  Value ref = arith::SelectOp::create(g, empty, zeroF, maxLse);
-  // Weights exp(lse_n - ref), kept in a small buffer.
-  auto weights = memref::AllocaOp::create(g, MemRefType::get({parts}, f32));
   Value log2e = f32Const(g, kLog2e);
-  Value total = reduceLoop(
-      g, c0, cParts, c1, zeroF,
-      [&](ImplicitLocOpBuilder &ib, Value n, Value sum) -> Value {
-        Value l = memref::LoadOp::create(ib, op.getLseParts(), withPart(n));
-        Value w = math::Exp2Op::create(
-            ib, arith::MulFOp::create(ib, arith::SubFOp::create(ib, l, ref),
-                                      log2e));
-        memref::StoreOp::create(ib, w, weights, ValueRange{n});
-        return arith::AddFOp::create(ib, sum, w);
-      });
-  Value safeTotal =
-      arith::SelectOp::create(g, empty, f32Const(g, 1.0), total);
-  Value inv = arith::SelectOp::create(
-      g, empty, zeroF, arith::DivFOp::create(g, f32Const(g, 1.0), safeTotal));
   auto vecType = VectorType::get({vw}, f32);
   Value zeroVec = arith::ConstantOp::create(
       g, vecType, DenseElementsAttr::get(vecType, g.getF32FloatAttr(0.0)));
-  forLoop(g, c0, indexConst(g, dv), indexConst(g, vw),
-          [&](ImplicitLocOpBuilder &ib, Value d) {
-            auto loop = scf::ForOp::create(
-                ib, c0, cParts, c1, ValueRange{zeroVec},
-                [&](OpBuilder &nb, Location loc, Value n, ValueRange args) {
-                  ImplicitLocOpBuilder jb(loc, nb);
-                  Value w = memref::LoadOp::create(jb, weights, ValueRange{n});
-                  SmallVector<Value> at = withPart(n);
-                  at.push_back(d);
-                  Value part =
-                      vector::LoadOp::create(jb, vecType, op.getOParts(), at);
-                  Value wv = vector::BroadcastOp::create(jb, vecType, w);
-                  scf::YieldOp::create(
-                      jb, ValueRange{vector::FMAOp::create(jb, part, wv,
-                                                           args[0])});
-                });
-            Value merged = arith::MulFOp::create(
-                ib, loop.getResult(0),
-                vector::BroadcastOp::create(ib, vecType, inv));
-            SmallVector<Value> at(idx);
-            at.push_back(d);
-            vector::StoreOp::create(
-                ib, castFloat(ib, merged, oType.getElementType()), op.getO(),
-                at);
-          });
-  Value lse = arith::AddFOp::create(
-      g, ref,
-      arith::MulFOp::create(g, math::Log2Op::create(g, safeTotal),
-                            f32Const(g, kLn2)));
-  lse = arith::SelectOp::create(g, empty, negInf, lse);
-  memref::StoreOp::create(g, lse, op.getLse(), idx);
+  // Each iteration owns one vector chunk of the value dim; the few parts'
+  // LSEs are re-read by every iteration instead of being shared.
+  parallelFor(g, {indexConst(g, dv / vw)}, [&](ImplicitLocOpBuilder &ib,
+                                               ValueRange iv) {
+    Value d = arith::MulIOp::create(ib, iv[0], indexConst(ib, vw));
+    Value maxLse = reduceLoop(
+        ib, c0, cParts, c1, negInf,
+        [&](ImplicitLocOpBuilder &jb, Value n, Value m) -> Value {
+          Value l = memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
+          return arith::MaximumFOp::create(jb, m, l);
+        });
+    Value empty =
+        arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, maxLse, negInf);
+    Value ref = arith::SelectOp::create(ib, empty, zeroF, maxLse);
+    // Σ exp(lse_n - ref) and Σ exp(lse_n - ref) o_n, in one pass.
+    auto loop = scf::ForOp::create(
+        ib, c0, cParts, c1, ValueRange{zeroF, zeroVec},
+        [&](OpBuilder &nb, Location loc, Value n, ValueRange args) {
+          ImplicitLocOpBuilder jb(loc, nb);
+          Value l = memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
+          Value w = math::Exp2Op::create(
+              jb, arith::MulFOp::create(jb, arith::SubFOp::create(jb, l, ref),
+                                        log2e));
+          SmallVector<Value> at = withPart(n);
+          at.push_back(d);
+          Value part = vector::LoadOp::create(jb, vecType, op.getOParts(), at);
+          Value wv = vector::BroadcastOp::create(jb, vecType, w);
+          scf::YieldOp::create(
+              jb, ValueRange{arith::AddFOp::create(jb, args[0], w),
+                             vector::FMAOp::create(jb, part, wv, args[1])});
+        });
+    Value total = loop.getResult(0);
+    Value safeTotal =
+        arith::SelectOp::create(ib, empty, f32Const(ib, 1.0), total);
+    Value inv = arith::SelectOp::create(
+        ib, empty, zeroF,
+        arith::DivFOp::create(ib, f32Const(ib, 1.0), safeTotal));
+    Value merged = arith::MulFOp::create(
+        ib, loop.getResult(1), vector::BroadcastOp::create(ib, vecType, inv));
+    SmallVector<Value> at(idx);
+    at.push_back(d);
+    vector::StoreOp::create(
+        ib, castFloat(ib, merged, oType.getElementType()), op.getO(), at);
+    Value first =
+        arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, iv[0], c0);
+    scf::IfOp::create(ib, first, [&](OpBuilder &nb, Location loc) {
+      ImplicitLocOpBuilder jb(loc, nb);
+      Value lse = arith::AddFOp::create(
+          jb, ref,
+          arith::MulFOp::create(jb, math::Log2Op::create(jb, safeTotal),
+                                f32Const(jb, kLn2)));
+      lse = arith::SelectOp::create(jb, empty, negInf, lse);
+      memref::StoreOp::create(jb, lse, op.getLse(), idx);
+      scf::YieldOp::create(jb);
+    });
+  });
   op.erase();
   return success();
 }

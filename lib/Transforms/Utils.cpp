@@ -61,6 +61,18 @@ Value reduceLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, Value step,
   return loop.getResult(0);
 }
 
+void parallelFor(ImplicitLocOpBuilder &b, ValueRange ubs,
+                 function_ref<void(ImplicitLocOpBuilder &, ValueRange)> body) {
+  SmallVector<Value> lbs(ubs.size(), indexConst(b, 0));
+  SmallVector<Value> steps(ubs.size(), indexConst(b, 1));
+  scf::ParallelOp::create(
+      b, lbs, ubs, steps,
+      [&](OpBuilder &nb, Location loc, ValueRange ivs) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        body(ib, ivs);
+      });
+}
+
 void fillBuffer(ImplicitLocOpBuilder &b, Value buffer, double value) {
   auto type = cast<MemRefType>(buffer.getType());
   Type elem = type.getElementType();
@@ -70,22 +82,20 @@ void fillBuffer(ImplicitLocOpBuilder &b, Value buffer, double value) {
   Value splat = arith::ConstantOp::create(
       b, vecType,
       DenseElementsAttr::get(vecType, b.getFloatAttr(elem, value)));
-  Value zero = indexConst(b, 0), one = indexConst(b, 1);
-  Value colEnd = indexConst(b, cols), colStep = indexConst(b, vw);
+  Value chunks = indexConst(b, cols / vw), cVw = indexConst(b, vw);
   if (type.getRank() == 1) {
-    forLoop(b, zero, colEnd, colStep, [&](ImplicitLocOpBuilder &ib, Value c) {
+    parallelFor(b, {chunks}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+      Value c = arith::MulIOp::create(ib, iv[0], cVw);
       vector::StoreOp::create(ib, splat, buffer, ValueRange{c});
     });
     return;
   }
-  forLoop(b, zero, indexConst(b, type.getDimSize(0)), one,
-          [&](ImplicitLocOpBuilder &ib, Value r) {
-            forLoop(ib, zero, colEnd, colStep,
-                    [&](ImplicitLocOpBuilder &jb, Value c) {
-                      vector::StoreOp::create(jb, splat, buffer,
-                                              ValueRange{r, c});
-                    });
-          });
+  parallelFor(b, {indexConst(b, type.getDimSize(0)), chunks},
+              [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                Value c = arith::MulIOp::create(ib, iv[1], cVw);
+                vector::StoreOp::create(ib, splat, buffer,
+                                        ValueRange{iv[0], c});
+              });
 }
 
 } // namespace mla

@@ -214,3 +214,19 @@ func.func @mm_dynamic(%a: memref<?x64xbf16>, %b: memref<64x32xbf16>, %c: memref<
   mla.matmul %a, %b, %c : memref<?x64xbf16>, memref<64x32xbf16>, memref<16x32xf32>
   return
 }
+
+// -----
+
+func.func @mm_scale_no_acc(%a: memref<16x64xbf16>, %b: memref<64x32xbf16>, %c: memref<16x32xf32>, %s: memref<16xf32>) {
+  // expected-error @+1 {{c_scale needs 'accumulate'}}
+  mla.matmul %a, %b, %c scale %s : memref<16x64xbf16>, memref<64x32xbf16>, memref<16x32xf32>, memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @mm_scale_size(%a: memref<16x64xbf16>, %b: memref<64x32xbf16>, %c: memref<16x32xf32>, %s: memref<8xf32>) {
+  // expected-error @+1 {{c_scale must have 16 elements (the rows of C)}}
+  mla.matmul %a, %b, %c scale %s {accumulate} : memref<16x64xbf16>, memref<64x32xbf16>, memref<16x32xf32>, memref<8xf32>
+  return
+}

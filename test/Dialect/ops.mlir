@@ -40,8 +40,8 @@ func.func @merge(%op: memref<?x1x16x4x512xf32>, %lp: memref<?x1x16x4xf32>, %o: m
 // CHECK: ^bb0(%[[X:.*]]: index, %{{.*}}: index, %{{.*}}: index):
 // CHECK: mla.load_kv_tile %{{.*}}[%{{.*}}, %[[X]], %{{.*}}, %{{.*}}] into %{{.*}} : memref<?x3x576xbf16>, memref<?x?xi32>, memref<64x576xbf16>
 // CHECK: mla.matmul %{{.*}}, %{{.*}}, %{{.*}} {transpose_b} : memref<16x576xbf16>, memref<64x576xbf16>, memref<16x64xf32>
-// CHECK: mla.matmul %{{.*}}, %{{.*}}, %{{.*}} {accumulate} : memref<16x64xbf16>, memref<64x512xbf16, strided<[576, 1]>>, memref<16x512xf32>
-func.func @blockwise(%kv: memref<?x3x576xbf16>, %bt: memref<?x?xi32>, %n: index, %q: memref<16x576xbf16>, %p: memref<16x64xbf16>) {
+// CHECK: mla.matmul %{{.*}}, %{{.*}}, %{{.*}} scale %{{.*}} {accumulate} : memref<16x64xbf16>, memref<64x512xbf16, strided<[576, 1]>>, memref<16x512xf32>, memref<16xf32>
+func.func @blockwise(%kv: memref<?x3x576xbf16>, %bt: memref<?x?xi32>, %n: index, %q: memref<16x576xbf16>, %p: memref<16x64xbf16>, %corr: memref<16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   mla.grid in (%n, %c1, %c1) {
@@ -52,7 +52,7 @@ func.func @blockwise(%kv: memref<?x3x576xbf16>, %bt: memref<?x?xi32>, %n: index,
     mla.load_kv_tile %kv[%bt, %x, %c0, %n] into %k : memref<?x3x576xbf16>, memref<?x?xi32>, memref<64x576xbf16>
     mla.matmul %q, %k, %s {transpose_b} : memref<16x576xbf16>, memref<64x576xbf16>, memref<16x64xf32>
     %v = memref.subview %k[0, 0] [64, 512] [1, 1] : memref<64x576xbf16> to memref<64x512xbf16, strided<[576, 1]>>
-    mla.matmul %p, %v, %acc {accumulate} : memref<16x64xbf16>, memref<64x512xbf16, strided<[576, 1]>>, memref<16x512xf32>
+    mla.matmul %p, %v, %acc scale %corr {accumulate} : memref<16x64xbf16>, memref<64x512xbf16, strided<[576, 1]>>, memref<16x512xf32>, memref<16xf32>
   }
   return
 }

@@ -1,22 +1,23 @@
 // RUN: mla-opt %s -split-input-file --mla-expand-paging | FileCheck %s
 
-// Static page size: page = block_table[b][t / 64], slot = t % 64, one
-// 16-wide vector copy per chunk of the row; rows past `end` are zeroed.
+// Static page size: one parallel iteration per (row, 16-element chunk);
+// page = block_table[b][t / 64], slot = t % 64; rows past `end` read zeros.
 // CHECK-LABEL: func @static_page
 // CHECK-NOT: mla.load_kv_tile
-// CHECK: scf.for %[[R:.*]] = %c0 to %c8 step %c1
+// CHECK: scf.parallel (%[[R:.*]], %[[C:.*]]) = (%c0, %c0) to (%c8, %c36) step (%c1, %c1)
+// CHECK:   %[[D:.*]] = arith.muli %[[C]], %c16
 // CHECK:   %[[T:.*]] = arith.addi %arg3, %[[R]]
 // CHECK:   %[[IN:.*]] = arith.cmpi slt, %[[T]], %arg4
-// CHECK:   scf.if %[[IN]] {
+// CHECK:   %[[V:.*]] = scf.if %[[IN]] -> (vector<16xbf16>) {
 // CHECK:     %[[PI:.*]] = arith.divui %[[T]], %c64
 // CHECK:     %[[SLOT:.*]] = arith.remui %[[T]], %c64
 // CHECK:     %[[E:.*]] = memref.load %arg1[%arg2, %[[PI]]] : memref<?x?xi32>
 // CHECK:     %[[PAGE:.*]] = arith.index_cast %[[E]] : i32 to index
-// CHECK:     scf.for %[[D:.*]] = %c0 to %c576 step %c16
-// CHECK:       %[[V:.*]] = vector.load %arg0[%[[PAGE]], %[[SLOT]], %[[D]]] : memref<?x64x576xbf16>, vector<16xbf16>
-// CHECK:       vector.store %[[V]], %arg5[%[[R]], %[[D]]] : memref<8x576xbf16>, vector<16xbf16>
+// CHECK:     %[[L:.*]] = vector.load %arg0[%[[PAGE]], %[[SLOT]], %[[D]]] : memref<?x64x576xbf16>, vector<16xbf16>
+// CHECK:     scf.yield %[[L]]
 // CHECK:   } else {
-// CHECK:       vector.store %cst, %arg5
+// CHECK:     scf.yield %cst
+// CHECK:   vector.store %[[V]], %arg5[%[[R]], %[[D]]] : memref<8x576xbf16>, vector<16xbf16>
 func.func @static_page(%kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %b: index, %start: index, %end: index, %tile: memref<8x576xbf16>) {
   mla.load_kv_tile %kv[%bt, %b, %start, %end] into %tile : memref<?x64x576xbf16>, memref<?x?xi32>, memref<8x576xbf16>
   return

@@ -40,11 +40,29 @@ func.func @pv(%a: memref<4x16xbf16>, %b: memref<16x32xbf16, strided<[48, 1]>>, %
 
 // Without `accumulate` C is cleared first.
 // CHECK-LABEL: func @overwrite
-// CHECK: scf.for
-// CHECK:   scf.for
-// CHECK:     vector.store %cst, %arg2
+// CHECK: scf.parallel
+// CHECK:   vector.store %cst, %arg2
 // CHECK: vector.fma
 func.func @overwrite(%a: memref<2x8xf32>, %b: memref<8x24xf32>, %c: memref<2x24xf32>) {
   mla.matmul %a, %b, %c : memref<2x8xf32>, memref<8x24xf32>, memref<2x24xf32>
+  return
+}
+
+// -----
+
+// With a row scale (the online-softmax correction), each C row is rescaled
+// before the products are added.
+// CHECK-LABEL: func @pv_scaled
+// CHECK: scf.for %[[M:.*]] = %c0 to %c4 step %c1
+// CHECK:   %[[S:.*]] = memref.load %arg3[%[[M]]] : memref<4xf32>
+// CHECK:   %[[SV:.*]] = vector.broadcast %[[S]] : f32 to vector<16xf32>
+// CHECK:   scf.for %[[N:.*]] = %c0 to %c32 step %c16
+// CHECK:     %[[C:.*]] = vector.load %arg2[%[[M]], %[[N]]]
+// CHECK:     %[[R:.*]] = arith.mulf %[[C]], %[[SV]] : vector<16xf32>
+// CHECK:     vector.store %[[R]], %arg2[%[[M]], %[[N]]]
+// CHECK:   scf.for
+// CHECK:     vector.fma
+func.func @pv_scaled(%a: memref<4x16xbf16>, %b: memref<16x32xbf16>, %c: memref<4x32xf32>, %s: memref<4xf32>) {
+  mla.matmul %a, %b, %c scale %s {accumulate} : memref<4x16xbf16>, memref<16x32xbf16>, memref<4x32xf32>, memref<4xf32>
   return
 }

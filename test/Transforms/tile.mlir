@@ -35,7 +35,7 @@
 // CHECK: math.exp2
 // CHECK: math.exp2
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// CHECK: mla.matmul %[[PT]], %[[V]], %[[ACC]] {accumulate}
+// CHECK: mla.matmul %[[PT]], %[[V]], %[[ACC]] scale %{{.*}} {accumulate} : memref<4x16xbf16>, memref<16x32xbf16, strided<[48, 1]>>, memref<4x32xf32>, memref<4xf32>
 //   Epilogue: lse = (m + log2 l) * ln 2, -inf when no key was seen.
 // CHECK: math.log2
 // CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32

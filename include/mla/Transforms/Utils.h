@@ -33,8 +33,17 @@ reduceLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lb, mlir::Value ub,
                                           mlir::Value iv, mlir::Value acc)>
                body);
 
+/// Emits `scf.parallel (ivs) = (0, ...) to (ubs) step (1, ...)`: iterations
+/// that may run in any order or concurrently (GPU lowerings spread them over
+/// the threads of a workgroup; the host runs them as loops).
+void parallelFor(
+    mlir::ImplicitLocOpBuilder &b, mlir::ValueRange ubs,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::ValueRange)>
+        body);
+
 /// Fills `buffer` (a static-shaped memref of rank 1 or 2, f32 or other float
-/// type, contiguous last dim) with `value` using vector stores.
+/// type, contiguous last dim) with `value` using vector stores, in an
+/// scf.parallel over rows and vector chunks.
 void fillBuffer(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
                 double value);
 

@@ -225,6 +225,14 @@ LogicalResult MatmulOp::verify() {
   if (c.getDimSize(0) != m || c.getDimSize(1) != n)
     return emitOpError() << "C is " << c.getDimSize(0) << "x"
                          << c.getDimSize(1) << ", expected " << m << "x" << n;
+  if (Value scale = getCScale()) {
+    if (!getAccumulate())
+      return emitOpError() << "c_scale needs 'accumulate'";
+    auto st = cast<MemRefType>(scale.getType());
+    if (!st.hasStaticShape() || st.getDimSize(0) != m)
+      return emitOpError() << "c_scale must have " << m
+                           << " elements (the rows of C)";
+  }
   return success();
 }
 

@@ -164,18 +164,27 @@ def MLA_LoadKVTileOp : MLA_Op<"load_kv_tile"> {
 def MLA_MatmulOp : MLA_Op<"matmul"> {
   let summary = "Tile matrix product with f32 accumulation";
   let description = [{
-    `C[m, n] (+)= Σₖ A[m, k] · B[n, k]` with `transpose_b`, else
-    `Σₖ A[m, k] · B[k, n]`. Products are accumulated in f32; with
-    `accumulate` the existing `C` is added to, otherwise overwritten. Target
-    lowerings map it to matrix instructions (MFMA, MMA) or vector code.
+    `C[m, n] = s[m] · C[m, n] + Σₖ A[m, k] · B[n, k]` with `transpose_b`,
+    else with `B[k, n]`. `s` is the optional `c_scale` (the online-softmax
+    correction of each accumulator row); without it `s = 1`. Products are
+    accumulated in f32. Without `accumulate`, `C` is overwritten (and
+    `c_scale` is not allowed). Target lowerings map it to matrix instructions
+    (MFMA, MMA) or to vector code.
+
+    ```mlir
+    mla.matmul %p, %v, %acc scale %corr {accumulate} : memref<16x64xbf16>,
+        memref<64x512xbf16, strided<[576, 1]>>, memref<16x512xf32>, memref<16xf32>
+    ```
   }];
   let arguments = (ins
     Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "A", [MemRead]>:$a,
     Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "B", [MemRead]>:$b,
     Arg<MemRefRankOf<[F32], [2]>, "C", [MemRead, MemWrite]>:$c,
+    Arg<Optional<MemRefRankOf<[F32], [1]>>, "row scale of C", [MemRead]>:$c_scale,
     UnitAttr:$transpose_b, UnitAttr:$accumulate);
   let assemblyFormat = [{
-    $a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+    $a `,` $b `,` $c (`scale` $c_scale^)? attr-dict `:` type($a) `,` type($b)
+    `,` type($c) (`,` type($c_scale)^)?
   }];
   let hasVerifier = 1;
 }
