@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -364,8 +365,10 @@ Status ManifestParser::parseWorkspace(const Tokens &tokens) {
 }
 
 Status ManifestParser::parseLaunch(const Tokens &tokens) {
-  if (tokens.size() != 6 || tokens[2] != "args" || tokens[4] != "grid")
-    return error("expected 'launch ENTRY args I,J,... grid X,Y,Z'");
+  const char *form = "expected 'launch ENTRY args I,J,... grid X,Y,Z [block "
+                     "BX,BY,BZ] [shared BYTES]'";
+  if (tokens.size() < 6 || tokens[2] != "args" || tokens[4] != "grid")
+    return error(form);
   if (!isIdentifier(tokens[1]))
     return error("launch entry " + quoted(tokens[1]) + " is not an identifier");
   LaunchSpec launch;
@@ -388,6 +391,44 @@ Status ManifestParser::parseLaunch(const Tokens &tokens) {
                  std::to_string(grid->size()) + " dims, expected 3 (X,Y,Z)");
   for (int i = 0; i < 3; ++i)
     launch.grid[i] = (*grid)[i];
+
+  // Optional `block BX,BY,BZ` then `shared BYTES`, in this order.
+  size_t pos = 6;
+  if (pos + 1 < tokens.size() && tokens[pos] == "block") {
+    Tokens dims = splitCommas(tokens[pos + 1]);
+    int64_t threads = 1;
+    for (size_t i = 0; i < dims.size() && i < 3; ++i) {
+      std::optional<int64_t> dim = parseNonNegative(dims[i]);
+      if (!dim || *dim == 0 || *dim > kMaxBlockThreads)
+        return error("launch block " + quoted(tokens[pos + 1]) +
+                     " is not three positive integers BX,BY,BZ");
+      launch.block[i] = *dim;
+      threads *= *dim;
+    }
+    if (dims.size() != 3)
+      return error("launch block " + quoted(tokens[pos + 1]) + " has " +
+                   std::to_string(dims.size()) +
+                   " dims, expected 3 (BX,BY,BZ)");
+    if (threads > kMaxBlockThreads)
+      return error("launch block " + quoted(tokens[pos + 1]) + " has " +
+                   std::to_string(threads) + " threads, more than " +
+                   std::to_string(kMaxBlockThreads));
+    pos += 2;
+  }
+  if (pos + 1 < tokens.size() && tokens[pos] == "shared") {
+    std::optional<int64_t> bytes = parseNonNegative(tokens[pos + 1]);
+    if (!bytes || *bytes > INT32_MAX)
+      return error("launch shared " + quoted(tokens[pos + 1]) +
+                   " is not a byte count in [0, 2147483647]");
+    launch.sharedBytes = *bytes;
+    pos += 2;
+  }
+  if (pos != tokens.size())
+    return error(std::string(form) + ", got " + quoted(tokens[pos]) +
+                 " after the " +
+                 (pos == 6                     ? "grid"
+                  : tokens[pos - 2] == "block" ? "block"
+                                               : "shared"));
   openTarget->launches.push_back(std::move(launch));
   return Status::success();
 }

@@ -84,6 +84,40 @@ TEST(ManifestTest, ParsesTheDecodeExample) {
   EXPECT_EQ(m.findTarget("host-x86_64"), &t);
 }
 
+TEST(ManifestTest, BlockAndSharedDefaultToOneThreadAndNoSharedMemory) {
+  Expected<Manifest> parsed = parseManifest(kExample);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  for (const LaunchSpec &launch : parsed->targets[0].launches) {
+    EXPECT_EQ(launch.block, (std::array<int64_t, 3>{1, 1, 1}));
+    EXPECT_EQ(launch.sharedBytes, 0);
+  }
+}
+
+TEST(ManifestTest, GpuLaunchesWithBlockAndShared) {
+  std::string text =
+      edited("grid arg0.0,1,4", "grid arg0.0,1,4 block 128,2,1 shared 98304");
+  std::string hostTarget = "target host-x86_64 code.host-x86_64";
+  text.replace(text.find(hostTarget), hostTarget.size(),
+               "target sm_90a code.sm_90a");
+  text.replace(text.find("grid arg0.0,1,16"), 16,
+               "grid arg0.0,1,16  block 64,1,1\t# no shared");
+  std::string sharedOnly = text + "target sm_80 code.sm_80\nlaunch k args "
+                                  "0,1 grid 1,1,1 shared 0\nend-target\n";
+  Expected<Manifest> parsed = parseManifest(sharedOnly);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  const TargetSpec &t = parsed->targets[0];
+  EXPECT_EQ(t.name, "sm_90a");
+  EXPECT_EQ(t.section, "code.sm_90a");
+  EXPECT_EQ(t.launches[0].block, (std::array<int64_t, 3>{128, 2, 1}));
+  EXPECT_EQ(t.launches[0].sharedBytes, 98304);
+  EXPECT_EQ(t.launches[1].block, (std::array<int64_t, 3>{64, 1, 1}));
+  EXPECT_EQ(t.launches[1].sharedBytes, 0);
+  const TargetSpec &sm80 = parsed->targets[1];
+  EXPECT_EQ(sm80.launches[0].block, (std::array<int64_t, 3>{1, 1, 1}));
+  EXPECT_EQ(sm80.launches[0].sharedBytes, 0);
+  EXPECT_EQ(parsed->findTarget("sm_80"), &sm80);
+}
+
 TEST(ManifestTest, CommentsBlankLinesAndTabs) {
   std::string text = edited(
       "kernel decode\n", "\n# a comment\n\tkernel\t decode  # trailing\r\n\n");
@@ -229,7 +263,56 @@ INSTANTIATE_TEST_SUITE_P(
                     "integer nor 'argI.D'"},
         BadManifest{"launch_without_grid", edited(" grid arg0.0,1,16", ""),
                     "manifest line 22: expected 'launch ENTRY args I,J,... "
-                    "grid X,Y,Z'"},
+                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]'"},
+        BadManifest{"launch_block_two_dims",
+                    edited("grid arg0.0,1,16", "grid arg0.0,1,16 block 64,2"),
+                    "manifest line 22: launch block '64,2' has 2 dims, "
+                    "expected 3 (BX,BY,BZ)"},
+        BadManifest{"launch_block_zero",
+                    edited("grid arg0.0,1,16", "grid arg0.0,1,16 block 64,0,1"),
+                    "manifest line 22: launch block '64,0,1' is not three "
+                    "positive integers BX,BY,BZ"},
+        BadManifest{
+            "launch_block_symbolic",
+            edited("grid arg0.0,1,16", "grid arg0.0,1,16 block arg0.0,1,1"),
+            "manifest line 22: launch block 'arg0.0,1,1' is not three "
+            "positive integers BX,BY,BZ"},
+        BadManifest{
+            "launch_block_too_many_threads",
+            edited("grid arg0.0,1,16", "grid arg0.0,1,16 block 256,8,1"),
+            "manifest line 22: launch block '256,8,1' has 2048 "
+            "threads, more than 1024"},
+        BadManifest{"launch_shared_negative",
+                    edited("grid arg0.0,1,16", "grid arg0.0,1,16 shared -1"),
+                    "manifest line 22: launch shared '-1' is not a byte count "
+                    "in [0, 2147483647]"},
+        BadManifest{
+            "launch_shared_too_large",
+            edited("grid arg0.0,1,16", "grid arg0.0,1,16 shared 2147483648"),
+            "manifest line 22: launch shared '2147483648' is not a "
+            "byte count in [0, 2147483647]"},
+        BadManifest{
+            "launch_shared_before_block",
+            edited("grid arg0.0,1,16", "grid arg0.0,1,16 shared 0 block 1,1,1"),
+            "manifest line 22: expected 'launch ENTRY args I,J,... "
+            "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]', got 'block' "
+            "after the shared"},
+        BadManifest{"launch_block_twice",
+                    edited("grid arg0.0,1,16",
+                           "grid arg0.0,1,16 block 1,1,1 block 1,1,1"),
+                    "manifest line 22: expected 'launch ENTRY args I,J,... "
+                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]', got 'block' "
+                    "after the block"},
+        BadManifest{"launch_block_without_value",
+                    edited("grid arg0.0,1,16", "grid arg0.0,1,16 block"),
+                    "manifest line 22: expected 'launch ENTRY args I,J,... "
+                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]', got 'block' "
+                    "after the grid"},
+        BadManifest{"launch_unknown_trailer",
+                    edited("grid arg0.0,1,16", "grid arg0.0,1,16 stream 2"),
+                    "manifest line 22: expected 'launch ENTRY args I,J,... "
+                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]', got 'stream' "
+                    "after the grid"},
         BadManifest{"launch_undeclared_index",
                     edited("args 7,8,5,6", "args 7,9,5,6"),
                     "manifest line 22: launch argument 9 is neither an arg "

@@ -60,12 +60,19 @@ struct WorkspaceSpec {
   std::vector<DimExpr> dims;
 };
 
-/// `launch ENTRY args I,J,... grid X,Y,Z`.
+/// Most threads a `block` may have (its product), on every GPU target.
+constexpr int64_t kMaxBlockThreads = 1024;
+
+/// `launch ENTRY args I,J,... grid X,Y,Z [block BX,BY,BZ] [shared BYTES]`.
 struct LaunchSpec {
   std::string entry;
   /// Argument and workspace indices, in the entry's parameter order.
   std::vector<int> args;
   std::array<DimExpr, 3> grid;
+  /// Threads per workgroup (GPU targets; the host backend ignores it).
+  std::array<int64_t, 3> block = {1, 1, 1};
+  /// Dynamic shared memory bytes per workgroup (GPU targets).
+  int64_t sharedBytes = 0;
 };
 
 /// `target NAME SECTION` ... `end-target`.
