@@ -9,6 +9,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -67,6 +68,49 @@ void buildHostToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void buildGPUKernelPipeline(OpPassManager &pm,
+                            const PipelineOptions &options) {
+  // Layer 2: --mla-select-config="target=sm_90a perf-config=..."
+  MLASelectConfigOptions cfg;
+  cfg.target = options.target;
+  cfg.perfConfig = options.perfConfig;
+  pm.addPass(createMLASelectConfig(cfg));
+  // Layer 3, the same as on the host: --mla-tile --mla-expand-paging
+  pm.addPass(createMLATile());
+  pm.addPass(createMLAExpandPaging());
+  // Layer 4: --mla-distribute="target=sm_90a": threads, barriers, mma.sync.
+  // After paging expansion, whose row copies it spreads over the threads.
+  MLADistributeOptions dist;
+  dist.target = options.target;
+  pm.addPass(createMLADistribute(dist));
+  // Layer 5/6: --mla-outline-gpu-kernels="target=sm_90a": gpu.func kernels,
+  // tiles in dynamic shared memory, launch plan. Needs the block size that
+  // mla-distribute recorded.
+  MLAOutlineGPUKernelsOptions outline;
+  outline.target = options.target;
+  pm.addPass(createMLAOutlineGPUKernels(outline));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void buildGPUToLLVMPipeline(OpPassManager &pm,
+                            const PipelineOptions &options) {
+  // Inside gpu.module: --convert-scf-to-cf --expand-strided-metadata
+  // --lower-affine --convert-gpu-to-nvvm (which also lowers the vector ops)
+  // --convert-nvvm-to-llvm --reconcile-unrealized-casts --canonicalize.
+  OpPassManager &gm = pm.nest<gpu::GPUModuleOp>();
+  gm.addPass(createSCFToControlFlowPass());
+  gm.addPass(memref::createExpandStridedMetadataPass());
+  gm.addPass(createLowerAffinePass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  gm.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gm.addPass(createConvertNVVMToLLVMPass());
+  gm.addPass(createReconcileUnrealizedCastsPass());
+  gm.addPass(createCanonicalizerPass());
+  (void)options;
+}
+
 namespace {
 struct HostPipelineOptions
     : public PassPipelineOptions<HostPipelineOptions> {
@@ -80,7 +124,32 @@ struct HostPipelineOptions
 };
 } // namespace
 
+struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("GPU target: sm_80, sm_90a"),
+                             llvm::cl::init("sm_90a")};
+  Option<std::string> perfConfig{
+      *this, "perf-config",
+      llvm::cl::desc("field=value,... overrides of the #mla.config"),
+      llvm::cl::init("")};
+  Option<bool> toLLVM{*this, "to-llvm",
+                      llvm::cl::desc("Continue down to LLVM + NVVM"),
+                      llvm::cl::init(true)};
+};
+
 void registerPipelines() {
+  PassPipelineRegistration<GPUPipelineOptions>(
+      "mla-gpu-pipeline",
+      "Compile mla ops for an NVIDIA GPU (what mla-compile --target=sm_90a "
+      "runs before serialization)",
+      [](OpPassManager &pm, const GPUPipelineOptions &opts) {
+        PipelineOptions options;
+        options.target = opts.target;
+        options.perfConfig = opts.perfConfig;
+        buildGPUKernelPipeline(pm, options);
+        if (opts.toLLVM)
+          buildGPUToLLVMPipeline(pm, options);
+      });
   PassPipelineRegistration<HostPipelineOptions>(
       "mla-host-pipeline",
       "Compile mla ops for the host CPU (what mla-compile --target=host runs)",

@@ -11,13 +11,11 @@
 //     and manifest lines (args, workspaces, launches with grid formulas).
 //
 //===----------------------------------------------------------------------===//
+#include "mla/Transforms/LaunchPlan.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
-#include "mlir/Transforms/RegionUtils.h"
-#include "llvm/ADT/StringExtras.h"
 
 #define DEBUG_TYPE "mla-outline-host-kernels"
 
@@ -30,67 +28,6 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-FailureOr<std::string> dtypeName(Operation *op, Type t) {
-  if (t.isBF16())
-    return std::string("bf16");
-  if (t.isF16())
-    return std::string("f16");
-  if (t.isF32())
-    return std::string("f32");
-  if (t.isInteger(32))
-    return std::string("i32");
-  if (t.isInteger(64))
-    return std::string("i64");
-  return op->emitError() << "element type " << t
-                         << " has no runtime representation";
-}
-
-/// The plan-level name of a value: "argI" for a function argument, the
-/// workspace index otherwise.
-struct PlanState {
-  func::FuncOp func;
-  DenseMap<Value, int64_t> index; // func args and workspaces -> plan index
-  SmallVector<std::string> lines;
-};
-
-/// Renders an index value used as a size: an integer, or `argI.D` for
-/// memref.dim of a function argument with a constant dim.
-FailureOr<std::string> sizeExpr(PlanState &st, Value v, Operation *user) {
-  if (std::optional<int64_t> c = getConstantIntValue(v))
-    return std::to_string(*c);
-  if (auto dim = v.getDefiningOp<memref::DimOp>()) {
-    auto arg = dyn_cast<BlockArgument>(dim.getSource());
-    std::optional<int64_t> d = dim.getConstantIndex();
-    if (arg && arg.getOwner()->getParentOp() == st.func && d)
-      return "arg" + std::to_string(arg.getArgNumber()) + "." +
-             std::to_string(*d);
-  }
-  return user->emitError()
-         << "size must be a constant or memref.dim of a function argument "
-            "with a constant dim, so that the launcher can compute it";
-}
-
-FailureOr<std::string> dimsExpr(PlanState &st, MemRefType type,
-                                ValueRange dynSizes, Operation *user) {
-  SmallVector<std::string> dims;
-  unsigned dyn = 0;
-  for (int64_t d : type.getShape()) {
-    if (!ShapedType::isDynamic(d)) {
-      dims.push_back(std::to_string(d));
-      continue;
-    }
-    if (dynSizes.empty()) {
-      dims.push_back("?");
-      continue;
-    }
-    FailureOr<std::string> e = sizeExpr(st, dynSizes[dyn++], user);
-    if (failed(e))
-      return failure();
-    dims.push_back(*e);
-  }
-  return llvm::join(dims, ",");
-}
-
 /// Builds `<name>_entry(ptr, i64, i64, i64)` that unpacks the argument array
 /// and calls `kernel`.
 void buildEntry(OpBuilder &mb, func::FuncOp kernel, unsigned numCaptures) {
@@ -129,132 +66,37 @@ void buildEntry(OpBuilder &mb, func::FuncOp kernel, unsigned numCaptures) {
   func::ReturnOp::create(b);
 }
 
-LogicalResult outlineFunction(func::FuncOp func, ModuleOp module,
+LogicalResult outlineFunction(func::FuncOp func,
                               SmallVectorImpl<Attribute> &plans) {
-  PlanState st{func, {}, {}};
+  LaunchPlanBuilder plan(func);
+  if (failed(plan.addArgsAndWorkspaces()))
+    return failure();
   OpBuilder mb(func);
-  // Arguments.
-  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-    st.index[arg] = i;
-    auto role = func.getArgAttrOfType<StringAttr>(i, "mla.role");
-    std::string name = role ? role.str() : "arg" + std::to_string(i);
-    std::string line = "arg " + std::to_string(i) + " " + name + " ";
-    if (auto mt = dyn_cast<MemRefType>(arg.getType())) {
-      if (!mt.getLayout().isIdentity())
-        return func.emitError() << "argument " << i
-                                << " must have an identity layout";
-      FailureOr<std::string> dt = dtypeName(func, mt.getElementType());
-      FailureOr<std::string> dims = dimsExpr(st, mt, {}, func);
-      if (failed(dt) || failed(dims))
-        return failure();
-      line += "memref " + *dt + " " + *dims;
-    } else if (arg.getType().isF32()) {
-      line += "scalar f32";
-    } else {
-      return func.emitError() << "argument " << i << " of type "
-                              << arg.getType()
-                              << " is not supported by the launcher";
-    }
-    st.lines.push_back(line);
-  }
-  // Workspaces: top-level allocs.
-  int64_t next = func.getNumArguments();
-  SmallVector<Operation *> toErase;
-  for (Operation &op : func.getBody().front()) {
-    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      FailureOr<std::string> dt =
-          dtypeName(alloc, alloc.getType().getElementType());
-      FailureOr<std::string> dims =
-          dimsExpr(st, alloc.getType(), alloc.getDynamicSizes(), alloc);
-      if (failed(dt) || failed(dims))
-        return failure();
-      st.index[alloc.getResult()] = next;
-      st.lines.push_back("workspace " + std::to_string(next++) + " " + *dt +
-                         " " + *dims);
-    }
-  }
-  // Grids, in program order.
-  SmallVector<GridOp> grids;
-  for (Operation &op : func.getBody().front())
-    if (auto grid = dyn_cast<GridOp>(op))
-      grids.push_back(grid);
+  SmallVector<GridOp> grids(func.getOps<GridOp>());
   for (auto [gi, grid] : llvm::enumerate(grids)) {
-    SmallVector<std::string> sizes;
-    for (Value s : {grid.getGridX(), grid.getGridY(), grid.getGridZ()}) {
-      FailureOr<std::string> e = sizeExpr(st, s, grid);
-      if (failed(e))
-        return failure();
-      sizes.push_back(*e);
-    }
-    // Captured values: plan values become kernel arguments; constants and
-    // memref.dim of plan values are cloned in.
-    SetVector<Value> captured;
-    getUsedValuesDefinedAbove(grid.getBody(), captured);
-    SmallVector<Value> params;
-    SmallVector<Operation *> clones;
-    for (Value v : captured) {
-      if (st.index.count(v)) {
-        params.push_back(v);
-        continue;
-      }
-      Operation *def = v.getDefiningOp();
-      if (def && (isa<arith::ConstantOp>(def) ||
-                  (isa<memref::DimOp>(def) &&
-                   st.index.count(def->getOperand(0)) &&
-                   getConstantIntValue(def->getOperand(1))))) {
-        clones.push_back(def);
-        if (isa<memref::DimOp>(def) &&
-            !llvm::is_contained(params, def->getOperand(0)))
-          params.push_back(def->getOperand(0));
-        continue;
-      }
-      return grid.emitError() << "grid captures a value that is neither a "
-                                 "function argument, a workspace nor a "
-                                 "constant";
-    }
+    FailureOr<std::string> sizes = plan.gridSizes(grid);
+    FailureOr<LaunchPlanBuilder::Captures> caps = plan.captures(grid);
+    if (failed(sizes) || failed(caps))
+      return failure();
     SmallVector<Type> types;
-    for (Value p : params)
+    for (Value p : caps->params)
       types.push_back(p.getType());
-    Type idx = IndexType::get(func.getContext());
-    types.append(3, idx);
+    types.append(3, IndexType::get(func.getContext()));
     std::string name = (func.getSymName() + "_k" + Twine(gi)).str();
     mb.setInsertionPoint(func);
-    auto kernel = func::FuncOp::create(mb, grid.getLoc(), name,
-                                       FunctionType::get(func.getContext(),
-                                                         types, {}));
+    auto kernel = func::FuncOp::create(
+        mb, grid.getLoc(), name, FunctionType::get(func.getContext(), types, {}));
     kernel.setPrivate();
     Block *entry = kernel.addEntryBlock();
-    IRMapping map;
-    for (auto [p, a] : llvm::zip(params, entry->getArguments()))
-      map.map(p, a);
     OpBuilder kb = OpBuilder::atBlockBegin(entry);
-    for (Operation *def : clones)
-      kb.clone(*def, map);
-    Block &body = grid.getBody().front();
-    for (unsigned k = 0; k < 3; ++k)
-      map.map(body.getArgument(k), entry->getArgument(params.size() + k));
-    for (Operation &op : body)
-      kb.clone(op, map);
+    LaunchPlanBuilder::cloneBody(
+        grid, *caps, entry->getArguments().take_front(caps->params.size()),
+        entry->getArguments().take_back(3), kb);
     func::ReturnOp::create(kb, grid.getLoc());
-    buildEntry(mb, kernel, params.size());
-
-    SmallVector<std::string> argIdx;
-    for (Value p : params)
-      argIdx.push_back(std::to_string(st.index[p]));
-    st.lines.push_back("launch " + name + "_entry args " +
-                       llvm::join(argIdx, ",") + " grid " +
-                       llvm::join(sizes, ","));
+    buildEntry(mb, kernel, caps->params.size());
+    plan.addLaunch(name + "_entry", caps->params, *sizes);
   }
-
-  SmallVector<Attribute> lineAttrs;
-  for (const std::string &l : st.lines)
-    lineAttrs.push_back(StringAttr::get(func.getContext(), l));
-  NamedAttrList plan;
-  plan.append("function", func.getSymNameAttr());
-  if (auto info = func->getAttrOfType<DictionaryAttr>("mla.kernel_info"))
-    plan.append("info", info);
-  plan.append("lines", ArrayAttr::get(func.getContext(), lineAttrs));
-  plans.push_back(plan.getDictionary(func.getContext()));
+  plans.push_back(plan.finish());
   func.erase();
   return success();
 }
@@ -263,13 +105,9 @@ struct OutlineHostKernelsPass
     : public mla::impl::MLAOutlineHostKernelsBase<OutlineHostKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<func::FuncOp> funcs;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (!f.isExternal() && !f.getOps<GridOp>().empty())
-        funcs.push_back(f);
     SmallVector<Attribute> plans;
-    for (func::FuncOp f : funcs)
-      if (failed(outlineFunction(f, module, plans)))
+    for (func::FuncOp f : functionsWithGrids(module))
+      if (failed(outlineFunction(f, plans)))
         return signalPassFailure();
     if (!plans.empty())
       module->setAttr("mla.launch_plans",

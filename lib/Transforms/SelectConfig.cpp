@@ -4,6 +4,7 @@
 // per-target heuristics, then applies `perf-config` overrides.
 //
 //===----------------------------------------------------------------------===//
+#include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -42,6 +43,37 @@ ConfigFields hostDecodeConfig(DecodeOp op) {
           /*warps=*/1, /*stages=*/1};
 }
 
+/// Shared-memory bytes of the tiles mla-tile allocates for a decode
+/// workgroup (queries, keys, scores, probabilities, accumulator, row state).
+int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
+  int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
+  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
+  auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
+  return align(rows * d * esize) + align(tileKv * d * esize) +
+         align(rows * tileKv * 4) + align(rows * tileKv * esize) +
+         align(rows * op.getLatentDim() * 4) + 3 * align(rows * 4);
+}
+
+/// NVIDIA heuristics: 4 warps; up to 32 query rows per workgroup (the
+/// accumulator lives in shared memory); 64-key tiles, halved (and then the
+/// head group halved) until the tiles fit the chip's shared memory; 4 KV
+/// splits so that small batches still fill the SMs.
+ConfigFields nvidiaDecodeConfig(DecodeOp op, const ArchInfo &arch) {
+  int64_t rowsCap = std::max<int64_t>(1, 32 / op.getQLen());
+  ConfigFields cfg{64, 4, largestDivisorAtMost(op.getNumHeads(), rowsCap), 4,
+                   1};
+  while (decodeTileBytes(op, cfg.tileKv, cfg.headGroup) > arch.sharedBytes) {
+    if (cfg.tileKv > 16)
+      cfg.tileKv /= 2;
+    else if (cfg.headGroup > 1)
+      cfg.headGroup = largestDivisorAtMost(op.getNumHeads(),
+                                           cfg.headGroup - 1);
+    else
+      break;
+  }
+  return cfg;
+}
+
 /// Applies `field=value,...` overrides; reports errors at `op`.
 LogicalResult applyOverrides(Operation *op, StringRef spec,
                              ConfigFields &cfg) {
@@ -75,14 +107,18 @@ struct SelectConfigPass
   using MLASelectConfigBase::MLASelectConfigBase;
 
   void runOnOperation() override {
-    if (target != "host") {
+    const ArchInfo *arch = lookupArch(target);
+    if (!arch || arch->kind == TargetKind::AMD) {
       getOperation().emitError()
           << "mla-select-config: target '" << target
-          << "' has no heuristics in this build (supported: host)";
+          << "' has no heuristics in this build (supported: host, sm_80, "
+             "sm_90a)";
       return signalPassFailure();
     }
     WalkResult result = getOperation().walk([&](DecodeOp op) {
-      ConfigFields cfg = hostDecodeConfig(op);
+      ConfigFields cfg = arch->kind == TargetKind::Host
+                             ? hostDecodeConfig(op)
+                             : nvidiaDecodeConfig(op, *arch);
       if (ConfigAttr existing = op.getConfigAttr())
         cfg = {existing.getTileKv(), existing.getKvSplits(),
                existing.getHeadGroup(), existing.getWarps(),

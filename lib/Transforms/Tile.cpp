@@ -152,6 +152,7 @@ LogicalResult tileDecode(DecodeOp op) {
 
   auto [grid, ids] = createGrid(b, batch, indexConst(b, heads / group),
                                 indexConst(b, splits));
+  grid->setAttr("config", cfg);
   {
     ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
         op.getLoc(), &grid.getBody().front());

@@ -9,7 +9,7 @@
 // CHECK: %[[B:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[WSO:.*]] = memref.alloc(%[[B]]) : memref<?x2x2x2x32xf32>
 // CHECK: %[[WSL:.*]] = memref.alloc(%[[B]]) : memref<?x2x2x2xf32>
-// CHECK: mla.grid in (%[[B]], %{{.*}}, %{{.*}}) {
+// CHECK: mla.grid in (%[[B]], %{{.*}}, %{{.*}}) attributes {config = #mla.config<tile_kv = 16, kv_splits = 2, head_group = 2, warps = 1, stages = 1>} {
 // CHECK: ^bb0(%[[REQ:.*]]: index, %{{.*}}: index, %[[SPLIT:.*]]: index):
 //   The split's key range: chunk = ceil(ceil(len / 16) / 2) * 16.
 // CHECK: memref.load %arg3[%[[REQ]]]

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "mla/Dialect/MLA/IR/MLA.h"
 #include "mla/Pipelines/Pipelines.h"
+#include "mla/Target/Arch.h"
+#include "mla/Target/GPUTarget.h"
 #include "mla/Target/HostTarget.h"
 #include "mla/Transforms/Passes.h"
 #include "mla/runtime/Package.h"
@@ -65,7 +67,9 @@ static cl::opt<std::string> dtype("dtype",
                                            "f32"),
                                   cl::init("bf16"), cl::cat(cat));
 static cl::opt<std::string>
-    targets("target", cl::desc("Comma-separated targets: host"),
+    targets("target",
+            cl::desc("Comma-separated targets, one code object each in the "
+                     "package: host, sm_80, sm_90a"),
             cl::init("host"), cl::cat(cat));
 static cl::opt<std::string>
     emit("emit",
@@ -127,8 +131,8 @@ static FailureOr<std::string> decodeSource() {
       .str();
 }
 
-/// The package manifest for one launch plan.
-static std::string manifestFor(DictionaryAttr plan, StringRef targetName) {
+/// Manifest header and argument lines of a launch plan.
+static std::string manifestHeader(DictionaryAttr plan) {
   std::string out = "mla-manifest 1\n";
   DictionaryAttr info = plan.getAs<DictionaryAttr>("info");
   out += "kernel " +
@@ -139,7 +143,7 @@ static std::string manifestFor(DictionaryAttr plan, StringRef targetName) {
   out += "function " + plan.getAs<StringAttr>("function").str() + "\n";
   if (info) {
     for (NamedAttribute a : info) {
-      if (a.getName() == "kernel")
+      if (a.getName() == "kernel" || a.getName() == "config")
         continue;
       std::string value;
       if (auto s = dyn_cast<StringAttr>(a.getValue()))
@@ -149,12 +153,19 @@ static std::string manifestFor(DictionaryAttr plan, StringRef targetName) {
       out += a.getName().str() + " " + value + "\n";
     }
   }
-  auto lines = plan.getAs<ArrayAttr>("lines");
-  for (Attribute l : lines)
+  for (Attribute l : plan.getAs<ArrayAttr>("lines"))
     if (cast<StringAttr>(l).getValue().starts_with("arg "))
       out += cast<StringAttr>(l).str() + "\n";
-  out += ("target " + targetName + " code." + targetName + "\n").str();
-  for (Attribute l : lines)
+  return out;
+}
+
+/// One target's block: its config, workspaces and launches.
+static std::string manifestTarget(DictionaryAttr plan, StringRef targetName) {
+  std::string out = ("target " + targetName + " code." + targetName + "\n").str();
+  if (auto info = plan.getAs<DictionaryAttr>("info"))
+    if (auto cfg = info.getAs<StringAttr>("config"))
+      out += "# config " + cfg.str() + "\n";
+  for (Attribute l : plan.getAs<ArrayAttr>("lines"))
     if (!cast<StringAttr>(l).getValue().starts_with("arg "))
       out += cast<StringAttr>(l).str() + "\n";
   out += "end-target\n";
@@ -194,16 +205,25 @@ int main(int argc, char **argv) {
   StringRef(targets).split(targetList, ',', -1, false);
   if (targetList.empty())
     return fail("--target is empty");
-  for (StringRef t : targetList)
-    if (t != "host")
+  SmallVector<const mla::ArchInfo *> archs;
+  for (StringRef t : targetList) {
+    const mla::ArchInfo *arch = mla::lookupArch(t);
+    if (!arch || arch->kind == mla::TargetKind::AMD)
       return fail("--target: '" + t +
-                  "' is not supported by this build (supported: host)");
+                  "' is not supported by this build (supported: host, sm_80, "
+                  "sm_90a)");
+    if (llvm::is_contained(archs, arch))
+      return fail("--target: '" + t + "' is given twice");
+    archs.push_back(arch);
+  }
   if (!llvm::is_contained({"package", "mlir", "llvm", "asm", "obj"},
                           StringRef(emit)))
     return fail("--emit must be one of package, mlir, llvm, asm, obj (got '" +
                 emit + "')");
   if ((emit == "package" || emit == "obj") && outputFile.empty())
     return fail("-o is required for --emit=" + emit);
+  if (emit != "package" && archs.size() != 1)
+    return fail("--emit=" + emit + " shows one target; give one --target");
   // In-process lld resets llvm::cl options when it links: keep what the
   // linking stage still needs.
   const std::string outPath = outputFile.getValue();
@@ -237,55 +257,89 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
-  mla::PipelineOptions options;
-  options.target = "host";
-  options.perfConfig = perfConfig;
-  PassManager pm(&context);
-  mla::buildHostKernelPipeline(pm, options);
-  if (failed(pm.run(*module)))
-    return 1;
-  auto plans = (*module)->getAttrOfType<ArrayAttr>("mla.launch_plans");
-  if (!plans || plans.size() != 1)
-    return fail("the input must hold exactly one function with mla ops (found " +
-                Twine(plans ? plans.size() : 0) + ")");
-  auto plan = cast<DictionaryAttr>(plans[0]);
-  if (emit == "mlir") {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    return failed(writeText(text, outPath)) ? 1 : 0;
-  }
+  // One compilation per target, each from a fresh copy of the input.
+  std::string header;
+  std::string targetBlocks;
+  mla::rt::CodeSections sections;
+  for (const mla::ArchInfo *arch : archs) {
+    OwningOpRef<ModuleOp> copy = module->clone();
+    bool host = arch->kind == mla::TargetKind::Host;
+    mla::PipelineOptions options;
+    options.target = arch->name.str();
+    options.perfConfig = perfConfig;
+    PassManager pm(&context);
+    if (host)
+      mla::buildHostKernelPipeline(pm, options);
+    else
+      mla::buildGPUKernelPipeline(pm, options);
+    if (failed(pm.run(*copy)))
+      return 1;
+    auto plans = (*copy)->getAttrOfType<ArrayAttr>("mla.launch_plans");
+    if (!plans || plans.size() != 1)
+      return fail("the input must hold exactly one function with mla ops "
+                  "(found " +
+                  Twine(plans ? plans.size() : 0) + ")");
+    auto plan = cast<DictionaryAttr>(plans[0]);
+    if (emitKind == "mlir") {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      copy->print(os);
+      return failed(writeText(text, outPath)) ? 1 : 0;
+    }
+    PassManager lower(&context);
+    if (host)
+      mla::buildHostToLLVMPipeline(lower);
+    else
+      mla::buildGPUToLLVMPipeline(lower, options);
+    if (failed(lower.run(*copy)))
+      return 1;
 
-  PassManager lower(&context);
-  mla::buildHostToLLVMPipeline(lower);
-  if (failed(lower.run(*module)))
-    return 1;
-  mla::HostEmit kind = emit == "llvm"  ? mla::HostEmit::LLVMIR
-                       : emit == "asm" ? mla::HostEmit::Assembly
-                                       : mla::HostEmit::SharedObject;
-  FailureOr<std::vector<uint8_t>> code = mla::compileHost(*module, kind);
-  if (failed(code))
-    return 1;
-  if (emitKind == "llvm" || emitKind == "asm")
-    return failed(writeText(StringRef(
-               reinterpret_cast<const char *>(code->data()), code->size()),
-                            outPath))
-               ? 1
-               : 0;
-  if (emitKind == "obj") {
-    std::string err;
-    auto file = openOutputFile(outPath, &err);
-    if (!file)
-      return fail(err);
-    file->os().write(reinterpret_cast<const char *>(code->data()),
-                     code->size());
-    file->keep();
-    return 0;
+    std::vector<uint8_t> code;
+    if (host) {
+      mla::HostEmit kind = emitKind == "llvm"  ? mla::HostEmit::LLVMIR
+                           : emitKind == "asm" ? mla::HostEmit::Assembly
+                                               : mla::HostEmit::SharedObject;
+      FailureOr<std::vector<uint8_t>> obj = mla::compileHost(*copy, kind);
+      if (failed(obj))
+        return 1;
+      code = std::move(*obj);
+    } else {
+      FailureOr<std::string> text = mla::compileGPU(
+          *copy, *arch,
+          emitKind == "llvm" ? mla::GPUEmit::LLVMIR : mla::GPUEmit::Assembly);
+      if (failed(text))
+        return 1;
+      code.assign(text->begin(), text->end());
+    }
+    if (emitKind == "llvm" || emitKind == "asm")
+      return failed(writeText(StringRef(reinterpret_cast<const char *>(
+                                            code.data()),
+                                        code.size()),
+                              outPath))
+                 ? 1
+                 : 0;
+    if (emitKind == "obj") {
+      std::string err;
+      auto file = openOutputFile(outPath, &err);
+      if (!file)
+        return fail(err);
+      file->os().write(reinterpret_cast<const char *>(code.data()),
+                       code.size());
+      file->keep();
+      return 0;
+    }
+    std::string targetName =
+        host ? std::string(mla::kHostTargetName) : arch->name.str();
+    std::string thisHeader = manifestHeader(plan);
+    if (header.empty())
+      header = thisHeader;
+    else if (header != thisHeader)
+      return fail("targets disagree on the kernel's arguments");
+    targetBlocks += manifestTarget(plan, targetName);
+    sections.push_back({"code." + targetName, std::move(code)});
   }
-  std::string manifest = manifestFor(plan, mla::kHostTargetName);
-  mla::rt::Status st = mla::rt::writePackage(
-      outPath, manifest,
-      {{std::string("code.") + mla::kHostTargetName, *code}});
+  mla::rt::Status st =
+      mla::rt::writePackage(outPath, header + targetBlocks, sections);
   if (!st.ok())
     return fail(st.message());
   return 0;

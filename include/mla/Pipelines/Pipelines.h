@@ -9,7 +9,7 @@ namespace mla {
 
 /// Knobs of a pipeline; read once, when the pipeline is built.
 struct PipelineOptions {
-  /// Target name: host (more targets come with their backends).
+  /// Target name from the arch table: host, sm_80, sm_90a.
   std::string target = "host";
   /// `field=value,...` overrides of the selected #mla.config.
   std::string perfConfig;
@@ -23,7 +23,17 @@ void buildHostKernelPipeline(mlir::OpPassManager &pm,
 /// The result of buildHostKernelPipeline -> LLVM dialect.
 void buildHostToLLVMPipeline(mlir::OpPassManager &pm);
 
-/// Registers `mla-host-pipeline` (both stages) for mla-opt.
+/// Semantic ops -> gpu.module of distributed kernels (NVIDIA targets) with
+/// the `mla.launch_plans` module attribute.
+void buildGPUKernelPipeline(mlir::OpPassManager &pm,
+                            const PipelineOptions &options);
+
+/// The result of buildGPUKernelPipeline -> LLVM + NVVM dialects inside the
+/// gpu.module, ready for serialization.
+void buildGPUToLLVMPipeline(mlir::OpPassManager &pm,
+                            const PipelineOptions &options);
+
+/// Registers `mla-host-pipeline` and `mla-gpu-pipeline` for mla-opt.
 void registerPipelines();
 
 } // namespace mla

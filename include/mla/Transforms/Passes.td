@@ -94,4 +94,50 @@ def MLAOutlineHostKernels : Pass<"mla-outline-host-kernels",
                            "mlir::func::FuncDialect"];
 }
 
+def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
+  let summary = "Spread blockwise code over the threads of a GPU workgroup";
+  let description = [{
+    Layer 4 for GPU targets. Inside each `mla.grid`, every `scf.parallel`
+    becomes a loop over its linearised iteration space strided by the
+    workgroup's thread count, followed by a `gpu.barrier`; every
+    `mla.matmul` becomes warp-level tensor-core code (`mma.sync m16n8k16` on
+    NVIDIA for bf16/f16 operands; C tiles spread over the warps, fragments
+    loaded from wherever A and B live, rows past M masked) or, for f32
+    operands, a thread-distributed FMA loop; each is followed by a
+    `gpu.barrier`. The thread count is the grid config's `warps` (else
+    `default-warps`) times the target's warp size, recorded as
+    `mla.block_size` on the grid.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
+           "GPU target whose arch-table entry is used">,
+    Option<"defaultWarps", "default-warps", "int64_t", /*default=*/"4",
+           "Warps per workgroup for grids without a config">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::vector::VectorDialect",
+                           "mlir::scf::SCFDialect", "mlir::math::MathDialect"];
+}
+
+def MLAOutlineGPUKernels : Pass<"mla-outline-gpu-kernels", "mlir::ModuleOp"> {
+  let summary = "Outline distributed grids into gpu.func kernels and record "
+                "the launch plan";
+  let description = [{
+    Every `mla.grid` (after `mla-distribute`) becomes a `gpu.func` kernel in
+    `gpu.module @mla_kernels`, reading its coordinates from `gpu.block_id`.
+    The grid's tiles (top-level `memref.alloca`s) become views into the
+    kernel's dynamic shared memory; more than the target allows is an error.
+    Top-level `memref.alloc`s become workspaces, and the function is replaced
+    by the `mla.launch_plans` module attribute, whose launch lines carry the
+    block size and the dynamic shared-memory bytes.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
+           "GPU target (shared-memory limit from the arch table)">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 #endif // MLA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,38 @@
+//===- Arch.h - the table of targets that drives pass choices ---*- C++ -*-===//
+#ifndef MLA_TARGET_ARCH_H
+#define MLA_TARGET_ARCH_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace mla {
+
+enum class TargetKind { Host, NVIDIA, AMD };
+
+/// What passes need to know about a chip: thread-group shape, fast-memory
+/// size, the matrix instruction, and how LLVM names it.
+struct ArchInfo {
+  llvm::StringRef name;     ///< as in --target: host, sm_80, sm_90a, gfx942...
+  TargetKind kind;
+  int64_t warpSize;         ///< threads per warp / wave (1 on the host)
+  int64_t sharedBytes;      ///< shared memory / LDS one workgroup may use
+  int64_t mmaM, mmaN, mmaK; ///< bf16/f16 matrix-instruction shape (0: none)
+  llvm::StringRef triple;   ///< LLVM target triple
+  llvm::StringRef cpu;      ///< LLVM CPU name
+  llvm::StringRef features; ///< LLVM target features
+};
+
+/// The entry for `name`, or nullptr.
+const ArchInfo *lookupArch(llvm::StringRef name);
+
+/// All known targets, for help texts and errors.
+llvm::ArrayRef<ArchInfo> allArchs();
+
+/// "host, sm_80, sm_90a, ..." for messages.
+std::string archNames();
+
+} // namespace mla
+
+#endif // MLA_TARGET_ARCH_H

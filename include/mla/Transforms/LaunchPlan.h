@@ -1,0 +1,70 @@
+//===- LaunchPlan.h - grids -> kernels + a launch plan ----------*- C++ -*-===//
+//
+// Shared by the host and GPU outlining passes: the plan of one function with
+// mla.grid ops (its arguments with roles, workspaces with size formulas, and
+// launches in order with grid formulas), which mla-compile turns into the
+// package manifest.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_TRANSFORMS_LAUNCHPLAN_H
+#define MLA_TRANSFORMS_LAUNCHPLAN_H
+
+#include "mla/Dialect/MLA/IR/MLA.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <string>
+
+namespace mla {
+
+class LaunchPlanBuilder {
+public:
+  explicit LaunchPlanBuilder(mlir::func::FuncOp func) : func(func) {}
+
+  /// Records the function's arguments and its top-level memref.allocs
+  /// (workspaces). Must be called first.
+  mlir::LogicalResult addArgsAndWorkspaces();
+
+  /// What a grid's region uses from outside: `params` become kernel
+  /// parameters (function arguments or workspaces), `clones` are constants
+  /// and memref.dims of plan values to copy into the kernel.
+  struct Captures {
+    llvm::SmallVector<mlir::Value> params;
+    llvm::SmallVector<mlir::Operation *> clones;
+  };
+  mlir::FailureOr<Captures> captures(GridOp grid);
+
+  /// The grid's sizes as manifest formulas (integers or argI.D).
+  mlir::FailureOr<std::string> gridSizes(GridOp grid);
+
+  /// Appends `launch ENTRY args ... grid ...<suffix>`.
+  void addLaunch(llvm::StringRef entry, llvm::ArrayRef<mlir::Value> params,
+                 llvm::StringRef grid, llvm::StringRef suffix = "");
+
+  /// The plan as `{function, info?, lines}`.
+  mlir::DictionaryAttr finish();
+
+  /// Clones `grid`'s body into `dest` before `insertBefore` (null: at the
+  /// end), mapping params to `paramValues`, the clones and the grid's three
+  /// coordinates to `coords`.
+  static void cloneBody(GridOp grid, const Captures &caps,
+                        mlir::ValueRange paramValues, mlir::ValueRange coords,
+                        mlir::OpBuilder &builder);
+
+private:
+  mlir::FailureOr<std::string> sizeExpr(mlir::Value v, mlir::Operation *user);
+  mlir::FailureOr<std::string> dimsExpr(mlir::MemRefType type,
+                                        mlir::ValueRange dynSizes,
+                                        mlir::Operation *user);
+
+  mlir::func::FuncOp func;
+  llvm::DenseMap<mlir::Value, int64_t> index;
+  llvm::SmallVector<std::string> lines;
+};
+
+/// Functions of `module` that hold mla.grid ops.
+llvm::SmallVector<mlir::func::FuncOp> functionsWithGrids(mlir::ModuleOp module);
+
+} // namespace mla
+
+#endif // MLA_TRANSFORMS_LAUNCHPLAN_H

@@ -1,0 +1,39 @@
+//===- Arch.cpp - the target table ------------------------------------------===//
+#include "mla/Target/Arch.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <string>
+
+namespace mla {
+
+static const ArchInfo kArchs[] = {
+    // name, kind, warp, shared bytes, mma m/n/k, triple, cpu, features
+    {"host", TargetKind::Host, 1, 0, 0, 0, 0, "x86_64-unknown-linux-gnu",
+     "x86-64-v3", ""},
+    // Ampere: 163 KB of shared memory per block (opt-in above 48 KB);
+    // mma.sync m16n8k16.
+    {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, 16, 8, 16,
+     "nvptx64-nvidia-cuda", "sm_80", "+ptx80"},
+    // Hopper: 227 KB per block; mma.sync now, wgmma later.
+    {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, 16, 8, 16,
+     "nvptx64-nvidia-cuda", "sm_90a", "+ptx80"},
+};
+
+const ArchInfo *lookupArch(llvm::StringRef name) {
+  for (const ArchInfo &a : kArchs)
+    if (a.name == name)
+      return &a;
+  return nullptr;
+}
+
+llvm::ArrayRef<ArchInfo> allArchs() { return kArchs; }
+
+std::string archNames() {
+  return llvm::join(llvm::map_range(allArchs(),
+                                    [](const ArchInfo &a) { return a.name; }),
+                    ", ");
+}
+
+} // namespace mla

@@ -1,0 +1,95 @@
+//===- GPUTarget.cpp - gpu.module -> PTX ------------------------------------===//
+#include "mla/Target/GPUTarget.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace mla {
+
+FailureOr<std::string> compileGPU(ModuleOp module, const ArchInfo &arch,
+                                  GPUEmit emit) {
+  static std::once_flag initOnce;
+  std::call_once(initOnce, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  gpu::GPUModuleOp gpuModule;
+  module.walk([&](gpu::GPUModuleOp m) { gpuModule = m; });
+  if (!gpuModule)
+    return module.emitError("no gpu.module to compile");
+
+  // Translation works on a builtin module: copy the kernels into one.
+  MLIRContext *ctx = module.getContext();
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  ctx->appendDialectRegistry(registry);
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(gpuModule.getLoc());
+  OpBuilder b = OpBuilder::atBlockEnd(kernels->getBody());
+  IRMapping map;
+  for (Operation &op : gpuModule.getBody()->getOperations())
+    b.clone(op, map);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*kernels, llvmContext, "mla-kernels");
+  if (!llvmModule)
+    return module.emitError("translation of the GPU kernels to LLVM IR failed");
+  for (llvm::Function &f : llvmModule->functions())
+    if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty())
+      return module.emitError()
+             << "GPU kernels call '" << f.getName().str()
+             << "', which no code object provides";
+
+  llvm::Triple triple(arch.triple);
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return module.emitError() << "no " << arch.triple
+                              << " target in this LLVM: " << error;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, arch.cpu, arch.features, llvm::TargetOptions(), std::nullopt,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  if (llvm::Error err =
+          makeOptimizingTransformer(3, 0, tm.get())(llvmModule.get())) {
+    std::string msg = llvm::toString(std::move(err));
+    return module.emitError() << "LLVM optimisation failed: " << msg;
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (emit == GPUEmit::LLVMIR) {
+    llvmModule->print(os, nullptr);
+    return out;
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream bos(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, bos, nullptr,
+                              llvm::CodeGenFileType::AssemblyFile))
+    return module.emitError() << arch.name << " cannot emit assembly";
+  pm.run(*llvmModule);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+} // namespace mla

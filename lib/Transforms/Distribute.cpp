@@ -1,0 +1,344 @@
+//===- Distribute.cpp - mla-distribute: blockwise -> threads of a GPU ------===//
+//
+// Layer 4 for GPU targets. Inside every mla.grid:
+//   * each scf.parallel becomes a loop over its linearised iteration space
+//     strided by the workgroup's thread count (`idx = tid; idx < n;
+//     idx += threads`), followed by a gpu.barrier;
+//   * each mla.matmul becomes warp-level tensor-core code (mma.sync
+//     m16n8k16 on NVIDIA) for bf16/f16 operands, or a thread-distributed f32
+//     FMA loop otherwise, followed by a gpu.barrier.
+// The thread count is the grid config's `warps` times the target's warp size
+// and is recorded on the grid as `mla.block_size`.
+//
+//===----------------------------------------------------------------------===//
+#include "mla/Target/Arch.h"
+#include "mla/Transforms/Passes.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#define DEBUG_TYPE "mla-distribute"
+
+namespace mla {
+#define GEN_PASS_DEF_MLADISTRIBUTE
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+
+struct ThreadInfo {
+  Value tid;       // linear thread id in the workgroup
+  int64_t threads; // threads per workgroup
+  int64_t warpSize;
+};
+
+/// scf.parallel -> strided loop over the linearised space + barrier.
+void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti) {
+  ImplicitLocOpBuilder b(par.getLoc(), par);
+  // Extent of each dim: (ub - lb) / step, all our loops have lb 0 / step 1.
+  SmallVector<Value> extents;
+  Value total = indexConst(b, 1);
+  for (auto [lb, ub, step] :
+       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
+    Value n = arith::CeilDivSIOp::create(
+        b, arith::SubIOp::create(b, ub, lb), step);
+    extents.push_back(n);
+    total = arith::MulIOp::create(b, total, n);
+  }
+  forLoop(b, ti.tid, total, indexConst(b, ti.threads),
+          [&](ImplicitLocOpBuilder &lb, Value idx) {
+            IRMapping map;
+            Value rest = idx;
+            // Innermost dim varies fastest.
+            SmallVector<Value> ivs(extents.size());
+            for (int64_t d = extents.size() - 1; d >= 0; --d) {
+              Value local = d == 0 ? rest
+                                   : arith::RemUIOp::create(lb, rest,
+                                                            extents[d]);
+              if (d > 0)
+                rest = arith::DivUIOp::create(lb, rest, extents[d]);
+              ivs[d] = arith::AddIOp::create(
+                  lb, par.getLowerBound()[d],
+                  arith::MulIOp::create(lb, local, par.getStep()[d]));
+            }
+            for (auto [iv, v] : llvm::zip(par.getInductionVars(), ivs))
+              map.map(iv, v);
+            for (Operation &op : par.getBody()->without_terminator())
+              lb.clone(op, map);
+          });
+  gpu::BarrierOp::create(b);
+  par.erase();
+}
+
+/// Loads `width` consecutive elements at (row, col) of a 2-D memref, or zeros
+/// when `inBounds` is false.
+Value loadPair(ImplicitLocOpBuilder &b, Value mem, Value row, Value col,
+               Value inBounds, int64_t width) {
+  auto type = cast<MemRefType>(mem.getType());
+  auto vecType = VectorType::get({width}, type.getElementType());
+  auto ifOp = scf::IfOp::create(
+      b, inBounds,
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(
+            ib, ValueRange{vector::LoadOp::create(ib, vecType, mem,
+                                                  ValueRange{row, col})});
+      },
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        Value z = arith::ConstantOp::create(
+            ib, vecType,
+            DenseElementsAttr::get(
+                vecType, ib.getFloatAttr(type.getElementType(), 0.0)));
+        scf::YieldOp::create(ib, z);
+      });
+  return ifOp.getResult(0);
+}
+
+/// Packs a vector<2xbf16> into the i32 register mma.sync takes, or keeps a
+/// vector<2xf16> as is.
+Value mmaOperand(ImplicitLocOpBuilder &b, Value pair) {
+  auto vt = cast<VectorType>(pair.getType());
+  if (vt.getElementType().isF16())
+    return pair;
+  Value asInt = vector::BitCastOp::create(
+      b, VectorType::get({1}, b.getI32Type()), pair);
+  return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
+}
+
+/// mma.sync m16n8k16 with f32 accumulation. C tiles of 16x8 are spread over
+/// the warps; each warp walks K in steps of 16 loading its fragments from A
+/// and B (any memory space) and keeps the four accumulators in registers.
+/// Rows past M read as zero and are not stored.
+void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto aType = op.getA().getType();
+  Type elem = aType.getElementType();
+  const int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
+  const int64_t n = op.getC().getType().getDimSize(1);
+  const int64_t mt = (m + 15) / 16, nt = n / 8;
+  const int64_t warps = ti.threads / ti.warpSize;
+  Type f32 = b.getF32Type();
+  Value c0 = indexConst(b, 0), c1 = indexConst(b, 1), c2 = indexConst(b, 2);
+  Value c8 = indexConst(b, 8), cM = indexConst(b, m);
+  Value warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  Value lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  Value group = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  Value inGroup = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+  Value twoTg = arith::MulIOp::create(b, inGroup, c2);
+  Value zeroF = f32Const(b, 0.0);
+  auto resType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType =
+      elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+
+  forLoop(b, warp, indexConst(b, mt * nt), indexConst(b, warps),
+          [&](ImplicitLocOpBuilder &tb, Value tile) {
+    Value m0 = arith::MulIOp::create(
+        tb, arith::DivUIOp::create(tb, tile, indexConst(tb, nt)),
+        indexConst(tb, 16));
+    Value n0 = arith::MulIOp::create(
+        tb, arith::RemUIOp::create(tb, tile, indexConst(tb, nt)), c8);
+    // Accumulator rows g and g + 8, columns 2*tg and 2*tg + 1.
+    Value row0 = arith::AddIOp::create(tb, m0, group);
+    Value row1 = arith::AddIOp::create(tb, row0, c8);
+    Value col = arith::AddIOp::create(tb, n0, twoTg);
+    Value ok0 = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, row0, cM);
+    Value ok1 = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, row1, cM);
+    auto loadC = [&](Value row, Value ok, Value colIdx) -> Value {
+      if (!op.getAccumulate())
+        return zeroF;
+      auto ifOp = scf::IfOp::create(
+          tb, ok,
+          [&](OpBuilder &nb, Location loc) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            Value v =
+                memref::LoadOp::create(ib, op.getC(), ValueRange{row, colIdx});
+            if (Value s = op.getCScale())
+              v = arith::MulFOp::create(
+                  ib, v, memref::LoadOp::create(ib, s, ValueRange{row}));
+            scf::YieldOp::create(ib, v);
+          },
+          [&](OpBuilder &nb, Location loc) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            scf::YieldOp::create(ib, zeroF);
+          });
+      return ifOp.getResult(0);
+    };
+    Value col1 = arith::AddIOp::create(tb, col, c1);
+    SmallVector<Value> init = {loadC(row0, ok0, col), loadC(row0, ok0, col1),
+                               loadC(row1, ok1, col), loadC(row1, ok1, col1)};
+    auto kLoop = scf::ForOp::create(
+        tb, c0, indexConst(tb, k), indexConst(tb, 16), init,
+        [&](OpBuilder &nb, Location loc, Value k0, ValueRange acc) {
+          ImplicitLocOpBuilder kb(loc, nb);
+          Value kc = arith::AddIOp::create(kb, k0, twoTg);
+          Value kc8 = arith::AddIOp::create(kb, kc, c8);
+          // A registers r: rows g + 8*(r&1), cols 2*tg + 8*(r>>1).
+          SmallVector<Value> a = {
+              mmaOperand(kb, loadPair(kb, op.getA(), row0, kc, ok0, 2)),
+              mmaOperand(kb, loadPair(kb, op.getA(), row1, kc, ok1, 2)),
+              mmaOperand(kb, loadPair(kb, op.getA(), row0, kc8, ok0, 2)),
+              mmaOperand(kb, loadPair(kb, op.getA(), row1, kc8, ok1, 2))};
+          // B registers r: k = 2*tg + 8*r (+0, +1), n = g.
+          Value nIdx = arith::AddIOp::create(kb, n0, group);
+          SmallVector<Value> bRegs;
+          Value always = arith::ConstantIntOp::create(kb, 1, 1);
+          for (Value kk : {kc, kc8}) {
+            Value pair;
+            if (op.getTransposeB()) {
+              pair = loadPair(kb, op.getB(), nIdx, kk, always, 2);
+            } else {
+              Value lo = memref::LoadOp::create(kb, op.getB(),
+                                                ValueRange{kk, nIdx});
+              Value hi = memref::LoadOp::create(
+                  kb, op.getB(),
+                  ValueRange{arith::AddIOp::create(kb, kk, c1), nIdx});
+              pair = vector::FromElementsOp::create(
+                  kb, VectorType::get({2}, elem), ValueRange{lo, hi});
+            }
+            bRegs.push_back(mmaOperand(kb, pair));
+          }
+          auto mma = NVVM::MmaOp::create(
+              kb, resType, a, bRegs, acc, ArrayRef<int64_t>{16, 8, 16},
+              std::nullopt, std::nullopt,
+              std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                             NVVM::MMALayout::col});
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < 4; ++i)
+            next.push_back(LLVM::ExtractValueOp::create(kb, mma, i));
+          scf::YieldOp::create(kb, next);
+        });
+    auto storeC = [&](Value row, Value ok, Value v0, Value v1) {
+      scf::IfOp::create(tb, ok, [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        memref::StoreOp::create(ib, v0, op.getC(), ValueRange{row, col});
+        memref::StoreOp::create(ib, v1, op.getC(), ValueRange{row, col1});
+        scf::YieldOp::create(ib);
+      });
+    };
+    storeC(row0, ok0, kLoop.getResult(0), kLoop.getResult(1));
+    storeC(row1, ok1, kLoop.getResult(2), kLoop.getResult(3));
+  });
+  gpu::BarrierOp::create(b);
+  op.erase();
+}
+
+/// Any element types: one thread per C element, scalar f32 FMAs.
+void lowerMatmulScalar(MatmulOp op, const ThreadInfo &ti) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  const int64_t m = op.getA().getType().getDimSize(0),
+                k = op.getA().getType().getDimSize(1),
+                n = op.getC().getType().getDimSize(1);
+  Type f32 = b.getF32Type();
+  Value c0 = indexConst(b, 0), c1 = indexConst(b, 1), cN = indexConst(b, n);
+  forLoop(b, ti.tid, indexConst(b, m * n), indexConst(b, ti.threads),
+          [&](ImplicitLocOpBuilder &ib, Value idx) {
+            Value i = arith::DivUIOp::create(ib, idx, cN);
+            Value j = arith::RemUIOp::create(ib, idx, cN);
+            Value init = f32Const(ib, 0.0);
+            if (op.getAccumulate()) {
+              init = memref::LoadOp::create(ib, op.getC(), ValueRange{i, j});
+              if (Value s = op.getCScale())
+                init = arith::MulFOp::create(
+                    ib, init, memref::LoadOp::create(ib, s, ValueRange{i}));
+            }
+            Value sum = reduceLoop(
+                ib, c0, indexConst(ib, k), c1, init,
+                [&](ImplicitLocOpBuilder &kb, Value kk, Value acc) -> Value {
+                  Value a = castFloat(
+                      kb, memref::LoadOp::create(kb, op.getA(),
+                                                 ValueRange{i, kk}),
+                      f32);
+                  Value bv = castFloat(
+                      kb,
+                      memref::LoadOp::create(
+                          kb, op.getB(),
+                          op.getTransposeB() ? ValueRange{j, kk}
+                                             : ValueRange{kk, j}),
+                      f32);
+                  return math::FmaOp::create(kb, a, bv, acc);
+                });
+            memref::StoreOp::create(ib, sum, op.getC(), ValueRange{i, j});
+          });
+  gpu::BarrierOp::create(b);
+  op.erase();
+}
+
+/// exp2 / log2 on NVIDIA: the special-function unit's approximations
+/// (ex2.approx / lg2.approx, ~2 ulp), instead of libdevice calls.
+void lowerNVIDIAMath(GridOp grid) {
+  SmallVector<Operation *> ops;
+  grid.walk([&](Operation *op) {
+    if (isa<math::Exp2Op, math::Log2Op>(op) && op->getResultTypes()[0].isF32())
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    OpBuilder b(op);
+    StringRef name = isa<math::Exp2Op>(op) ? "llvm.nvvm.ex2.approx.ftz.f"
+                                           : "llvm.nvvm.lg2.approx.ftz.f";
+    auto call = LLVM::CallIntrinsicOp::create(
+        b, op->getLoc(), b.getF32Type(), b.getStringAttr(name),
+        op->getOperands());
+    op->replaceAllUsesWith(call->getResults());
+    op->erase();
+  }
+}
+
+struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
+  using MLADistributeBase::MLADistributeBase;
+
+  void runOnOperation() override {
+    const ArchInfo *arch = lookupArch(target);
+    if (!arch || arch->kind == TargetKind::Host) {
+      getOperation().emitError()
+          << "mla-distribute: '" << target << "' is not a GPU target";
+      return signalPassFailure();
+    }
+    WalkResult result = getOperation().walk([&](GridOp grid) {
+      int64_t warps = defaultWarps;
+      if (auto cfg = grid->getAttrOfType<ConfigAttr>("config"))
+        warps = cfg.getWarps();
+      ThreadInfo ti;
+      ti.threads = warps * arch->warpSize;
+      ti.warpSize = arch->warpSize;
+      ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
+          grid.getLoc(), &grid.getBody().front());
+      ti.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+      grid->setAttr("mla.block_size", b.getI64IntegerAttr(ti.threads));
+
+      SmallVector<scf::ParallelOp> pars;
+      grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
+      for (scf::ParallelOp p : pars)
+        distributeParallel(p, ti);
+      SmallVector<MatmulOp> mms;
+      grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
+      for (MatmulOp mm : mms) {
+        Type a = mm.getA().getType().getElementType();
+        Type bt = mm.getB().getType().getElementType();
+        int64_t m = mm.getC().getType().getDimSize(1);
+        int64_t k = mm.getA().getType().getDimSize(1);
+        bool tensorCore = arch->kind == TargetKind::NVIDIA && a == bt &&
+                          (a.isBF16() || a.isF16()) && k % 16 == 0 &&
+                          m % 8 == 0;
+        if (tensorCore)
+          lowerMatmulMmaSync(mm, ti);
+        else
+          lowerMatmulScalar(mm, ti);
+      }
+      if (arch->kind == TargetKind::NVIDIA)
+        lowerNVIDIAMath(grid);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,191 @@
+//===- LaunchPlan.cpp - grids -> kernels + a launch plan -------------------===//
+#include "mla/Transforms/LaunchPlan.h"
+
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+
+namespace mla {
+namespace {
+FailureOr<std::string> dtypeName(Operation *op, Type t) {
+  if (t.isBF16())
+    return std::string("bf16");
+  if (t.isF16())
+    return std::string("f16");
+  if (t.isF32())
+    return std::string("f32");
+  if (t.isInteger(32))
+    return std::string("i32");
+  if (t.isInteger(64))
+    return std::string("i64");
+  return op->emitError() << "element type " << t
+                         << " has no runtime representation";
+}
+} // namespace
+
+FailureOr<std::string> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return std::to_string(*c);
+  if (auto dim = v.getDefiningOp<memref::DimOp>()) {
+    auto arg = dyn_cast<BlockArgument>(dim.getSource());
+    std::optional<int64_t> d = dim.getConstantIndex();
+    if (arg && arg.getOwner()->getParentOp() == func && d)
+      return "arg" + std::to_string(arg.getArgNumber()) + "." +
+             std::to_string(*d);
+  }
+  return user->emitError()
+         << "size must be a constant or memref.dim of a function argument "
+            "with a constant dim, so that the launcher can compute it";
+}
+
+FailureOr<std::string> LaunchPlanBuilder::dimsExpr(MemRefType type,
+                                                   ValueRange dynSizes,
+                                                   Operation *user) {
+  SmallVector<std::string> dims;
+  unsigned dyn = 0;
+  for (int64_t d : type.getShape()) {
+    if (!ShapedType::isDynamic(d)) {
+      dims.push_back(std::to_string(d));
+      continue;
+    }
+    if (dynSizes.empty()) {
+      dims.push_back("?");
+      continue;
+    }
+    FailureOr<std::string> e = sizeExpr(dynSizes[dyn++], user);
+    if (failed(e))
+      return failure();
+    dims.push_back(*e);
+  }
+  return llvm::join(dims, ",");
+}
+
+LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    index[arg] = i;
+    auto role = func.getArgAttrOfType<StringAttr>(i, "mla.role");
+    std::string name = role ? role.str() : "arg" + std::to_string(i);
+    std::string line = "arg " + std::to_string(i) + " " + name + " ";
+    if (auto mt = dyn_cast<MemRefType>(arg.getType())) {
+      if (!mt.getLayout().isIdentity())
+        return func.emitError()
+               << "argument " << i << " must have an identity layout";
+      FailureOr<std::string> dt = dtypeName(func, mt.getElementType());
+      FailureOr<std::string> dims = dimsExpr(mt, {}, func);
+      if (failed(dt) || failed(dims))
+        return failure();
+      line += "memref " + *dt + " " + *dims;
+    } else if (arg.getType().isF32()) {
+      line += "scalar f32";
+    } else {
+      return func.emitError() << "argument " << i << " of type "
+                              << arg.getType()
+                              << " is not supported by the launcher";
+    }
+    lines.push_back(line);
+  }
+  int64_t next = func.getNumArguments();
+  for (Operation &op : func.getBody().front()) {
+    auto alloc = dyn_cast<memref::AllocOp>(op);
+    if (!alloc)
+      continue;
+    FailureOr<std::string> dt =
+        dtypeName(alloc, alloc.getType().getElementType());
+    FailureOr<std::string> dims =
+        dimsExpr(alloc.getType(), alloc.getDynamicSizes(), alloc);
+    if (failed(dt) || failed(dims))
+      return failure();
+    index[alloc.getResult()] = next;
+    lines.push_back("workspace " + std::to_string(next++) + " " + *dt + " " +
+                    *dims);
+  }
+  return success();
+}
+
+FailureOr<LaunchPlanBuilder::Captures> LaunchPlanBuilder::captures(GridOp grid) {
+  SetVector<Value> captured;
+  getUsedValuesDefinedAbove(grid.getBody(), captured);
+  Captures caps;
+  for (Value v : captured) {
+    if (index.count(v)) {
+      if (!llvm::is_contained(caps.params, v))
+        caps.params.push_back(v);
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    bool isDimOfPlanValue = def && isa<memref::DimOp>(def) &&
+                            index.count(def->getOperand(0)) &&
+                            getConstantIntValue(def->getOperand(1));
+    if (def && (isa<arith::ConstantOp>(def) || isDimOfPlanValue)) {
+      caps.clones.push_back(def);
+      if (isDimOfPlanValue && !llvm::is_contained(caps.params,
+                                                  def->getOperand(0)))
+        caps.params.push_back(def->getOperand(0));
+      continue;
+    }
+    return grid.emitError() << "grid captures a value that is neither a "
+                               "function argument, a workspace nor a "
+                               "constant";
+  }
+  return caps;
+}
+
+FailureOr<std::string> LaunchPlanBuilder::gridSizes(GridOp grid) {
+  SmallVector<std::string> sizes;
+  for (Value s : {grid.getGridX(), grid.getGridY(), grid.getGridZ()}) {
+    FailureOr<std::string> e = sizeExpr(s, grid);
+    if (failed(e))
+      return failure();
+    sizes.push_back(*e);
+  }
+  return llvm::join(sizes, ",");
+}
+
+void LaunchPlanBuilder::addLaunch(StringRef entry, ArrayRef<Value> params,
+                                  StringRef grid, StringRef suffix) {
+  SmallVector<std::string> argIdx;
+  for (Value p : params)
+    argIdx.push_back(std::to_string(index.lookup(p)));
+  lines.push_back(("launch " + entry + " args " + llvm::join(argIdx, ",") +
+                   " grid " + grid + suffix)
+                      .str());
+}
+
+DictionaryAttr LaunchPlanBuilder::finish() {
+  MLIRContext *ctx = func.getContext();
+  SmallVector<Attribute> lineAttrs;
+  for (const std::string &l : lines)
+    lineAttrs.push_back(StringAttr::get(ctx, l));
+  NamedAttrList plan;
+  plan.append("function", func.getSymNameAttr());
+  if (auto info = func->getAttrOfType<DictionaryAttr>("mla.kernel_info"))
+    plan.append("info", info);
+  plan.append("lines", ArrayAttr::get(ctx, lineAttrs));
+  return plan.getDictionary(ctx);
+}
+
+void LaunchPlanBuilder::cloneBody(GridOp grid, const Captures &caps,
+                                  ValueRange paramValues, ValueRange coords,
+                                  OpBuilder &builder) {
+  IRMapping map;
+  for (auto [p, a] : llvm::zip(caps.params, paramValues))
+    map.map(p, a);
+  for (Operation *def : caps.clones)
+    builder.clone(*def, map);
+  Block &body = grid.getBody().front();
+  for (unsigned k = 0; k < 3; ++k)
+    map.map(body.getArgument(k), coords[k]);
+  for (Operation &op : body)
+    builder.clone(op, map);
+}
+
+SmallVector<func::FuncOp> functionsWithGrids(ModuleOp module) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isExternal() && !f.getOps<GridOp>().empty())
+      funcs.push_back(f);
+  return funcs;
+}
+
+} // namespace mla

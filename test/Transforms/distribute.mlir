@@ -1,0 +1,96 @@
+// RUN: mla-opt %s -split-input-file --mla-distribute="target=sm_90a" | FileCheck %s
+// RUN: not mla-opt %s -split-input-file --mla-distribute="target=host" 2>&1 | FileCheck %s --check-prefix=HOST
+
+// HOST: error: mla-distribute: 'host' is not a GPU target
+
+// scf.parallel -> a loop over the linearised space strided by the thread
+// count (2 warps x 32), then a barrier; exp2 -> ex2.approx.
+// CHECK-LABEL: func @parallel
+// CHECK: mla.grid in {{.*}} attributes {{{.*}}mla.block_size = 64 : i64{{.*}}}
+// CHECK:   %[[TID:.*]] = gpu.thread_id x
+// CHECK:   scf.for %[[I:.*]] = %[[TID]] to %{{.*}} step %c64
+// CHECK:     %[[C:.*]] = arith.remui %[[I]], %{{.*}}
+// CHECK:     %[[R:.*]] = arith.divui %[[I]], %{{.*}}
+// CHECK:     llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK:     memref.store
+// CHECK:   gpu.barrier
+// CHECK-NOT: scf.parallel
+func.func @parallel(%buf: memref<4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  mla.grid in (%c1, %c1, %c1) attributes {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 1, warps = 2, stages = 1>} {
+  ^bb0(%x: index, %y: index, %z: index):
+    scf.parallel (%r, %c) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+      %v = memref.load %buf[%r, %c] : memref<4x8xf32>
+      %e = math.exp2 %v : f32
+      memref.store %e, %buf[%r, %c] : memref<4x8xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
+// bf16 Q·Kᵀ on tensor cores: 16x8 C tiles over the warps (4 warps by
+// default), K in steps of 16, packed bf16 pairs, rows past M = 4 masked.
+// CHECK-LABEL: func @qk
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[WARP:.*]] = arith.divui %[[TID]], %c32
+// CHECK: scf.for %[[T:.*]] = %[[WARP]] to %c8{{.*}} step %c4
+// CHECK:   arith.cmpi ult, %{{.*}}, %c4
+// CHECK:   scf.for %{{.*}} = %c0{{.*}} to %c48{{.*}} step %c16{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32, f32, f32)
+// CHECK:     vector.load %arg0[{{.*}}] : memref<4x48xbf16>, vector<2xbf16>
+// CHECK:     vector.bitcast %{{.*}} : vector<2xbf16> to vector<1xi32>
+// CHECK:     vector.load %arg1[{{.*}}] : memref<64x48xbf16>, vector<2xbf16>
+// CHECK:     nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK:   memref.store %{{.*}}, %arg2
+// CHECK: gpu.barrier
+func.func @qk(%q: memref<4x48xbf16>, %k: memref<64x48xbf16>, %s: memref<4x64xf32>) {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    mla.matmul %q, %k, %s {transpose_b} : memref<4x48xbf16>, memref<64x48xbf16>, memref<4x64xf32>
+  }
+  return
+}
+
+// -----
+
+// P·V accumulates into C scaled by the row correction; B is [K, N] so its
+// pairs are gathered from two rows.
+// CHECK-LABEL: func @pv
+// CHECK: memref.load %arg2[{{.*}}] : memref<16x32xf32>
+// CHECK: memref.load %arg3[{{.*}}] : memref<16xf32>
+// CHECK: arith.mulf
+// CHECK: memref.load %arg1[{{.*}}] : memref<16x32xf16>
+// CHECK: vector.from_elements {{.*}} : vector<2xf16>
+// CHECK: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
+// CHECK: gpu.barrier
+func.func @pv(%p: memref<16x16xf16>, %v: memref<16x32xf16>, %acc: memref<16x32xf32>, %corr: memref<16xf32>) {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    mla.matmul %p, %v, %acc scale %corr {accumulate} : memref<16x16xf16>, memref<16x32xf16>, memref<16x32xf32>, memref<16xf32>
+  }
+  return
+}
+
+// -----
+
+// f32 operands: one thread per C element with scalar FMAs.
+// CHECK-LABEL: func @f32
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %c48{{.*}} step %c128
+// CHECK:   math.fma
+// CHECK: gpu.barrier
+// CHECK-NOT: nvvm.mma.sync
+func.func @f32(%a: memref<4x8xf32>, %b: memref<12x8xf32>, %c: memref<4x12xf32>) {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    mla.matmul %a, %b, %c {transpose_b} : memref<4x8xf32>, memref<12x8xf32>, memref<4x12xf32>
+  }
+  return
+}

@@ -1,0 +1,35 @@
+// RUN: mla-opt %s -split-input-file --mla-outline-gpu-kernels="target=sm_90a" | FileCheck %s
+// RUN: not mla-opt %s -split-input-file --mla-outline-gpu-kernels="target=sm_80" 2>&1 | FileCheck %s --check-prefix=SMALL
+
+// A distributed grid becomes a gpu.func kernel reading gpu.block_id; its
+// tiles move to dynamic shared memory at 16-byte aligned offsets; the plan
+// records block size and shared bytes.
+// CHECK: module attributes {gpu.container_module, mla.launch_plans = [{function = "f", lines = ["arg 0 q memref bf16 ?,16", "arg 1 arg1 memref f32 ?,16", "launch f_k0 args 0,1 grid arg0.0,1,1 block 64,1,1 shared 168064"]}]}
+// CHECK: gpu.module @mla_kernels
+// CHECK:   gpu.func @f_k0(%[[Q:.*]]: memref<?x16xbf16>, %[[O:.*]]: memref<?x16xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// CHECK:     %[[SMEM:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK:     %[[X:.*]] = gpu.block_id x
+// CHECK:     %[[T0:.*]] = memref.view %[[SMEM]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x5xf32, #gpu.address_space<workgroup>>
+// CHECK:     %[[T1:.*]] = memref.view %[[SMEM]][%c64{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<21000x4xbf16, #gpu.address_space<workgroup>>
+// CHECK:     memref.subview %[[T1]][0, 0] [8, 2] [1, 1] : memref<21000x4xbf16, #gpu.address_space<workgroup>> to memref<8x2xbf16, strided<[4, 1]>, #gpu.address_space<workgroup>>
+// CHECK:     memref.load %[[Q]][%[[X]], %{{.*}}]
+// CHECK:     gpu.return
+// SMALL: error: kernel needs 168064 bytes of shared memory, more than the target's 166912; choose a smaller tile_kv or head_group
+func.func @f(%q: memref<?x16xbf16> {mla.role = "q"}, %o: memref<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = memref.dim %q, %c0 : memref<?x16xbf16>
+  mla.grid in (%b, %c1, %c1) attributes {mla.block_size = 64 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %t0 = memref.alloca() : memref<3x5xf32>
+    %t1 = memref.alloca() : memref<21000x4xbf16>
+    %sub = memref.subview %t1[0, 0] [8, 2] [1, 1] : memref<21000x4xbf16> to memref<8x2xbf16, strided<[4, 1]>>
+    %v = memref.load %q[%x, %c0] : memref<?x16xbf16>
+    memref.store %v, %sub[%c0, %c0] : memref<8x2xbf16, strided<[4, 1]>>
+    %w = memref.load %sub[%c1, %c1] : memref<8x2xbf16, strided<[4, 1]>>
+    %e = arith.extf %w : bf16 to f32
+    memref.store %e, %t0[%c0, %c0] : memref<3x5xf32>
+    memref.store %e, %o[%x, %c0] : memref<?x16xf32>
+  }
+  return
+}
