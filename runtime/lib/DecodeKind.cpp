@@ -148,7 +148,7 @@ static Status checkDecodeManifest(const Manifest &m) {
 
 static Status validateDecodeArgs(const Manifest &m,
                                  const std::vector<ArgValue> &args,
-                                 Backend &backend) {
+                                 const std::vector<const void *> &hostData) {
   auto tensor = [&](const char *role) -> const TensorView & {
     return args[m.findArg(role)->index].tensor();
   };
@@ -202,23 +202,18 @@ static Status validateDecodeArgs(const Manifest &m,
   if (pageSize < 1)
     return argError("kv: the page size (dim 1) is 0");
 
-  // Block table entries and lengths are read through the backend, so the
-  // checks work wherever the tensors live.
+  // Lengths and block-table entries are content checks: they need host
+  // copies of the tensors on devices whose memory the host cannot read.
   int64_t maxPages = blockTable.shape[1];
-  std::vector<uint8_t> lens(seqLens.sizeInBytes());
-  std::vector<uint8_t> table(blockTable.sizeInBytes());
-  if (Status s = backend.copyToHost(lens.data(), seqLens.data, lens.size());
-      !s.ok())
-    return s.withContext("seq_lens");
-  if (Status s =
-          backend.copyToHost(table.data(), blockTable.data, table.size());
-      !s.ok())
-    return s.withContext("block_table");
+  const void *lens = hostData[m.findArg("seq_lens")->index];
+  const void *table = hostData[m.findArg("block_table")->index];
+  if (!lens)
+    return Status::success();
   int64_t capacity;
   if (__builtin_mul_overflow(maxPages, pageSize, &capacity))
     capacity = INT64_MAX;
   for (int64_t b = 0; b < batch; ++b) {
-    int64_t len = readIndex(lens.data(), seqLens.dtype, b);
+    int64_t len = readIndex(lens, seqLens.dtype, b);
     std::string where =
         "seq_lens[" + std::to_string(b) + "] = " + std::to_string(len);
     if (len < 0)
@@ -228,10 +223,11 @@ static Status validateDecodeArgs(const Manifest &m,
                       std::to_string(maxPages) + " pages x " +
                       std::to_string(pageSize) + " = " +
                       std::to_string(capacity) + " tokens)");
+    if (!table)
+      continue;
     int64_t usedPages = (len + pageSize - 1) / pageSize;
     for (int64_t p = 0; p < usedPages; ++p) {
-      int64_t page =
-          readIndex(table.data(), blockTable.dtype, b * maxPages + p);
+      int64_t page = readIndex(table, blockTable.dtype, b * maxPages + p);
       if (page < 0 || page >= numPages)
         return argError("block_table[" + std::to_string(b) + "][" +
                         std::to_string(p) + "] = " + std::to_string(page) +

@@ -16,10 +16,6 @@
 
 using namespace mla::rt;
 
-Module::~Module() = default;
-DeviceBuffer::~DeviceBuffer() = default;
-Backend::~Backend() = default;
-
 namespace {
 
 #if defined(__x86_64__)
@@ -95,13 +91,28 @@ public:
   loadModule(const std::vector<uint8_t> &code,
              const std::vector<std::string> &entries) override;
   Expected<std::unique_ptr<DeviceBuffer>> allocate(size_t bytes) override;
+  bool usesHostMemory() const override { return true; }
+  bool isAsynchronous() const override { return false; }
   Status copyToHost(void *dst, const void *src, size_t bytes) override {
     if (bytes)
       std::memcpy(dst, src, bytes);
     return Status::success();
   }
-  Status launch(const Module &module, size_t entryIndex, const Grid &grid,
+  Status copyToDevice(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memcpy(dst, src, bytes);
+    return Status::success();
+  }
+  Status fillBytes(void *dst, uint8_t value, size_t bytes) override {
+    if (bytes)
+      std::memset(dst, value, bytes);
+    return Status::success();
+  }
+  Status launch(const Module &module, size_t entryIndex,
+                const LaunchConfig &config,
                 const std::vector<const ArgValue *> &args) override;
+  Status synchronize(void *) override { return Status::success(); }
+  Expected<MemoryInfo> getMemoryInfo() override;
 
 private:
   ThreadPool pool;
@@ -159,8 +170,9 @@ Expected<std::unique_ptr<DeviceBuffer>> HostBackend::allocate(size_t bytes) {
 }
 
 Status HostBackend::launch(const Module &module, size_t entryIndex,
-                           const Grid &grid,
+                           const LaunchConfig &config,
                            const std::vector<const ArgValue *> &args) {
+  const Grid &grid = config.grid;
   if (&module.getBackend() != this)
     return backendError("module was loaded by another backend");
   const auto &hostModule = static_cast<const HostModule &>(module);
@@ -206,6 +218,16 @@ Status HostBackend::launch(const Module &module, size_t entryIndex,
     entry(argPtrs, id % sizeX, id % sizeXY / sizeX, id / sizeXY);
   });
   return Status::success();
+}
+
+Expected<MemoryInfo> HostBackend::getMemoryInfo() {
+  long pageSize = sysconf(_SC_PAGESIZE);
+  long available = sysconf(_SC_AVPHYS_PAGES);
+  long total = sysconf(_SC_PHYS_PAGES);
+  if (pageSize <= 0 || available < 0 || total <= 0)
+    return backendError("cannot read the host's memory size");
+  return MemoryInfo{static_cast<size_t>(available) * pageSize,
+                    static_cast<size_t>(total) * pageSize};
 }
 
 std::shared_ptr<Backend>

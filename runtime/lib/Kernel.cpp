@@ -46,6 +46,21 @@ public:
     free.push_back(std::move(buffer));
   }
 
+  /// Makes sure an idle buffer of at least `bytes` is in the pool.
+  Status reserve(Backend &backend, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (const auto &buffer : free)
+        if (buffer->size() >= bytes)
+          return Status::success();
+    }
+    Expected<std::unique_ptr<DeviceBuffer>> buffer = backend.allocate(bytes);
+    if (!buffer.ok())
+      return buffer.status();
+    release(buffer.take());
+    return Status::success();
+  }
+
 private:
   std::mutex mutex;
   std::vector<std::unique_ptr<DeviceBuffer>> free;
@@ -89,11 +104,20 @@ struct Kernel::Impl {
   /// Module entry of each launch.
   std::vector<size_t> launchEntries;
   const KernelKindRules *rules = nullptr;
+  /// Synchronous backends: buffers handed to one launch at a time.
   WorkspacePool workspaces;
+  /// Asynchronous backends: the buffer of reserveWorkspace.
+  std::mutex reservedMutex;
+  std::shared_ptr<DeviceBuffer> reserved;
 
   const TargetSpec &target() const { return manifest.targets[targetIndex]; }
   Status checkStructure(const std::vector<ArgValue> &args) const;
-  Status validate(const std::vector<ArgValue> &args) const;
+  Status validate(const std::vector<ArgValue> &args,
+                  const LaunchOptions *options) const;
+  /// The workspace views (data relative to the workspace base, i.e. the
+  /// offsets) and the total size.
+  Expected<size_t> layoutWorkspaces(const std::vector<ArgValue> &args,
+                                    std::vector<TensorView> &views) const;
 };
 
 /// The checks the runtime itself relies on: count, kind, dtype, rank.
@@ -135,7 +159,8 @@ Status Kernel::Impl::checkStructure(const std::vector<ArgValue> &args) const {
   return Status::success();
 }
 
-Status Kernel::Impl::validate(const std::vector<ArgValue> &args) const {
+Status Kernel::Impl::validate(const std::vector<ArgValue> &args,
+                              const LaunchOptions *options) const {
   if (Status status = checkStructure(args); !status.ok())
     return status;
   for (const ManifestArg &expected : manifest.args) {
@@ -151,32 +176,29 @@ Status Kernel::Impl::validate(const std::vector<ArgValue> &args) const {
     if (!t.data && t.numElements() > 0)
       return argError(role + ": data is null");
   }
-  if (rules)
-    return rules->validateArgs(manifest, args, *backend);
-  return Status::success();
+  if (!rules)
+    return Status::success();
+  // What the content checks may read: the tensors themselves when they live
+  // in host memory, otherwise the host copies the caller passed.
+  std::vector<const void *> hostData(args.size(), nullptr);
+  for (const ManifestArg &arg : manifest.args) {
+    if (arg.kind != ArgKind::Memref)
+      continue;
+    if (backend->usesHostMemory())
+      hostData[arg.index] = args[arg.index].tensor().data;
+    else if (options && arg.role == "block_table")
+      hostData[arg.index] = options->hostBlockTable;
+    else if (options && arg.role == "seq_lens")
+      hostData[arg.index] = options->hostSeqLens;
+  }
+  return rules->validateArgs(manifest, args, hostData);
 }
 
-const Manifest &Kernel::getManifest() const { return impl->manifest; }
-
-const TargetSpec &Kernel::getTarget() const { return impl->target(); }
-
-Status Kernel::validate(const std::vector<ArgValue> &args) const {
-  return impl->validate(args);
-}
-
-Status Kernel::launch(const std::vector<ArgValue> &args,
-                      const LaunchOptions &options) const {
-  Impl &k = *impl;
-  Status status = options.validate ? k.validate(args) : k.checkStructure(args);
-  if (!status.ok())
-    return status;
-
-  // Lay the workspaces out in one buffer, each 64-byte aligned.
-  const TargetSpec &target = k.target();
-  std::vector<ArgValue> workspaces;
-  std::vector<size_t> offsets;
-  size_t totalBytes = 0;
-  for (const WorkspaceSpec &spec : target.workspaces) {
+Expected<size_t>
+Kernel::Impl::layoutWorkspaces(const std::vector<ArgValue> &args,
+                               std::vector<TensorView> &views) const {
+  size_t total = 0;
+  for (const WorkspaceSpec &spec : target().workspaces) {
     TensorView view{nullptr, spec.dtype, {}};
     int64_t bytes = static_cast<int64_t>(dtypeSize(spec.dtype));
     for (const DimExpr &dim : spec.dims) {
@@ -185,37 +207,137 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
         return argError("workspace " + std::to_string(spec.index) + ": shape " +
                         shapeToString(view.shape) + " is too large");
     }
-    offsets.push_back(totalBytes);
-    totalBytes += (static_cast<size_t>(bytes) + 63) / 64 * 64;
-    workspaces.emplace_back(std::move(view));
+    // Offsets from the base; launch() adds the base address.
+    view.data = reinterpret_cast<void *>(total);
+    size_t padded = (static_cast<size_t>(bytes) + kWorkspaceAlignment - 1) /
+                    kWorkspaceAlignment * kWorkspaceAlignment;
+    if (__builtin_add_overflow(total, padded, &total))
+      return argError("the workspaces are too large");
+    views.push_back(std::move(view));
   }
-  std::unique_ptr<DeviceBuffer> buffer;
-  if (totalBytes) {
+  return total;
+}
+
+const Manifest &Kernel::getManifest() const { return impl->manifest; }
+
+const TargetSpec &Kernel::getTarget() const { return impl->target(); }
+
+Status Kernel::validate(const std::vector<ArgValue> &args) const {
+  return impl->validate(args, nullptr);
+}
+
+Status Kernel::validate(const std::vector<ArgValue> &args,
+                        const LaunchOptions &options) const {
+  return impl->validate(args, &options);
+}
+
+Expected<size_t>
+Kernel::workspaceBytes(const std::vector<ArgValue> &args) const {
+  if (Status status = impl->checkStructure(args); !status.ok())
+    return status;
+  std::vector<TensorView> views;
+  return impl->layoutWorkspaces(args, views);
+}
+
+Expected<size_t> Kernel::workspaceBytes(const DecodeArgs &args) const {
+  Expected<std::vector<ArgValue>> bound = bindDecode(args);
+  if (!bound.ok())
+    return bound.status();
+  return workspaceBytes(*bound);
+}
+
+Status Kernel::reserveWorkspace(size_t bytes) const {
+  Impl &k = *impl;
+  if (bytes == 0)
+    return Status::success();
+  if (!k.backend->isAsynchronous())
+    return k.workspaces.reserve(*k.backend, bytes)
+        .withContext("reserving the workspace");
+  std::lock_guard<std::mutex> lock(k.reservedMutex);
+  if (k.reserved && k.reserved->size() >= bytes)
+    return Status::success();
+  Expected<std::unique_ptr<DeviceBuffer>> buffer = k.backend->allocate(bytes);
+  if (!buffer.ok())
+    return buffer.status().withContext("reserving the workspace");
+  k.reserved = buffer.take();
+  return Status::success();
+}
+
+Status Kernel::launch(const std::vector<ArgValue> &args,
+                      const LaunchOptions &options) const {
+  Impl &k = *impl;
+  Status status =
+      options.validate ? k.validate(args, &options) : k.checkStructure(args);
+  if (!status.ok())
+    return status;
+
+  std::vector<TensorView> layout;
+  Expected<size_t> totalBytes = k.layoutWorkspaces(args, layout);
+  if (!totalBytes.ok())
+    return totalBytes.status();
+
+  // Where the workspaces live: the caller's buffer, the reserved buffer
+  // (asynchronous backends never allocate here) or a pooled one.
+  uint8_t *base = nullptr;
+  std::shared_ptr<DeviceBuffer> reserved;
+  std::unique_ptr<DeviceBuffer> pooled;
+  if (*totalBytes && options.workspace) {
+    if (reinterpret_cast<uintptr_t>(options.workspace) % kWorkspaceAlignment)
+      return argError("LaunchOptions::workspace must be " +
+                      std::to_string(kWorkspaceAlignment) + "-byte aligned");
+    if (options.workspaceBytes < *totalBytes)
+      return argError("workspace too small: this launch needs " +
+                      std::to_string(*totalBytes) +
+                      " bytes, LaunchOptions::workspace has " +
+                      std::to_string(options.workspaceBytes));
+    base = static_cast<uint8_t *>(options.workspace);
+  } else if (*totalBytes && k.backend->isAsynchronous()) {
+    {
+      std::lock_guard<std::mutex> lock(k.reservedMutex);
+      reserved = k.reserved;
+    }
+    size_t have = reserved ? reserved->size() : 0;
+    if (have < *totalBytes)
+      return argError("workspace too small: this launch needs " +
+                      std::to_string(*totalBytes) + " bytes, the kernel has " +
+                      std::to_string(have) +
+                      " reserved (call Kernel::reserveWorkspace or pass "
+                      "LaunchOptions::workspace)");
+    base = static_cast<uint8_t *>(reserved->data());
+  } else if (*totalBytes) {
     Expected<std::unique_ptr<DeviceBuffer>> acquired =
-        k.workspaces.acquire(*k.backend, totalBytes);
+        k.workspaces.acquire(*k.backend, *totalBytes);
     if (!acquired.ok())
       return acquired.status().withContext("allocating workspaces");
-    buffer = acquired.take();
+    pooled = acquired.take();
   }
-  WorkspaceLease lease(k.workspaces, std::move(buffer));
-  for (size_t i = 0; i < workspaces.size(); ++i) {
-    TensorView view = workspaces[i].tensor();
-    view.data = lease.data() + offsets[i];
-    workspaces[i] = ArgValue(std::move(view));
+  WorkspaceLease lease(k.workspaces, std::move(pooled));
+  if (!base)
+    base = lease.data();
+  std::vector<ArgValue> workspaces;
+  workspaces.reserve(layout.size());
+  for (TensorView &view : layout) {
+    view.data = base + reinterpret_cast<uintptr_t>(view.data);
+    workspaces.emplace_back(std::move(view));
   }
 
+  const TargetSpec &target = k.target();
+  std::vector<const ArgValue *> launchArgs;
   for (size_t l = 0; l < target.launches.size(); ++l) {
     const LaunchSpec &spec = target.launches[l];
-    std::vector<const ArgValue *> launchArgs;
+    launchArgs.clear();
     for (int index : spec.args)
       launchArgs.push_back(index < static_cast<int>(args.size())
                                ? &args[index]
                                : &workspaces[index - args.size()]);
-    Grid grid;
+    LaunchConfig config;
     for (int d = 0; d < 3; ++d)
-      grid[d] = evalDim(spec.grid[d], args);
-    if (Status status =
-            k.backend->launch(*k.module, k.launchEntries[l], grid, launchArgs);
+      config.grid[d] = evalDim(spec.grid[d], args);
+    config.block = spec.block;
+    config.sharedBytes = spec.sharedBytes;
+    config.stream = options.stream;
+    if (Status status = k.backend->launch(*k.module, k.launchEntries[l], config,
+                                          launchArgs);
         !status.ok())
       return status.withContext("launch '" + spec.entry + "'");
   }
@@ -247,8 +369,8 @@ Status Kernel::launchByRole(const std::map<std::string, ArgValue> &argsByRole,
   return launch(*args, options);
 }
 
-Status Kernel::launchDecode(const DecodeArgs &args,
-                            const LaunchOptions &options) const {
+Expected<std::vector<ArgValue>>
+Kernel::bindDecode(const DecodeArgs &args) const {
   const Manifest &manifest = impl->manifest;
   if (manifest.kernel != "decode")
     return Status::error(ErrorCode::Unsupported,
@@ -256,14 +378,21 @@ Status Kernel::launchDecode(const DecodeArgs &args,
                              manifest.kernel + "'");
   // The decode rules guarantee a floating-point scale.
   Scalar scale = Scalar::ofFloat(manifest.findArg("scale")->dtype, args.scale);
-  return launchByRole({{"q", args.q},
-                       {"kv", args.kv},
-                       {"block_table", args.blockTable},
-                       {"seq_lens", args.seqLens},
-                       {"scale", scale},
-                       {"o", args.o},
-                       {"lse", args.lse}},
-                      options);
+  return bindByRole({{"q", args.q},
+                     {"kv", args.kv},
+                     {"block_table", args.blockTable},
+                     {"seq_lens", args.seqLens},
+                     {"scale", scale},
+                     {"o", args.o},
+                     {"lse", args.lse}});
+}
+
+Status Kernel::launchDecode(const DecodeArgs &args,
+                            const LaunchOptions &options) const {
+  Expected<std::vector<ArgValue>> bound = bindDecode(args);
+  if (!bound.ok())
+    return bound.status();
+  return launch(*bound, options);
 }
 
 Expected<Kernel> Device::loadKernel(const Package &package,
@@ -301,18 +430,26 @@ Expected<Kernel> Device::loadKernel(const Package &package,
   if (!module.ok())
     return module.status().withContext("target '" + target->name + "'");
   impl->module = module.take();
+  for (size_t l = 0; l < target->launches.size(); ++l) {
+    const LaunchSpec &launch = target->launches[l];
+    LaunchConfig config;
+    config.block = launch.block;
+    config.sharedBytes = launch.sharedBytes;
+    if (Status status = backend->prepareLaunch(*impl->module,
+                                               impl->launchEntries[l], config);
+        !status.ok())
+      return status.withContext("target '" + target->name + "': launch '" +
+                                launch.entry + "'");
+  }
   return Kernel(std::move(impl));
 }
 
 Expected<Kernel> Device::loadKernel(const Package &package) const {
-  std::string targets;
-  for (const TargetSpec &target : package.manifest.targets) {
-    if (backend->supportsTarget(target.name))
-      return loadKernel(package, target.name);
-    targets += (targets.empty() ? "" : ", ") + target.name;
-  }
-  return Status::error(ErrorCode::Unsupported,
-                       "the package has no target for device '" +
-                           std::string(getName()) +
-                           "' (its targets: " + targets + ")");
+  std::vector<std::string> targets;
+  for (const TargetSpec &target : package.manifest.targets)
+    targets.push_back(target.name);
+  Expected<std::string> target = backend->selectTarget(targets);
+  if (!target.ok())
+    return target.status();
+  return loadKernel(package, *target);
 }

@@ -9,7 +9,6 @@
 #ifndef MLA_RUNTIME_LIB_KERNELKINDS_H
 #define MLA_RUNTIME_LIB_KERNELKINDS_H
 
-#include "mla/runtime/Backend.h"
 #include "mla/runtime/Manifest.h"
 #include "mla/runtime/Status.h"
 #include "mla/runtime/Tensor.h"
@@ -24,9 +23,12 @@ struct KernelKindRules {
   /// Checks a parsed manifest of this kind (InvalidManifest errors).
   Status (*checkManifest)(const Manifest &manifest);
   /// Checks launch arguments that already passed the generic checks
-  /// (InvalidArgument errors naming the argument).
+  /// (InvalidArgument errors naming the argument). `hostData[i]` is where
+  /// the host can read the contents of memref argument i, or nullptr when
+  /// it cannot (the content checks that need it are skipped).
   Status (*validateArgs)(const Manifest &manifest,
-                         const std::vector<ArgValue> &args, Backend &backend);
+                         const std::vector<ArgValue> &args,
+                         const std::vector<const void *> &hostData);
 };
 
 /// nullptr for kinds without rules.

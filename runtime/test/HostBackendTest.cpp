@@ -21,25 +21,6 @@ Kernel loadDecode(const DecodeShape &shape, unsigned threads = 0) {
   return kernel.take();
 }
 
-/// Compares the kernel's outputs with the float64 reference.
-void expectMatchesReference(const DecodeShape &shape, const DecodeData &data) {
-  Reference ref = referenceDecode(shape, data);
-  std::vector<float> o = toFloats(data.o);
-  const float *lse = data.lse.dataAs<float>();
-  double oTolerance = shape.dtype == DType::F32 ? 1e-5 : 1e-2;
-  ASSERT_EQ(o.size(), ref.o.size());
-  for (size_t i = 0; i < o.size(); ++i)
-    ASSERT_NEAR(o[i], ref.o[i], oTolerance) << "o element " << i;
-  for (size_t i = 0; i < ref.lse.size(); ++i) {
-    if (std::isinf(ref.lse[i])) {
-      EXPECT_TRUE(std::isinf(lse[i]) && lse[i] < 0) << "lse element " << i;
-      continue;
-    }
-    ASSERT_NEAR(lse[i], ref.lse[i], 1e-4 * std::max(1.0, std::abs(ref.lse[i])))
-        << "lse element " << i;
-  }
-}
-
 struct NumericsCase {
   const char *name;
   DecodeShape shape;

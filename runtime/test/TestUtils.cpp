@@ -215,6 +215,26 @@ Reference mla::rt::test::referenceDecode(const DecodeShape &s,
   return ref;
 }
 
+/// Compares the kernel's outputs with the float64 reference.
+void mla::rt::test::expectMatchesReference(const DecodeShape &shape,
+                                           const DecodeData &data) {
+  Reference ref = referenceDecode(shape, data);
+  std::vector<float> o = toFloats(data.o);
+  const float *lse = data.lse.dataAs<float>();
+  double oTolerance = shape.dtype == DType::F32 ? 1e-5 : 1e-2;
+  ASSERT_EQ(o.size(), ref.o.size());
+  for (size_t i = 0; i < o.size(); ++i)
+    ASSERT_NEAR(o[i], ref.o[i], oTolerance) << "o element " << i;
+  for (size_t i = 0; i < ref.lse.size(); ++i) {
+    if (std::isinf(ref.lse[i])) {
+      EXPECT_TRUE(std::isinf(lse[i]) && lse[i] < 0) << "lse element " << i;
+      continue;
+    }
+    ASSERT_NEAR(lse[i], ref.lse[i], 1e-4 * std::max(1.0, std::abs(ref.lse[i])))
+        << "lse element " << i;
+  }
+}
+
 TempDir::TempDir() {
   std::string pattern =
       (std::filesystem::temp_directory_path() / "mla-rt-test-XXXXXX").string();

@@ -59,6 +59,9 @@ struct Reference {
 };
 Reference referenceDecode(const DecodeShape &shape, const DecodeData &data);
 
+/// Compares data.o and data.lse with referenceDecode (gtest failures).
+void expectMatchesReference(const DecodeShape &shape, const DecodeData &data);
+
 /// The elements of a bf16/f16/f32 tensor as floats.
 std::vector<float> toFloats(const HostTensor &tensor);
 

@@ -21,11 +21,15 @@ struct DeviceOptions {
 };
 
 /// A handle to a backend. Copies share the backend (and, for the host, its
-/// thread pool); the backend lives until the last Device or Kernel using it
-/// is gone.
+/// thread pool); the backend lives until the last Device, Kernel or
+/// DeviceTensor using it is gone.
 class Device {
 public:
-  /// Opens a device by name; this build knows "host".
+  /// Opens a device by name:
+  ///  * "host": the host backend;
+  ///  * "cuda", "cuda:N": CUDA device 0 / N (libcuda.so.1 is loaded at run
+  ///    time); the error is one line, e.g. "cuda: no CUDA device";
+  ///  * "auto": "cuda" when it opens, "host" otherwise.
   static Expected<Device> open(std::string_view name,
                                const DeviceOptions &options = {});
 
@@ -38,8 +42,10 @@ public:
 
   std::string_view getName() const { return backend->getName(); }
   Backend &getBackend() const { return *backend; }
+  const std::shared_ptr<Backend> &shareBackend() const { return backend; }
 
-  /// Loads the package's first target this device supports.
+  /// Loads the package's target this device prefers (Backend::selectTarget:
+  /// the first supported one on the host; sm_90a, then sm_80 on CUDA).
   Expected<Kernel> loadKernel(const Package &package) const;
 
   /// Loads the package's target named `target`.
@@ -48,6 +54,41 @@ public:
 
 private:
   std::shared_ptr<Backend> backend;
+};
+
+/// An owning tensor in a device's memory (host memory for the host device),
+/// for tools and tests: allocation and the copies are synchronous. Movable.
+class DeviceTensor {
+public:
+  DeviceTensor() = default;
+
+  /// Contents undefined. Fails on negative dims or a size that overflows.
+  static Expected<DeviceTensor> allocate(const Device &device, DType dtype,
+                                         std::vector<int64_t> shape);
+  /// allocate() of the view's dtype and shape, then its contents copied in.
+  static Expected<DeviceTensor> upload(const Device &device,
+                                       const TensorView &host);
+
+  /// The device view to pass to a launch; valid while this object is alive.
+  TensorView view() const { return {data(), dtype, shape}; }
+  void *data() const { return buffer ? buffer->data() : nullptr; }
+  DType getDType() const { return dtype; }
+  const std::vector<int64_t> &getShape() const { return shape; }
+  size_t sizeInBytes() const { return view().sizeInBytes(); }
+
+  /// Copies sizeInBytes() bytes from / to host memory.
+  Status copyFromHost(const void *src) const;
+  Status copyToHost(void *dst) const;
+  /// A host copy of the contents.
+  Expected<HostTensor> download() const;
+  /// Sets every byte to `value`.
+  Status fillBytes(uint8_t value) const;
+
+private:
+  std::shared_ptr<Backend> backend;
+  std::unique_ptr<DeviceBuffer> buffer;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape = {0};
 };
 
 } // namespace mla::rt

@@ -14,6 +14,10 @@
 
 namespace mla::rt {
 
+/// Workspaces are laid out one after the other, each starting at a multiple
+/// of this many bytes from the workspace base.
+constexpr size_t kWorkspaceAlignment = 256;
+
 struct LaunchOptions {
   /// Check every argument against the manifest (and the kernel kind's rules,
   /// e.g. block-table entries and lengths for decode) before launching.
@@ -21,6 +25,28 @@ struct LaunchOptions {
   /// validated; what the runtime itself relies on is still checked: the
   /// argument count, tensor vs scalar, dtypes, ranks and non-negative dims.
   bool validate = true;
+
+  /// GPU devices: the stream the launches are enqueued on, in manifest order
+  /// (a CUstream of the device's primary context for CUDA, e.g. from
+  /// Backend::createStream or cudaStreamCreate); nullptr is the default
+  /// stream. The host ignores it.
+  void *stream = nullptr;
+
+  /// Caller-owned workspace memory on the device: `workspaceBytes` bytes at
+  /// `workspace`, 256-byte aligned, at least Kernel::workspaceBytes(args).
+  /// It must not be used by another launch that may run at the same time.
+  /// nullptr: the kernel's reserved workspace on GPU devices
+  /// (Kernel::reserveWorkspace), a pooled buffer on the host.
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+
+  /// Host-memory copies of the block_table and seq_lens arguments (same
+  /// shape and dtype) for a decode launch on a device whose memory the host
+  /// cannot read (GPU devices): with them, validation also checks lengths
+  /// and used block-table entries; without them those content checks are
+  /// skipped. The host device reads the tensors and ignores these.
+  const void *hostBlockTable = nullptr;
+  const void *hostSeqLens = nullptr;
 };
 
 /// Arguments of a `kernel decode` manifest, by role.
@@ -42,7 +68,7 @@ struct DecodeArgs {
 };
 
 /// A kernel loaded for one target of a package on a device. A Kernel is a
-/// cheap, copyable handle; copies share the loaded code and workspace pool.
+/// cheap, copyable handle; copies share the loaded code and workspaces.
 /// It keeps its device's backend alive and copies what it needs from the
 /// package, which may be destroyed after loading. Every method is safe to
 /// call from several threads at once.
@@ -53,14 +79,38 @@ public:
 
   /// Checks `args` (one per manifest `arg`, by index) without launching:
   /// count, kind, dtype, rank, static dims, non-null data, then the rules of
-  /// the manifest's kernel kind. The message names the argument.
+  /// the manifest's kernel kind. The message names the argument. Content
+  /// checks on a GPU device use options.hostBlockTable / hostSeqLens.
   Status validate(const std::vector<ArgValue> &args) const;
+  Status validate(const std::vector<ArgValue> &args,
+                  const LaunchOptions &options) const;
 
-  /// Validates (unless disabled), allocates the target's workspaces and runs
-  /// its launches in order. Returns when the outputs are written. Nothing is
-  /// launched when an argument is invalid.
+  /// Validates (unless disabled), lays out the target's workspaces and runs
+  /// its launches in order. Nothing is launched when an argument is invalid
+  /// or the workspace is too small.
+  ///  * Host: returns when the outputs are written.
+  ///  * GPU: enqueues the launches on options.stream and returns; it never
+  ///    allocates device memory and never waits for the device, so it can be
+  ///    captured into a graph. Tensor data pointers are device addresses.
   Status launch(const std::vector<ArgValue> &args,
                 const LaunchOptions &options = {}) const;
+
+  /// Bytes of workspace a launch with these argument shapes needs: the sum
+  /// of the target's workspace sizes, each rounded up to
+  /// kWorkspaceAlignment. Only shapes are read; data may be null.
+  Expected<size_t> workspaceBytes(const std::vector<ArgValue> &args) const;
+  Expected<size_t> workspaceBytes(const DecodeArgs &args) const;
+
+  /// Sets aside at least `bytes` of device workspace for launches that pass
+  /// no LaunchOptions::workspace, so that they never allocate. GPU devices:
+  /// one buffer shared by all copies of this Kernel, grown (never shrunk)
+  /// here; launches using it must not overlap in time (use one stream, or
+  /// pass per-stream workspaces), and it may only grow while none of them
+  /// is running. Host: adds a buffer to the kernel's pool.
+  Status reserveWorkspace(size_t bytes) const;
+
+  /// The arguments of launch() for a `kernel decode` manifest.
+  Expected<std::vector<ArgValue>> bindDecode(const DecodeArgs &args) const;
 
   /// Orders arguments given by manifest role into launch() order; every role
   /// must be given exactly once.
