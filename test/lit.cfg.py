@@ -18,3 +18,12 @@ tool_dirs = [config.mla_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["mla-opt", "mla-compile", "mla-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.mla_tools_dir, append_path=True)
+
+# ptxas (CUDA toolkit) is optional: when present, generated PTX is also
+# assembled for the chip it targets.
+import shutil
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

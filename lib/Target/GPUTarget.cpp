@@ -53,6 +53,16 @@ FailureOr<std::string> compileGPU(ModuleOp module, const ArchInfo &arch,
       translateModuleToLLVMIR(*kernels, llvmContext, "mla-kernels");
   if (!llvmModule)
     return module.emitError("translation of the GPU kernels to LLVM IR failed");
+  // Dynamic shared memory is a zero-sized addrspace(3) array that must stay
+  // an external declaration (`.extern .shared ... []`); with internal
+  // linkage NVPTX would demote it to a one-byte static variable.
+  for (llvm::GlobalVariable &g : llvmModule->globals()) {
+    auto *arr = llvm::dyn_cast<llvm::ArrayType>(g.getValueType());
+    if (g.getAddressSpace() == 3 && arr && arr->getNumElements() == 0) {
+      g.setInitializer(nullptr);
+      g.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    }
+  }
   for (llvm::Function &f : llvmModule->functions())
     if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty())
       return module.emitError()

@@ -273,15 +273,24 @@ void lowerMatmulScalar(MatmulOp op, const ThreadInfo &ti) {
 }
 
 /// exp2 / log2 on NVIDIA: the special-function unit's approximations
-/// (ex2.approx / lg2.approx, ~2 ulp), instead of libdevice calls.
+/// (ex2.approx / lg2.approx, ~2 ulp), and fma the LLVM intrinsic, instead of
+/// libdevice calls.
 void lowerNVIDIAMath(GridOp grid) {
   SmallVector<Operation *> ops;
   grid.walk([&](Operation *op) {
-    if (isa<math::Exp2Op, math::Log2Op>(op) && op->getResultTypes()[0].isF32())
+    if (isa<math::Exp2Op, math::Log2Op, math::FmaOp>(op) &&
+        op->getResultTypes()[0].isF32())
       ops.push_back(op);
   });
   for (Operation *op : ops) {
     OpBuilder b(op);
+    if (auto fma = dyn_cast<math::FmaOp>(op)) {
+      Value r = LLVM::FMAOp::create(b, fma.getLoc(), fma.getA(), fma.getB(),
+                                    fma.getC());
+      fma.replaceAllUsesWith(r);
+      fma.erase();
+      continue;
+    }
     StringRef name = isa<math::Exp2Op>(op) ? "llvm.nvvm.ex2.approx.ftz.f"
                                            : "llvm.nvvm.lg2.approx.ftz.f";
     auto call = LLVM::CallIntrinsicOp::create(

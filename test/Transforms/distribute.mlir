@@ -83,7 +83,7 @@ func.func @pv(%p: memref<16x16xf16>, %v: memref<16x32xf16>, %acc: memref<16x32xf
 // f32 operands: one thread per C element with scalar FMAs.
 // CHECK-LABEL: func @f32
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %c48{{.*}} step %c128
-// CHECK:   math.fma
+// CHECK:   llvm.intr.fma
 // CHECK: gpu.barrier
 // CHECK-NOT: nvvm.mma.sync
 func.func @f32(%a: memref<4x8xf32>, %b: memref<12x8xf32>, %c: memref<4x12xf32>) {
