@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Pipelines/Pipelines.h"
+#include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -89,26 +90,48 @@ void buildGPUKernelPipeline(OpPassManager &pm,
   MLAOutlineGPUKernelsOptions outline;
   outline.target = options.target;
   pm.addPass(createMLAOutlineGPUKernels(outline));
+  // AMD only: --mla-amdgpu-buffer-ops. After outlining, which makes the
+  // global memrefs kernel arguments (wave-uniform buffer bases), and after
+  // the launch plan exists (it adds the 32-bit byte limits to it).
+  const ArchInfo *arch = lookupArch(options.target);
+  if (arch && arch->kind == TargetKind::AMD)
+    pm.addPass(createMLAAMDGPUBufferOps());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
 
 void buildGPUToLLVMPipeline(OpPassManager &pm,
                             const PipelineOptions &options) {
-  // Inside gpu.module: --convert-scf-to-cf --expand-strided-metadata
+  // NVIDIA, inside gpu.module: --convert-scf-to-cf --expand-strided-metadata
   // --lower-affine --convert-gpu-to-nvvm (which also lowers the vector ops)
   // --convert-nvvm-to-llvm --reconcile-unrealized-casts --canonicalize.
+  //
+  // AMD: --convert-scf-to-cf --expand-strided-metadata --lower-affine
+  // --convert-amdgpu-to-rocdl="chipset=gfx942" (buffer casts, MFMA; before
+  // the GPU conversion, which lowers the memrefs they use)
+  // --convert-gpu-to-rocdl="chipset=gfx942 index-bitwidth=64"
+  // --reconcile-unrealized-casts --canonicalize.
+  const ArchInfo *arch = lookupArch(options.target);
   OpPassManager &gm = pm.nest<gpu::GPUModuleOp>();
   gm.addPass(createSCFToControlFlowPass());
   gm.addPass(memref::createExpandStridedMetadataPass());
   gm.addPass(createLowerAffinePass());
-  ConvertGpuOpsToNVVMOpsOptions nvvm;
-  nvvm.indexBitwidth = 64;
-  gm.addPass(createConvertGpuOpsToNVVMOps(nvvm));
-  gm.addPass(createConvertNVVMToLLVMPass());
+  if (arch && arch->kind == TargetKind::AMD) {
+    ConvertAMDGPUToROCDLPassOptions amd;
+    amd.chipset = options.target;
+    gm.addPass(createConvertAMDGPUToROCDLPass(amd));
+    ConvertGpuOpsToROCDLOpsOptions rocdl;
+    rocdl.chipset = options.target;
+    rocdl.indexBitwidth = 64;
+    gm.addPass(createConvertGpuOpsToROCDLOps(rocdl));
+  } else {
+    ConvertGpuOpsToNVVMOpsOptions nvvm;
+    nvvm.indexBitwidth = 64;
+    gm.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+    gm.addPass(createConvertNVVMToLLVMPass());
+  }
   gm.addPass(createReconcileUnrealizedCastsPass());
   gm.addPass(createCanonicalizerPass());
-  (void)options;
 }
 
 namespace {
@@ -126,7 +149,7 @@ struct HostPipelineOptions
 
 struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<std::string> target{*this, "target",
-                             llvm::cl::desc("GPU target: sm_80, sm_90a"),
+                             llvm::cl::desc("GPU target: sm_80, sm_90a, gfx90a, gfx942, gfx950"),
                              llvm::cl::init("sm_90a")};
   Option<std::string> perfConfig{
       *this, "perf-config",
@@ -140,7 +163,7 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
 void registerPipelines() {
   PassPipelineRegistration<GPUPipelineOptions>(
       "mla-gpu-pipeline",
-      "Compile mla ops for an NVIDIA GPU (what mla-compile --target=sm_90a "
+      "Compile mla ops for a GPU (what mla-compile --target=sm_90a|gfx942|... "
       "runs before serialization)",
       [](OpPassManager &pm, const GPUPipelineOptions &opts) {
         PipelineOptions options;

@@ -19,6 +19,15 @@ static const ArchInfo kArchs[] = {
     // Hopper: 227 KB per block; mma.sync now, wgmma later.
     {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, 16, 8, 16,
      "nvptx64-nvidia-cuda", "sm_90a", "+ptx80"},
+    // CDNA2 (MI200): wave64, 64 KB LDS, v_mfma_f32_16x16x16bf16_1k.
+    {"gfx90a", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16,
+     "amdgcn-amd-amdhsa", "gfx90a", ""},
+    // CDNA3 (MI300): wave64, 64 KB LDS, v_mfma_f32_16x16x16_bf16.
+    {"gfx942", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16,
+     "amdgcn-amd-amdhsa", "gfx942", ""},
+    // CDNA4 (MI350): wave64, 160 KB LDS.
+    {"gfx950", TargetKind::AMD, 64, 160 * 1024, 16, 16, 16,
+     "amdgcn-amd-amdhsa", "gfx950", ""},
 };
 
 const ArchInfo *lookupArch(llvm::StringRef name) {

@@ -1,5 +1,6 @@
 //===- GPUTarget.cpp - gpu.module -> PTX ------------------------------------===//
 #include "mla/Target/GPUTarget.h"
+#include "mla/Target/HostTarget.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -7,6 +8,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -29,6 +31,10 @@ FailureOr<std::string> compileGPU(ModuleOp module, const ArchInfo &arch,
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    LLVMInitializeAMDGPUTargetInfo();
+    LLVMInitializeAMDGPUTarget();
+    LLVMInitializeAMDGPUTargetMC();
+    LLVMInitializeAMDGPUAsmPrinter();
   });
   gpu::GPUModuleOp gpuModule;
   module.walk([&](gpu::GPUModuleOp m) { gpuModule = m; });
@@ -41,6 +47,7 @@ FailureOr<std::string> compileGPU(ModuleOp module, const ArchInfo &arch,
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
+  registerROCDLDialectTranslation(registry);
   ctx->appendDialectRegistry(registry);
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(gpuModule.getLoc());
   OpBuilder b = OpBuilder::atBlockEnd(kernels->getBody());
@@ -92,14 +99,27 @@ FailureOr<std::string> compileGPU(ModuleOp module, const ArchInfo &arch,
     llvmModule->print(os, nullptr);
     return out;
   }
+  // PTX is both the assembly and the code object; AMD code objects are the
+  // relocatable object linked into an HSA shared object.
+  bool object = emit == GPUEmit::CodeObject && arch.kind == TargetKind::AMD;
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream bos(buffer);
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, bos, nullptr,
-                              llvm::CodeGenFileType::AssemblyFile))
-    return module.emitError() << arch.name << " cannot emit assembly";
+                              object ? llvm::CodeGenFileType::ObjectFile
+                                     : llvm::CodeGenFileType::AssemblyFile))
+    return module.emitError() << arch.name << " cannot emit this file type";
   pm.run(*llvmModule);
-  return std::string(buffer.begin(), buffer.end());
+  if (!object)
+    return std::string(buffer.begin(), buffer.end());
+  FailureOr<std::vector<uint8_t>> linked = linkSharedObject(
+      module, llvm::ArrayRef<uint8_t>(
+                  reinterpret_cast<const uint8_t *>(buffer.data()),
+                  buffer.size()),
+      /*noUndefined=*/true);
+  if (failed(linked))
+    return failure();
+  return std::string(linked->begin(), linked->end());
 }
 
 } // namespace mla

@@ -47,8 +47,11 @@ struct TempFile {
   }
 };
 
-FailureOr<std::vector<uint8_t>> linkShared(ModuleOp module,
-                                           ArrayRef<uint8_t> object) {
+} // namespace
+
+FailureOr<std::vector<uint8_t>> linkSharedObject(ModuleOp module,
+                                                 ArrayRef<uint8_t> object,
+                                                 bool noUndefined) {
   TempFile in, out;
   int fd;
   if (llvm::sys::fs::createTemporaryFile("mla-host", "o", fd, in.path) ||
@@ -60,8 +63,10 @@ FailureOr<std::vector<uint8_t>> linkShared(ModuleOp module,
   }
   std::string log;
   llvm::raw_string_ostream logOs(log);
-  const char *args[] = {"ld.lld", "-shared", "--build-id=none", "-o",
-                        out.path.c_str(), in.path.c_str()};
+  SmallVector<const char *> args = {"ld.lld", "-shared", "--build-id=none",
+                                    "-o", out.path.c_str(), in.path.c_str()};
+  if (noUndefined)
+    args.push_back("--no-undefined");
   lld::Result result;
   {
     // lld keeps global state; one link at a time.
@@ -94,13 +99,12 @@ FailureOr<std::vector<uint8_t>> linkShared(ModuleOp module,
       continue;
     }
     if ((*flags & llvm::object::SymbolRef::SF_Undefined) && !name->empty() &&
-        !isAllowedImport(*name))
+        (noUndefined || !isAllowedImport(*name)))
       return module.emitError()
              << "host code object needs undefined symbol '" << *name << "'";
   }
   return bytes;
 }
-} // namespace
 
 FailureOr<std::vector<uint8_t>> compileHost(ModuleOp module, HostEmit emit) {
   static std::once_flag initOnce;
@@ -153,7 +157,7 @@ FailureOr<std::vector<uint8_t>> compileHost(ModuleOp module, HostEmit emit) {
   std::vector<uint8_t> bytes(buffer.begin(), buffer.end());
   if (emit != HostEmit::SharedObject)
     return bytes;
-  return linkShared(module, bytes);
+  return linkSharedObject(module, bytes, /*noUndefined=*/false);
 }
 
 } // namespace mla

@@ -15,6 +15,7 @@
 #include "mla/Transforms/Passes.h"
 #include "mla/Transforms/Utils.h"
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
@@ -231,6 +232,112 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
   op.erase();
 }
 
+/// MFMA 16x16x16 (bf16/f16, f32 accumulation) on AMD, wave64. C tiles of
+/// 16x16 are spread over the waves. In each wave lane l works on column
+/// l % 16 and the 4-element k (A, B) or row (C) block 4 * (l / 16):
+///   A[m0 + l%16][k0 + 4*(l/16) + j],  B(k0 + 4*(l/16) + j, n0 + l%16),
+///   C[m0 + 4*(l/16) + j][n0 + l%16],  j = 0..3.
+/// Rows past M read as zero and are not stored.
+void lowerMatmulMfma(MatmulOp op, const ThreadInfo &ti) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto aType = op.getA().getType();
+  Type elem = aType.getElementType();
+  const int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
+  const int64_t n = op.getC().getType().getDimSize(1);
+  const int64_t mt = (m + 15) / 16, nt = n / 16;
+  const int64_t waves = ti.threads / ti.warpSize;
+  Type f32 = b.getF32Type();
+  auto accType = VectorType::get({4}, f32);
+  auto fragType = VectorType::get({4}, elem);
+  Value c0 = indexConst(b, 0), c16 = indexConst(b, 16), cM = indexConst(b, m);
+  Value wave = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  Value lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  Value col16 = arith::RemUIOp::create(b, lane, c16);
+  Value block4 = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, lane, c16), indexConst(b, 4));
+  Value zeroF = f32Const(b, 0.0);
+  Value always = arith::ConstantIntOp::create(b, 1, 1);
+
+  forLoop(b, wave, indexConst(b, mt * nt), indexConst(b, waves),
+          [&](ImplicitLocOpBuilder &tb, Value tile) {
+    Value m0 = arith::MulIOp::create(
+        tb, arith::DivUIOp::create(tb, tile, indexConst(tb, nt)), c16);
+    Value n0 = arith::MulIOp::create(
+        tb, arith::RemUIOp::create(tb, tile, indexConst(tb, nt)), c16);
+    Value aRow = arith::AddIOp::create(tb, m0, col16);
+    Value aOk = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, aRow, cM);
+    Value bCol = arith::AddIOp::create(tb, n0, col16);
+    // Accumulator: rows m0 + block4 + j, column n0 + l % 16.
+    SmallVector<Value> cRows, cOk;
+    for (int64_t j = 0; j < 4; ++j) {
+      Value r = arith::AddIOp::create(
+          tb, arith::AddIOp::create(tb, m0, block4), indexConst(tb, j));
+      cRows.push_back(r);
+      cOk.push_back(
+          arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, r, cM));
+    }
+    SmallVector<Value> init;
+    for (int64_t j = 0; j < 4; ++j) {
+      if (!op.getAccumulate()) {
+        init.push_back(zeroF);
+        continue;
+      }
+      auto ifOp = scf::IfOp::create(
+          tb, cOk[j],
+          [&](OpBuilder &nb, Location loc) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            Value v = memref::LoadOp::create(ib, op.getC(),
+                                             ValueRange{cRows[j], bCol});
+            if (Value s = op.getCScale())
+              v = arith::MulFOp::create(
+                  ib, v, memref::LoadOp::create(ib, s, ValueRange{cRows[j]}));
+            scf::YieldOp::create(ib, v);
+          },
+          [&](OpBuilder &nb, Location loc) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            scf::YieldOp::create(ib, zeroF);
+          });
+      init.push_back(ifOp.getResult(0));
+    }
+    Value acc0 = vector::FromElementsOp::create(tb, accType, init);
+    auto kLoop = scf::ForOp::create(
+        tb, c0, indexConst(tb, k), c16, ValueRange{acc0},
+        [&](OpBuilder &nb, Location loc, Value k0, ValueRange acc) {
+          ImplicitLocOpBuilder kb(loc, nb);
+          Value kk = arith::AddIOp::create(kb, k0, block4);
+          Value a = loadPair(kb, op.getA(), aRow, kk, aOk, 4);
+          Value bFrag;
+          if (op.getTransposeB()) {
+            bFrag = loadPair(kb, op.getB(), bCol, kk, always, 4);
+          } else {
+            SmallVector<Value> elems;
+            for (int64_t j = 0; j < 4; ++j)
+              elems.push_back(memref::LoadOp::create(
+                  kb, op.getB(),
+                  ValueRange{arith::AddIOp::create(kb, kk, indexConst(kb, j)),
+                             bCol}));
+            bFrag = vector::FromElementsOp::create(kb, fragType, elems);
+          }
+          Value d = amdgpu::MFMAOp::create(
+              kb, accType, kb.getI32IntegerAttr(16), kb.getI32IntegerAttr(16),
+              kb.getI32IntegerAttr(16), kb.getI32IntegerAttr(1), a, bFrag,
+              acc[0]);
+          scf::YieldOp::create(kb, d);
+        });
+    for (int64_t j = 0; j < 4; ++j) {
+      Value v = vector::ExtractOp::create(tb, kLoop.getResult(0),
+                                          ArrayRef<int64_t>{j});
+      scf::IfOp::create(tb, cOk[j], [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        memref::StoreOp::create(ib, v, op.getC(), ValueRange{cRows[j], bCol});
+        scf::YieldOp::create(ib);
+      });
+    }
+  });
+  gpu::BarrierOp::create(b);
+  op.erase();
+}
+
 /// Any element types: one thread per C element, scalar f32 FMAs.
 void lowerMatmulScalar(MatmulOp op, const ThreadInfo &ti) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -272,10 +379,11 @@ void lowerMatmulScalar(MatmulOp op, const ThreadInfo &ti) {
   op.erase();
 }
 
-/// exp2 / log2 on NVIDIA: the special-function unit's approximations
-/// (ex2.approx / lg2.approx, ~2 ulp), and fma the LLVM intrinsic, instead of
-/// libdevice calls.
-void lowerNVIDIAMath(GridOp grid) {
+/// exp2 / log2 as the chip's special-function instructions (NVIDIA
+/// ex2.approx / lg2.approx, AMD v_exp_f32 / v_log_f32; ~1-2 ulp) and fma as
+/// the LLVM intrinsic, so that kernels need no device library (libdevice,
+/// ocml).
+void lowerGPUMath(GridOp grid, TargetKind kind) {
   SmallVector<Operation *> ops;
   grid.walk([&](Operation *op) {
     if (isa<math::Exp2Op, math::Log2Op, math::FmaOp>(op) &&
@@ -291,8 +399,11 @@ void lowerNVIDIAMath(GridOp grid) {
       fma.erase();
       continue;
     }
-    StringRef name = isa<math::Exp2Op>(op) ? "llvm.nvvm.ex2.approx.ftz.f"
-                                           : "llvm.nvvm.lg2.approx.ftz.f";
+    bool exp = isa<math::Exp2Op>(op);
+    StringRef name = kind == TargetKind::NVIDIA
+                         ? (exp ? "llvm.nvvm.ex2.approx.ftz.f"
+                                : "llvm.nvvm.lg2.approx.ftz.f")
+                         : (exp ? "llvm.amdgcn.exp2.f32" : "llvm.amdgcn.log.f32");
     auto call = LLVM::CallIntrinsicOp::create(
         b, op->getLoc(), b.getF32Type(), b.getStringAttr(name),
         op->getOperands());
@@ -332,18 +443,18 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       for (MatmulOp mm : mms) {
         Type a = mm.getA().getType().getElementType();
         Type bt = mm.getB().getType().getElementType();
-        int64_t m = mm.getC().getType().getDimSize(1);
+        int64_t n = mm.getC().getType().getDimSize(1);
         int64_t k = mm.getA().getType().getDimSize(1);
-        bool tensorCore = arch->kind == TargetKind::NVIDIA && a == bt &&
-                          (a.isBF16() || a.isF16()) && k % 16 == 0 &&
-                          m % 8 == 0;
-        if (tensorCore)
+        bool matrixUnit = a == bt && (a.isBF16() || a.isF16()) &&
+                          k % arch->mmaK == 0 && n % arch->mmaN == 0;
+        if (matrixUnit && arch->kind == TargetKind::NVIDIA)
           lowerMatmulMmaSync(mm, ti);
+        else if (matrixUnit && arch->kind == TargetKind::AMD)
+          lowerMatmulMfma(mm, ti);
         else
           lowerMatmulScalar(mm, ti);
       }
-      if (arch->kind == TargetKind::NVIDIA)
-        lowerNVIDIAMath(grid);
+      lowerGPUMath(grid, arch->kind);
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

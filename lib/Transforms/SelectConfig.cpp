@@ -54,11 +54,11 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
          align(rows * op.getLatentDim() * 4) + 3 * align(rows * 4);
 }
 
-/// NVIDIA heuristics: 4 warps; up to 32 query rows per workgroup (the
-/// accumulator lives in shared memory); 64-key tiles, halved (and then the
-/// head group halved) until the tiles fit the chip's shared memory; 4 KV
-/// splits so that small batches still fill the SMs.
-ConfigFields nvidiaDecodeConfig(DecodeOp op, const ArchInfo &arch) {
+/// GPU heuristics: 4 warps/waves; up to 32 query rows per workgroup (the
+/// accumulator lives in shared memory / LDS); 64-key tiles, halved (and then
+/// the head group shrunk) until the tiles fit the chip's shared memory or
+/// LDS; 4 KV splits so that small batches still fill the chip.
+ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
   int64_t rowsCap = std::max<int64_t>(1, 32 / op.getQLen());
   ConfigFields cfg{64, 4, largestDivisorAtMost(op.getNumHeads(), rowsCap), 4,
                    1};
@@ -108,17 +108,16 @@ struct SelectConfigPass
 
   void runOnOperation() override {
     const ArchInfo *arch = lookupArch(target);
-    if (!arch || arch->kind == TargetKind::AMD) {
+    if (!arch) {
       getOperation().emitError()
-          << "mla-select-config: target '" << target
-          << "' has no heuristics in this build (supported: host, sm_80, "
-             "sm_90a)";
+          << "mla-select-config: unknown target '" << target
+          << "' (known: " << archNames() << ")";
       return signalPassFailure();
     }
     WalkResult result = getOperation().walk([&](DecodeOp op) {
       ConfigFields cfg = arch->kind == TargetKind::Host
                              ? hostDecodeConfig(op)
-                             : nvidiaDecodeConfig(op, *arch);
+                             : gpuDecodeConfig(op, *arch);
       if (ConfigAttr existing = op.getConfigAttr())
         cfg = {existing.getTileKv(), existing.getKvSplits(),
                existing.getHeadGroup(), existing.getWarps(),

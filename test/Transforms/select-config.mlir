@@ -2,7 +2,7 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,kv_splits=2" | FileCheck %s --check-prefix=OVERRIDE
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=48" 2>&1 | FileCheck %s --check-prefix=BADTILE
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tiles=4" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx942" 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx1200" 2>&1 | FileCheck %s --check-prefix=TARGET
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
@@ -11,7 +11,7 @@
 // OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 16, warps = 1, stages = 1>
 // BADTILE: error: perf-config: tile_kv must be a power of two in [8, 256], got 48
 // UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages)
-// TARGET: error: mla-select-config: target 'gfx942' has no heuristics in this build (supported: host, sm_80, sm_90a)
+// TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950)
 func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return

@@ -69,7 +69,7 @@ static cl::opt<std::string> dtype("dtype",
 static cl::opt<std::string>
     targets("target",
             cl::desc("Comma-separated targets, one code object each in the "
-                     "package: host, sm_80, sm_90a"),
+                     "package: host, sm_80, sm_90a, gfx90a, gfx942, gfx950"),
             cl::init("host"), cl::cat(cat));
 static cl::opt<std::string>
     emit("emit",
@@ -208,10 +208,9 @@ int main(int argc, char **argv) {
   SmallVector<const mla::ArchInfo *> archs;
   for (StringRef t : targetList) {
     const mla::ArchInfo *arch = mla::lookupArch(t);
-    if (!arch || arch->kind == mla::TargetKind::AMD)
-      return fail("--target: '" + t +
-                  "' is not supported by this build (supported: host, sm_80, "
-                  "sm_90a)");
+    if (!arch)
+      return fail("--target: unknown target '" + t +
+                  "' (known: " + mla::archNames() + ")");
     if (llvm::is_contained(archs, arch))
       return fail("--target: '" + t + "' is given twice");
     archs.push_back(arch);
@@ -304,9 +303,10 @@ int main(int argc, char **argv) {
         return 1;
       code = std::move(*obj);
     } else {
-      FailureOr<std::string> text = mla::compileGPU(
-          *copy, *arch,
-          emitKind == "llvm" ? mla::GPUEmit::LLVMIR : mla::GPUEmit::Assembly);
+      mla::GPUEmit kind = emitKind == "llvm"  ? mla::GPUEmit::LLVMIR
+                          : emitKind == "asm" ? mla::GPUEmit::Assembly
+                                              : mla::GPUEmit::CodeObject;
+      FailureOr<std::string> text = mla::compileGPU(*copy, *arch, kind);
       if (failed(text))
         return 1;
       code.assign(text->begin(), text->end());

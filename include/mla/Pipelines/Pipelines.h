@@ -9,7 +9,8 @@ namespace mla {
 
 /// Knobs of a pipeline; read once, when the pipeline is built.
 struct PipelineOptions {
-  /// Target name from the arch table: host, sm_80, sm_90a.
+  /// Target name from the arch table: host, sm_80, sm_90a, gfx90a, gfx942,
+  /// gfx950.
   std::string target = "host";
   /// `field=value,...` overrides of the selected #mla.config.
   std::string perfConfig;
@@ -23,13 +24,13 @@ void buildHostKernelPipeline(mlir::OpPassManager &pm,
 /// The result of buildHostKernelPipeline -> LLVM dialect.
 void buildHostToLLVMPipeline(mlir::OpPassManager &pm);
 
-/// Semantic ops -> gpu.module of distributed kernels (NVIDIA targets) with
-/// the `mla.launch_plans` module attribute.
+/// Semantic ops -> gpu.module of distributed kernels (NVIDIA and AMD
+/// targets) with the `mla.launch_plans` module attribute.
 void buildGPUKernelPipeline(mlir::OpPassManager &pm,
                             const PipelineOptions &options);
 
-/// The result of buildGPUKernelPipeline -> LLVM + NVVM dialects inside the
-/// gpu.module, ready for serialization.
+/// The result of buildGPUKernelPipeline -> LLVM + NVVM/ROCDL dialects inside
+/// the gpu.module, ready for serialization.
 void buildGPUToLLVMPipeline(mlir::OpPassManager &pm,
                             const PipelineOptions &options);
 

@@ -23,6 +23,13 @@ constexpr const char *kHostTargetName = "host-x86_64";
 mlir::FailureOr<std::vector<uint8_t>> compileHost(mlir::ModuleOp module,
                                                   HostEmit emit);
 
+/// Links a relocatable ELF object into a shared object with lld, in
+/// process. With `noUndefined` every symbol must resolve (GPU code objects);
+/// otherwise only libm imports are accepted (host code objects).
+mlir::FailureOr<std::vector<uint8_t>>
+linkSharedObject(mlir::ModuleOp module, llvm::ArrayRef<uint8_t> object,
+                 bool noUndefined);
+
 } // namespace mla
 
 #endif // MLA_TARGET_HOSTTARGET_H

@@ -100,11 +100,13 @@ def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
     Layer 4 for GPU targets. Inside each `mla.grid`, every `scf.parallel`
     becomes a loop over its linearised iteration space strided by the
     workgroup's thread count, followed by a `gpu.barrier`; every
-    `mla.matmul` becomes warp-level tensor-core code (`mma.sync m16n8k16` on
-    NVIDIA for bf16/f16 operands; C tiles spread over the warps, fragments
-    loaded from wherever A and B live, rows past M masked) or, for f32
-    operands, a thread-distributed FMA loop; each is followed by a
-    `gpu.barrier`. The thread count is the grid config's `warps` (else
+    `mla.matmul` becomes warp-level matrix-instruction code for bf16/f16
+    operands (`mma.sync m16n8k16` on NVIDIA, `amdgpu.mfma 16x16x16` on AMD;
+    C tiles spread over the warps/waves, fragments loaded from wherever A
+    and B live, rows past M masked) or, for f32 operands, a
+    thread-distributed FMA loop; each is followed by a `gpu.barrier`.
+    `math.exp2`/`math.log2` become the chip's special-function instructions
+    and `math.fma` the LLVM intrinsic, so kernels need no device library. The thread count is the grid config's `warps` (else
     `default-warps`) times the target's warp size, recorded as
     `mla.block_size` on the grid.
   }];
@@ -115,6 +117,7 @@ def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
            "Warps per workgroup for grids without a config">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::amdgpu::AMDGPUDialect",
                            "mlir::LLVM::LLVMDialect",
                            "mlir::vector::VectorDialect",
                            "mlir::scf::SCFDialect", "mlir::math::MathDialect"];
@@ -137,6 +140,27 @@ def MLAOutlineGPUKernels : Pass<"mla-outline-gpu-kernels", "mlir::ModuleOp"> {
            "GPU target (shared-memory limit from the arch table)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def MLAAMDGPUBufferOps : Pass<"mla-amdgpu-buffer-ops", "mlir::ModuleOp"> {
+  let summary = "Global memory accesses of AMD kernels as buffer operations";
+  let description = [{
+    In every `gpu.func` kernel, each global memref argument is wrapped once
+    at entry in `amdgpu.fat_raw_buffer_cast` (bounds-checked, offset reset):
+    the descriptor's base is a kernel argument, hence wave-uniform, and every
+    load and store through it lowers to `buffer_load`/`buffer_store` with a
+    32-bit per-lane offset. Masked reads (`scf.if` yielding a buffer
+    `vector.load` or zeros) become unconditional loads whose first index is
+    sent one past the end when masked, so the hardware bounds check returns
+    zeros without a branch; the page lookup feeding them is hoisted too.
+    Because offsets are 32-bit, every buffer argument gets a byte limit in
+    the launch plan (`max-bytes INDEX BYTES`: 2^32 - 1 minus the largest
+    masked overshoot, one slice of dim 0, or 2^31 when that slice is dynamic)
+    that the runtime enforces before launching.
+  }];
+  let dependentDialects = ["mlir::amdgpu::AMDGPUDialect",
+                           "mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect"];
 }
 

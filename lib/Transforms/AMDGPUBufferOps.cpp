@@ -1,0 +1,170 @@
+//===- AMDGPUBufferOps.cpp - mla-amdgpu-buffer-ops -------------------------===//
+//
+// The buffer-op pass. In every AMD kernel:
+//   * each global memref argument (the KV pool, Q, the block table, lengths,
+//     O, LSE, workspaces) is wrapped once, at kernel entry, in
+//     amdgpu.fat_raw_buffer_cast (bounds-checked, offset reset): its base is
+//     a kernel argument, so the buffer descriptor is wave-uniform (SGPRs) and
+//     every load/store through it becomes a buffer_load/buffer_store with a
+//     32-bit per-lane offset;
+//   * masked reads `scf.if %in { v = vector.load %buf[i, ...] } else { 0 }`
+//     become unconditional loads whose first index is sent one past the end
+//     when %in is false: the hardware bounds check returns zeros, with no
+//     branch (the page lookup feeding the index is hoisted too: it is a
+//     bounds-checked buffer load itself);
+//   * because offsets are 32-bit, each buffer argument gets a byte limit in
+//     the launch plan (`max-bytes INDEX BYTES`) that the runtime enforces:
+//     2^32 - 1 minus the largest masked overshoot (one page of the pool).
+//
+//===----------------------------------------------------------------------===//
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+#define DEBUG_TYPE "mla-amdgpu-buffer-ops"
+
+namespace mla {
+#define GEN_PASS_DEF_MLAAMDGPUBUFFEROPS
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+bool isFatBuffer(Value v) {
+  return v.getDefiningOp<amdgpu::FatRawBufferCastOp>() != nullptr;
+}
+
+/// True for ops that may run unconditionally: pure ops and reads through
+/// bounds-checked buffers.
+bool isSpeculatable(Operation &op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return isFatBuffer(load.getMemRef());
+  if (auto load = dyn_cast<vector::LoadOp>(op))
+    return isFatBuffer(load.getBase());
+  return isPure(&op);
+}
+
+bool isZeroConstant(Value v) {
+  Attribute attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return false;
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr))
+    return dense.isSplat() &&
+           cast<FloatAttr>(dense.getSplatValue<Attribute>()).getValue().isZero();
+  return false;
+}
+
+/// scf.if %c -> (vector) { ...; vector.load %buf[...]; yield } else { yield 0 }
+/// => hoisted loads, first index = select(%c, i0, dim0).
+LogicalResult maskByBounds(scf::IfOp ifOp) {
+  if (ifOp.getNumResults() != 1 || ifOp.getElseRegion().empty())
+    return failure();
+  auto elseYield = cast<scf::YieldOp>(ifOp.elseBlock()->getTerminator());
+  auto thenYield = cast<scf::YieldOp>(ifOp.thenBlock()->getTerminator());
+  auto load = thenYield.getOperand(0).getDefiningOp<vector::LoadOp>();
+  if (!load || !isFatBuffer(load.getBase()) ||
+      !isZeroConstant(elseYield.getOperand(0)) ||
+      !llvm::all_of(ifOp.thenBlock()->without_terminator(), isSpeculatable))
+    return failure();
+  Block *thenBlock = ifOp.thenBlock();
+  for (Operation &op :
+       llvm::make_early_inc_range(thenBlock->without_terminator()))
+    op.moveBefore(ifOp);
+  ImplicitLocOpBuilder b(load.getLoc(), load);
+  Value end = memref::DimOp::create(b, load.getBase(), 0);
+  Value first = arith::SelectOp::create(b, ifOp.getCondition(),
+                                        load.getIndices()[0], end);
+  load.getIndicesMutable()[0].set(first);
+  ifOp.getResult(0).replaceAllUsesWith(load.getResult());
+  ifOp.erase();
+  return success();
+}
+
+/// Plan indices of a kernel's parameters, from its launch line.
+SmallVector<int64_t> planIndices(ArrayAttr lines, StringRef kernel) {
+  SmallVector<int64_t> out;
+  for (Attribute a : lines) {
+    StringRef line = cast<StringAttr>(a).getValue();
+    if (!line.consume_front("launch "))
+      continue;
+    auto [name, rest] = line.split(' ');
+    if (name != kernel)
+      continue;
+    rest.consume_front("args ");
+    StringRef list = rest.split(' ').first;
+    SmallVector<StringRef> items;
+    list.split(items, ',', -1, false);
+    for (StringRef i : items) {
+      int64_t v;
+      if (!i.getAsInteger(10, v))
+        out.push_back(v);
+    }
+  }
+  return out;
+}
+
+struct AMDGPUBufferOpsPass
+    : public mla::impl::MLAAMDGPUBufferOpsBase<AMDGPUBufferOpsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto plans = module->getAttrOfType<ArrayAttr>("mla.launch_plans");
+    SmallVector<Attribute> newPlans;
+    module.walk([&](gpu::GPUFuncOp kernel) {
+      if (!kernel.isKernel())
+        return;
+      ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
+          kernel.getLoc(), &kernel.getBody().front());
+      for (BlockArgument arg : kernel.getArguments()) {
+        if (!isa<MemRefType>(arg.getType()))
+          continue;
+        auto cast = amdgpu::FatRawBufferCastOp::create(
+            b, arg, Value(), Value(), b.getBoolAttr(true), b.getUnitAttr());
+        arg.replaceAllUsesExcept(cast.getResult(), cast);
+      }
+      SmallVector<scf::IfOp> ifs;
+      kernel.walk([&](scf::IfOp op) { ifs.push_back(op); });
+      for (scf::IfOp op : ifs)
+        (void)maskByBounds(op);
+    });
+    if (!plans)
+      return;
+    // Byte limits for every buffer argument of every kernel.
+    for (Attribute p : plans) {
+      auto plan = cast<DictionaryAttr>(p);
+      auto lines = plan.getAs<ArrayAttr>("lines");
+      SmallVector<Attribute> newLines(lines.begin(), lines.end());
+      llvm::StringSet<> done;
+      module.walk([&](gpu::GPUFuncOp kernel) {
+        SmallVector<int64_t> idx = planIndices(lines, kernel.getName());
+        for (auto [arg, planIndex] :
+             llvm::zip(kernel.getArguments(), idx)) {
+          auto mt = dyn_cast<MemRefType>(arg.getType());
+          if (!mt || !done.insert(std::to_string(planIndex)).second)
+            continue;
+          // A masked read overshoots the end by less than one slice of
+          // dim 0 (one page of the pool): keep end + slice below 2^32.
+          int64_t slice = mt.getElementTypeBitWidth() / 8;
+          for (int64_t d : mt.getShape().drop_front())
+            slice = ShapedType::isDynamic(d) || slice < 0 ? -1 : slice * d;
+          int64_t limit = slice < 0 ? (int64_t(1) << 31)
+                                    : (int64_t(1) << 32) - 1 - slice;
+          newLines.push_back(StringAttr::get(
+              module.getContext(), "max-bytes " + std::to_string(planIndex) +
+                                       " " + std::to_string(limit)));
+        }
+      });
+      NamedAttrList attrs(plan);
+      attrs.set("lines", ArrayAttr::get(module.getContext(), newLines));
+      newPlans.push_back(attrs.getDictionary(module.getContext()));
+    }
+    module->setAttr("mla.launch_plans",
+                    ArrayAttr::get(module.getContext(), newPlans));
+  }
+};
+} // namespace
