@@ -249,5 +249,5 @@ TEST_F(MlaRunTest, CommandLineErrors) {
   args = standardArgs();
   args.push_back("--device=gfx942");
   expectFailure(args, "device 'gfx942' is not available in this build "
-                      "(available: host)");
+                      "(available: host, cuda, cuda:N, auto)");
 }

@@ -1,0 +1,87 @@
+//===- CudaTestUtils.h - Helpers of the CUDA backend tests ------*- C++ -*-===//
+//
+// The CUDA tests are compiled twice: into mla-runtime-cuda-tests against the
+// real driver (libcuda.so.1; ctest label `cuda`; every test skips on a
+// machine without a driver or device), and into mla-runtime-fakecuda-tests
+// against the fake driver of FakeCudaDriver.cpp (label `fakedriver`; runs
+// everywhere). MLA_TEST_CUDA_DRIVER names the driver.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_TEST_CUDA_CUDATESTUTILS_H
+#define MLA_RUNTIME_TEST_CUDA_CUDATESTUTILS_H
+
+#include "../TestUtils.h"
+
+#include "mla/runtime/CudaBackend.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mla::rt::test {
+
+/// The driver library the CUDA tests load.
+const char *testCudaDriverPath();
+bool usingFakeCudaDriver();
+
+/// Opens CUDA device `ordinal` through the test driver.
+Expected<Device> openTestCudaDevice(int ordinal = 0);
+
+/// Declares `Device NAME` for the test CUDA device, or skips the test with
+/// the one-line reason it cannot be opened.
+#define MLA_CUDA_DEVICE_OR_SKIP(NAME)                                          \
+  ::mla::rt::Expected<::mla::rt::Device> NAME##Opened =                        \
+      ::mla::rt::test::openTestCudaDevice();                                   \
+  if (!NAME##Opened.ok())                                                      \
+    GTEST_SKIP() << NAME##Opened.status().message();                           \
+  ::mla::rt::Device NAME = NAME##Opened.take()
+
+/// PTX (.target sm_80) of
+///   mla_test_scale(memref<?x?xf32> src, memref<?x?xf32> dst, f32 factor):
+/// block x scales row x of src into dst; its threads stride over columns.
+extern const char *const kScalePtx;
+
+/// PTX (.target sm_80) of an entry named `entry` that takes the parameters
+/// of `manifest`'s args (by the ABI of KernelParams.h) and does nothing.
+std::string noopPtx(const Manifest &manifest, const std::string &entry);
+
+/// A package of `manifest` whose targets' sections all hold `ptx` (with a
+/// trailing NUL when `trailingNul`).
+Package ptxPackage(const std::string &manifest, const std::string &ptx,
+                   bool trailingNul = false);
+
+/// Device copies of the tensors of host decode data.
+struct DeviceDecodeData {
+  DeviceTensor q, kv, blockTable, seqLens, o, lse;
+  float scale = 0;
+
+  DecodeArgs args() const {
+    return {q.view(), kv.view(), blockTable.view(), seqLens.view(),
+            scale,    o.view(),  lse.view()};
+  }
+};
+
+/// Uploads every tensor of `host` (o and lse too).
+Expected<DeviceDecodeData> uploadDecodeData(const Device &device,
+                                            const DecodeData &host);
+
+/// Copies the device's o and lse into `host` (synchronous).
+Status downloadOutputs(const DeviceDecodeData &device, DecodeData &host);
+
+/// Captures one Kernel::launch on `options.stream` (not null) into a graph.
+/// Replays (Graph::launch) reuse the captured pointers, shapes, scalars and
+/// workspace, so change only memory contents between them: e.g. upload new
+/// seq_lens / block_table contents of the same shape, replay, synchronize
+/// and check the outputs against the new reference.
+Expected<std::unique_ptr<Graph>>
+captureLaunch(const Device &device, const Kernel &kernel,
+              const std::vector<ArgValue> &args, const LaunchOptions &options);
+Expected<std::unique_ptr<Graph>> captureDecode(const Device &device,
+                                               const Kernel &kernel,
+                                               const DecodeArgs &args,
+                                               const LaunchOptions &options);
+
+} // namespace mla::rt::test
+
+#endif // MLA_RUNTIME_TEST_CUDA_CUDATESTUTILS_H
