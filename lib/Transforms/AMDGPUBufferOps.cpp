@@ -40,6 +40,14 @@ bool isFatBuffer(Value v) {
   return v.getDefiningOp<amdgpu::FatRawBufferCastOp>() != nullptr;
 }
 
+/// Global memory: no memory space, or #gpu.address_space<global>.
+bool isGlobal(MemRefType t) {
+  if (!t.getMemorySpace())
+    return true;
+  auto space = dyn_cast<gpu::AddressSpaceAttr>(t.getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Global;
+}
+
 /// True for ops that may run unconditionally: pure ops and reads through
 /// bounds-checked buffers.
 bool isSpeculatable(Operation &op) {
@@ -121,7 +129,8 @@ struct AMDGPUBufferOpsPass
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
           kernel.getLoc(), &kernel.getBody().front());
       for (BlockArgument arg : kernel.getArguments()) {
-        if (!isa<MemRefType>(arg.getType()))
+        auto mt = dyn_cast<MemRefType>(arg.getType());
+        if (!mt || !isGlobal(mt))
           continue;
         auto cast = amdgpu::FatRawBufferCastOp::create(
             b, arg, Value(), Value(), b.getBoolAttr(true), b.getUnitAttr());
@@ -145,7 +154,8 @@ struct AMDGPUBufferOpsPass
         for (auto [arg, planIndex] :
              llvm::zip(kernel.getArguments(), idx)) {
           auto mt = dyn_cast<MemRefType>(arg.getType());
-          if (!mt || !done.insert(std::to_string(planIndex)).second)
+          if (!mt || !isGlobal(mt) ||
+              !done.insert(std::to_string(planIndex)).second)
             continue;
           // A masked read overshoots the end by less than one slice of
           // dim 0 (one page of the pool): keep end + slice below 2^32.

@@ -1,0 +1,47 @@
+// RUN: mla-opt %s -split-input-file --mla-distribute="target=gfx942" | FileCheck %s
+
+// AMD, wave64: 4 waves = 256 threads; 16x16 C tiles over the waves; lane l
+// reads A[m0 + l%16][k0 + 4*(l/16) .. +3] and B[n0 + l%16][k0 + 4*(l/16) ..
+// +3] (B transposed) as 4-element vectors; MFMA 16x16x16 bf16; exp2 as
+// v_exp_f32.
+// CHECK-LABEL: func @qk
+// CHECK: mla.grid in {{.*}} attributes {mla.block_size = 256 : i64}
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[WAVE:.*]] = arith.divui %[[TID]], %c64
+// CHECK: scf.for %{{.*}} = %[[WAVE]] to %c4{{.*}} step %c4
+// CHECK:   scf.for %{{.*}} = %c0{{.*}} to %c48{{.*}} step %c16{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
+// CHECK:     vector.load %arg0[{{.*}}] : memref<16x48xbf16>, vector<4xbf16>
+// CHECK:     vector.load %arg1[{{.*}}] : memref<64x48xbf16>, vector<4xbf16>
+// CHECK:     amdgpu.mfma 16x16x16 %{{.*}} * %{{.*}} + %{{.*}} blgp = none : vector<4xbf16>, vector<4xbf16>, vector<4xf32>
+// CHECK:   vector.extract
+// CHECK:   memref.store %{{.*}}, %arg2
+// CHECK: gpu.barrier
+// CHECK: llvm.call_intrinsic "llvm.amdgcn.exp2.f32"
+func.func @qk(%q: memref<16x48xbf16>, %k: memref<64x48xbf16>, %s: memref<16x64xf32>, %x: f32, %out: memref<f32>) {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%bx: index, %by: index, %bz: index):
+    mla.matmul %q, %k, %s {transpose_b} : memref<16x48xbf16>, memref<64x48xbf16>, memref<16x64xf32>
+    %e = math.exp2 %x : f32
+    memref.store %e, %out[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// P·V: B is [K, N]: four scalar loads per fragment; C rows 4*(l/16) + j
+// scaled by the row correction.
+// CHECK-LABEL: func @pv
+// CHECK: memref.load %arg3[{{.*}}] : memref<8xf32>
+// CHECK: vector.from_elements {{.*}} : vector<4xf32>
+// CHECK: vector.from_elements {{.*}} : vector<4xf16>
+// CHECK: amdgpu.mfma 16x16x16 {{.*}} : vector<4xf16>, vector<4xf16>, vector<4xf32>
+func.func @pv(%p: memref<8x16xf16>, %v: memref<16x32xf16, strided<[48, 1]>>, %acc: memref<8x32xf32>, %corr: memref<8xf32>) {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%bx: index, %by: index, %bz: index):
+    mla.matmul %p, %v, %acc scale %corr {accumulate} : memref<8x16xf16>, memref<16x32xf16, strided<[48, 1]>>, memref<8x32xf32>, memref<8xf32>
+  }
+  return
+}
