@@ -3,22 +3,33 @@
 #include "mla/runtime/Device.h"
 #include "mla/runtime/CudaBackend.h"
 
+#include <cstdlib>
+
 using namespace mla::rt;
+
+/// CUDA backend options for device `ordinal`; MLA_CUDA_DRIVER overrides the
+/// driver library (tests run tools against a fake driver with it).
+static CudaBackendOptions cudaOptions(int ordinal) {
+  CudaBackendOptions options;
+  options.ordinal = ordinal;
+  if (const char *path = std::getenv("MLA_CUDA_DRIVER"); path && *path)
+    options.driverPath = path;
+  return options;
+}
 
 Expected<Device> Device::open(std::string_view name,
                               const DeviceOptions &options) {
   if (name == "host")
     return Device(createHostBackend({options.hostThreads}));
   if (std::optional<int> ordinal = parseCudaDeviceName(name)) {
-    CudaBackendOptions cuda;
-    cuda.ordinal = *ordinal;
-    Expected<std::shared_ptr<Backend>> backend = createCudaBackend(cuda);
+    Expected<std::shared_ptr<Backend>> backend =
+        createCudaBackend(cudaOptions(*ordinal));
     if (!backend.ok())
       return backend.status();
     return Device(backend.take());
   }
   if (name == "auto") {
-    Expected<std::shared_ptr<Backend>> cuda = createCudaBackend();
+    Expected<std::shared_ptr<Backend>> cuda = createCudaBackend(cudaOptions(0));
     if (cuda.ok())
       return Device(cuda.take());
     return Device(createHostBackend({options.hostThreads}));

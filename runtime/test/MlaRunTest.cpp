@@ -14,24 +14,11 @@
 #include <cmath>
 #include <filesystem>
 #include <regex>
-#include <sys/wait.h>
 
 using namespace mla::rt;
 using namespace mla::rt::test;
 
 namespace {
-
-std::string shellQuote(const std::string &text) {
-  std::string quoted = "'";
-  for (char c : text)
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-struct ToolResult {
-  int exitCode = -1;
-  std::string out, err;
-};
 
 class MlaRunTest : public ::testing::Test {
 protected:
@@ -65,19 +52,7 @@ protected:
   }
 
   ToolResult run(const std::vector<std::string> &args) {
-    std::string command = shellQuote(MLA_RUN_PATH);
-    for (const std::string &arg : args)
-      command += " " + shellQuote(arg);
-    command += " >" + shellQuote(dir.file("stdout")) + " 2>" +
-               shellQuote(dir.file("stderr")) + " </dev/null";
-    int status = std::system(command.c_str());
-    ToolResult result;
-    result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::vector<uint8_t> out = readBytes(dir.file("stdout"));
-    std::vector<uint8_t> err = readBytes(dir.file("stderr"));
-    result.out.assign(out.begin(), out.end());
-    result.err.assign(err.begin(), err.end());
-    return result;
+    return runTool(MLA_RUN_PATH, args);
   }
 
   std::vector<std::string> standardArgs() const {
@@ -250,4 +225,30 @@ TEST_F(MlaRunTest, CommandLineErrors) {
   args.push_back("--device=gfx942");
   expectFailure(args, "device 'gfx942' is not available in this build "
                       "(available: host, cuda, cuda:N, auto)");
+}
+
+TEST_F(MlaRunTest, CudaDeviceWithoutAGpuIsOneLineError) {
+  Expected<Device> cuda = Device::open("cuda");
+  if (cuda.ok())
+    GTEST_SKIP() << "this machine has a CUDA device";
+  std::vector<std::string> args = standardArgs();
+  args.push_back("--device=cuda");
+  expectFailure(args, cuda.status().message());
+  args.back() = "--device=cuda:3";
+  expectFailure(args, Device::open("cuda:3").status().message());
+}
+
+TEST_F(MlaRunTest, AutoDeviceFallsBackToTheHost) {
+  if (Device::open("cuda").ok())
+    GTEST_SKIP() << "this machine has a CUDA device";
+  std::vector<std::string> args = standardArgs();
+  args.push_back("--device=auto");
+  ToolResult result = run(args);
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  Expected<HostTensor> o = readNpy(outputs + "/o.npy");
+  ASSERT_TRUE(o.ok()) << o.status().toString();
+  Reference ref = referenceDecode(shape, data);
+  const float *values = o->dataAs<float>();
+  for (size_t i = 0; i < ref.o.size(); ++i)
+    ASSERT_NEAR(values[i], ref.o[i], 1e-2) << "o element " << i;
 }

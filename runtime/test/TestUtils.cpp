@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <sys/wait.h>
 
 using namespace mla::rt;
 using namespace mla::rt::test;
@@ -233,6 +234,37 @@ void mla::rt::test::expectMatchesReference(const DecodeShape &shape,
     ASSERT_NEAR(lse[i], ref.lse[i], 1e-4 * std::max(1.0, std::abs(ref.lse[i])))
         << "lse element " << i;
   }
+}
+
+static std::string shellQuote(const std::string &text) {
+  std::string quoted = "'";
+  for (char c : text)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+ToolResult mla::rt::test::runTool(const std::string &program,
+                                  const std::vector<std::string> &args,
+                                  const std::vector<std::string> &env) {
+  TempDir dir;
+  std::string command;
+  for (const std::string &assignment : env)
+    command += shellQuote(assignment) + " ";
+  if (!env.empty())
+    command = "env " + command;
+  command += shellQuote(program);
+  for (const std::string &arg : args)
+    command += " " + shellQuote(arg);
+  command += " >" + shellQuote(dir.file("stdout")) + " 2>" +
+             shellQuote(dir.file("stderr")) + " </dev/null";
+  int status = std::system(command.c_str());
+  ToolResult result;
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::vector<uint8_t> out = readBytes(dir.file("stdout"));
+  std::vector<uint8_t> err = readBytes(dir.file("stderr"));
+  result.out.assign(out.begin(), out.end());
+  result.err.assign(err.begin(), err.end());
+  return result;
 }
 
 TempDir::TempDir() {

@@ -77,6 +77,18 @@ private:
   std::string dir;
 };
 
+/// Exit code and output of a command run through the shell.
+struct ToolResult {
+  int exitCode = -1;
+  std::string out, err;
+};
+
+/// Runs `program` with `args` (each shell-quoted) and the environment
+/// assignments `env` (e.g. {"MLA_CUDA_DRIVER=/x.so"}), stdin from /dev/null.
+ToolResult runTool(const std::string &program,
+                   const std::vector<std::string> &args,
+                   const std::vector<std::string> &env = {});
+
 std::vector<uint8_t> readBytes(const std::string &path);
 void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes);
 

@@ -1,12 +1,13 @@
 //===- mla-run.cpp - Run an .mlapkg kernel on .npy files ------------------===//
 //
-// mla-run PKG --inputs DIR --outputs DIR --scale X [--device=host]
+// mla-run PKG --inputs DIR --outputs DIR --scale X [--device=NAME]
 //         [--threads=N] [--repeat=N]
 //
-// Reads the kernel's input roles from DIR/<role>.npy, runs the kernel, writes
-// its output roles to DIR/<role>.npy as float32 and prints the median kernel
-// time. Every error is one "mla-run: error: ..." line on stderr, exit code 1,
-// and no output file. docs/FileContract.md is the contract.
+// Reads the kernel's input roles from DIR/<role>.npy, runs the kernel on the
+// host or a GPU (inputs uploaded, outputs downloaded), writes its output
+// roles to DIR/<role>.npy as float32 and prints the median kernel time. Every
+// error is one "mla-run: error: ..." line on stderr, exit code 1, and no output
+// file. docs/FileContract.md is the contract.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +15,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +39,8 @@ options:
   --inputs DIR     directory holding the input files (see below)
   --outputs DIR    directory for the output files; created if missing
   --scale X        softmax scale applied to q.k (a finite number)
-  --device=NAME    device to run on (default: host; this build has: host)
+  --device=NAME    device to run on: host (default), cuda (device 0),
+                   cuda:N, or auto (cuda when usable, else host)
   --threads=N      host worker threads, N >= 1 (default: all cores)
   --repeat=N       run the kernel N >= 1 times and report the median time
                    (default: 1)
@@ -329,16 +330,20 @@ Status run(const Options &options) {
   Expected<Kernel> kernel = device->loadKernel(*package);
   if (!kernel.ok())
     return kernel.status();
+  Backend &backend = device->getBackend();
+  bool onHost = backend.usesHostMemory();
 
+  // Host tensors by role; on a GPU, device copies take their place in
+  // `args` (inputs uploaded, outputs zeroed like the host's).
   std::map<std::string, ArgValue> args;
-  std::vector<HostTensor> inputs;
+  std::map<std::string, HostTensor> inputs;
   for (const char *role : files->inputs) {
     Expected<HostTensor> input =
         readInput(options.inputs, *manifest.findArg(role));
     if (!input.ok())
       return input.status();
     args.emplace(role, input->view());
-    inputs.push_back(input.take());
+    inputs.emplace(role, input.take());
   }
   args.emplace(files->scaleRole, Scalar::ofFloat(scaleType, *options.scale));
   const ManifestArg &sourceArg = *manifest.findArg(files->shapeSource);
@@ -353,20 +358,67 @@ Status run(const Options &options) {
     outputs.emplace_back(role, output.take());
   }
 
+  LaunchOptions launchOptions;
+  std::map<std::string, DeviceTensor> deviceTensors;
+  if (!onHost) {
+    for (auto &[role, arg] : args) {
+      if (!arg.isTensor())
+        continue;
+      bool isInput = inputs.count(role);
+      Expected<DeviceTensor> tensor =
+          isInput ? DeviceTensor::upload(*device, arg.tensor())
+                  : DeviceTensor::allocate(*device, arg.tensor().dtype,
+                                           arg.tensor().shape);
+      if (!tensor.ok())
+        return tensor.status().withContext(role);
+      if (!isInput)
+        if (Status status = tensor->fillBytes(0); !status.ok())
+          return status.withContext(role);
+      arg = tensor->view();
+      deviceTensors.emplace(role, tensor.take());
+    }
+    // The content checks read the host copies of the index inputs.
+    if (inputs.count("block_table"))
+      launchOptions.hostBlockTable = inputs.at("block_table").data();
+    if (inputs.count("seq_lens"))
+      launchOptions.hostSeqLens = inputs.at("seq_lens").data();
+  }
+
   Expected<std::vector<ArgValue>> bound = kernel->bindByRole(args);
   if (!bound.ok())
     return bound.status();
-  if (Status status = kernel->validate(*bound); !status.ok())
+  if (Status status = kernel->validate(*bound, launchOptions); !status.ok())
     return status;
+  Expected<size_t> workspaceBytes = kernel->workspaceBytes(*bound);
+  if (!workspaceBytes.ok())
+    return workspaceBytes.status();
+  if (Status status = kernel->reserveWorkspace(*workspaceBytes); !status.ok())
+    return status;
+  Expected<std::unique_ptr<Timer>> timer = backend.createTimer();
+  if (!timer.ok())
+    return timer.status();
+  launchOptions.validate = false;
   std::vector<double> times;
   for (int i = 0; i < options.repeat; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    Status status = kernel->launch(*bound, {/*validate=*/false});
-    auto end = std::chrono::steady_clock::now();
-    if (!status.ok())
+    if (Status status = (*timer)->start(launchOptions.stream); !status.ok())
       return status;
-    times.push_back(
-        std::chrono::duration<double, std::milli>(end - start).count());
+    if (Status status = kernel->launch(*bound, launchOptions); !status.ok())
+      return status;
+    if (Status status = (*timer)->stop(launchOptions.stream); !status.ok())
+      return status;
+    Expected<double> ms = (*timer)->elapsedMs();
+    if (!ms.ok())
+      return ms.status();
+    times.push_back(*ms);
+  }
+  if (Status status = backend.synchronize(); !status.ok())
+    return status;
+  for (auto &[role, tensor] : outputs) {
+    auto it = deviceTensors.find(role);
+    if (it == deviceTensors.end())
+      continue;
+    if (Status status = it->second.copyToHost(tensor.data()); !status.ok())
+      return status.withContext(role);
   }
   if (Status status = writeOutputs(options.outputs, std::move(outputs));
       !status.ok())

@@ -1,0 +1,114 @@
+//===- CudaMlaRunTest.cpp - mla-run --device=cuda on the fake driver ------===//
+//
+// mla-run with MLA_CUDA_DRIVER pointing at the fake driver, on a decode
+// package whose sm_80 entry does nothing: inputs are uploaded and validated
+// from their host copies, the workspace is reserved, outputs (zeroed on the
+// device) come back and are written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtils.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace mla::rt;
+using namespace mla::rt::test;
+
+namespace {
+
+class CudaMlaRunTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string manifest = decodeManifest(shape);
+    manifest = manifest.substr(0, manifest.find("target ")) +
+               "target sm_80 code.sm_80\n"
+               "workspace 7 f32 arg0.0,arg0.1,4,3,32\n"
+               "launch mla_test_noop_decode args 0,1,2,3,4,5,6 grid "
+               "arg0.0,1,1 block 32,1,1\nend-target\n";
+    Expected<Manifest> parsed = parseManifest(manifest);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+    std::string ptx = noopPtx(*parsed, "mla_test_noop_decode");
+    Status status = writePackage(package, manifest,
+                                 {{"code.sm_80", {ptx.begin(), ptx.end()}}});
+    ASSERT_TRUE(status.ok()) << status.toString();
+    std::filesystem::create_directory(inputs);
+    data = makeDecodeData(shape, {20, 0, 33}, 3, 77);
+    write("q", toF32(data.q).view());
+    write("kv", toF32(data.kv).view());
+    write("block_table", data.blockTable.view());
+    write("seq_lens", data.seqLens.view());
+  }
+
+  static HostTensor toF32(const HostTensor &tensor) {
+    HostTensor f32 = HostTensor::allocate(DType::F32, tensor.getShape()).take();
+    EXPECT_TRUE(convertElements(tensor.data(), tensor.getDType(), f32.data(),
+                                DType::F32, tensor.numElements())
+                    .ok());
+    return f32;
+  }
+
+  void write(const std::string &role, const TensorView &view) {
+    ASSERT_TRUE(writeNpy(inputs + "/" + role + ".npy", view).ok());
+  }
+
+  ToolResult run(const std::string &device) {
+    return runTool(MLA_RUN_PATH,
+                   {package, "--inputs", inputs, "--outputs", outputs,
+                    "--scale", "0.125", "--device=" + device, "--repeat=2"},
+                   {std::string("MLA_CUDA_DRIVER=") + MLA_TEST_CUDA_DRIVER});
+  }
+
+  /// The outputs the do-nothing kernel leaves: the zeros mla-run put there.
+  void expectZeroOutputs() {
+    for (const char *role : {"o", "lse"}) {
+      Expected<HostTensor> output =
+          readNpy(outputs + "/" + std::string(role) + ".npy");
+      ASSERT_TRUE(output.ok()) << output.status().toString();
+      EXPECT_EQ(output->getShape()[0], 3);
+      for (int64_t i = 0; i < output->numElements(); ++i)
+        ASSERT_EQ(output->dataAs<float>()[i], 0.0f) << role << " " << i;
+    }
+  }
+
+  TempDir dir;
+  std::string inputs = dir.file("in"), outputs = dir.file("out");
+  std::string package = dir.file("decode.mlapkg");
+  DecodeShape shape;
+  DecodeData data;
+};
+
+} // namespace
+
+TEST_F(CudaMlaRunTest, RunsOnTheCudaDevice) {
+  ToolResult result = run("cuda");
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_EQ(result.out.rfind("kernel time: ", 0), 0u) << result.out;
+  EXPECT_NE(result.out.find("(median of 2 runs)\n"), std::string::npos);
+  expectZeroOutputs();
+}
+
+TEST_F(CudaMlaRunTest, AutoPicksCuda) {
+  ToolResult result = run("auto");
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  expectZeroOutputs(); // the host would have needed a host-x86_64 target
+}
+
+TEST_F(CudaMlaRunTest, ContentChecksUseTheHostInputs) {
+  data.blockTable.dataAs<int32_t>()[2 * 3 + 1] = 99;
+  write("block_table", data.blockTable.view());
+  ToolResult result = run("cuda");
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_EQ(result.err, "mla-run: error: block_table[2][1] = 99 is outside "
+                        "the page pool (kv has 9 pages)\n");
+  EXPECT_FALSE(std::filesystem::exists(outputs));
+}
+
+TEST_F(CudaMlaRunTest, NoSuchDevice) {
+  ToolResult result = run("cuda:2");
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_EQ(result.err,
+            "mla-run: error: cuda: no CUDA device 2 (this machine has 1)\n");
+}
