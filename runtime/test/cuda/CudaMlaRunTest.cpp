@@ -112,3 +112,22 @@ TEST_F(CudaMlaRunTest, NoSuchDevice) {
   EXPECT_EQ(result.err,
             "mla-run: error: cuda: no CUDA device 2 (this machine has 1)\n");
 }
+
+TEST_F(CudaMlaRunTest, BenchOnTheCudaDevice) {
+  std::string csv = dir.file("bench.csv");
+  ToolResult result =
+      runTool(MLA_BENCH_PATH,
+              {package, "--device=cuda", "--batch", "5", "--seq-len", "40",
+               "--iters=3", "--warmup=2", "--csv", csv},
+              {std::string("MLA_CUDA_DRIVER=") + MLA_TEST_CUDA_DRIVER});
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.out.rfind("mla-bench: package=decode.mlapkg device=cuda:0 "
+                             "dtype=bf16 batch=5 seq_len=40 ragged=0 "
+                             "sum_len=200 ",
+                             0),
+            0u)
+      << result.out;
+  // 3 x 60 MB of L2 over the copies' bytes, well within the fake's 8 GiB.
+  EXPECT_NE(result.out.find(" nonfinite=0"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(csv));
+}

@@ -1,0 +1,587 @@
+//===- mla-bench.cpp - Time a decode package on random paged inputs -------===//
+//
+// mla-bench PKG [--device=cuda|cuda:N|host|auto] --batch B --seq-len L
+//           [--ragged] [--scale X] [--warmup N] [--iters N] [--rotate K]
+//           [--ceiling-gbs G] [--ceiling-tflops T] [--csv FILE] [--seed S]
+//           [--q-len N] [--page-size N] [--threads N]
+//
+// Builds random inputs (never zero) for a paged KV cache with a random page
+// permutation, uploads K independent copies of every tensor and rotates
+// through them (so that the copies together exceed 3x a 60 MB L2), warms
+// up, then times each launch on one stream (CUDA events on a GPU, a steady
+// clock on the host) and prints one summary line with the median, min and
+// max time, the achieved bandwidth and FLOP rate and their fraction of the
+// given ceilings. docs/Runtime.md describes the metrics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/runtime/Runtime.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+using namespace mla::rt;
+
+namespace {
+
+const char *const kHelp =
+    R"help(usage: mla-bench PKG --batch B --seq-len L [options]
+
+Times the decode kernel of the mla package PKG on random inputs.
+
+options:
+  --device=NAME        cuda (default), cuda:N, host or auto
+  --batch B            requests (B >= 1, required)
+  --seq-len L          cached tokens per request (L >= 1, required)
+  --ragged             draw each length uniformly from [ceil(L/2), L]
+  --scale X            softmax scale (default 1/sqrt(latent_dim + rope_dim))
+  --warmup N           untimed launches first (default 10)
+  --iters N            timed launches (default 50)
+  --rotate K           input/output copies to rotate through (default: enough
+                       to exceed 3 x 60 MB of L2, capped by free memory)
+  --ceiling-gbs G      memory bandwidth ceiling in GB/s (default 4223)
+  --ceiling-tflops T   compute ceiling in TFLOP/s (default 786)
+  --csv FILE           append the result as a CSV row (header when new)
+  --seed S             random seed (default 1)
+  --q-len N            query length when the package's is dynamic (default 1)
+  --page-size N        page size when the package's is dynamic (default 64)
+  --threads N          host worker threads (default: all cores)
+  --help               print this help and exit
+Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
+
+Prints one line, "mla-bench: key=value ...", with time in microseconds
+(median, min, max over the timed launches), GB/s counting the minimum bytes
+moved, E * (sum(len) * (Dv + rope) + B * Sq * H * (Dv + rope) + B * Sq * H *
+Dv) with E the element size, and TFLOP/s counting 2 * Sq * H * sum(len) *
+(2 * Dv + rope). Errors are one line "mla-bench: error: MESSAGE", exit 1.
+)help";
+
+constexpr double kL2Bytes = 60e6;
+
+struct Options {
+  std::string package;
+  std::string device = "cuda";
+  int64_t batch = 0;
+  int64_t seqLen = 0;
+  bool ragged = false;
+  std::optional<float> scale;
+  int64_t warmup = 10;
+  int64_t iters = 50;
+  int64_t rotate = 0;
+  double ceilingGbs = 4223;
+  double ceilingTflops = 786;
+  std::string csv;
+  uint64_t seed = 1;
+  int64_t qLen = 0;
+  int64_t pageSize = 0;
+  unsigned threads = 0;
+  bool help = false;
+};
+
+Status usageError(const std::string &message) {
+  return Status::error(ErrorCode::InvalidArgument, message);
+}
+
+std::optional<int64_t> parseInteger(const std::string &text, int64_t min,
+                                    int64_t max) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno || value < min || value > max)
+    return std::nullopt;
+  return value;
+}
+
+std::optional<double> parsePositive(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || errno || !std::isfinite(value) || value <= 0)
+    return std::nullopt;
+  return value;
+}
+
+Expected<Options> parseOptions(int argc, char **argv) {
+  Options options;
+  std::vector<std::string> positional;
+  // Integer options: name -> (field, min, max).
+  struct IntOption {
+    int64_t *field;
+    int64_t min, max;
+  };
+  std::map<std::string, IntOption> integers = {
+      {"--batch", {&options.batch, 1, 1 << 24}},
+      {"--seq-len", {&options.seqLen, 1, int64_t{1} << 31}},
+      {"--warmup", {&options.warmup, 0, 1000000}},
+      {"--iters", {&options.iters, 1, 1000000}},
+      {"--rotate", {&options.rotate, 1, 1000000}},
+      {"--q-len", {&options.qLen, 1, 1 << 16}},
+      {"--page-size", {&options.pageSize, 1, 1 << 20}},
+  };
+  int64_t threads = 0, seed = 1;
+  integers["--threads"] = {&threads, 1, 1024};
+  integers["--seed"] = {&seed, 0, INT64_MAX};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      return options;
+    }
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
+      if (!arg.empty() && arg[0] == '-')
+        return usageError("unknown option '" + arg + "' (see --help)");
+      positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--ragged") {
+      options.ragged = true;
+      continue;
+    }
+    size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    bool known = integers.count(name) || name == "--device" ||
+                 name == "--scale" || name == "--ceiling-gbs" ||
+                 name == "--ceiling-tflops" || name == "--csv";
+    if (!known)
+      return usageError("unknown option '" + name + "' (see --help)");
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else {
+      if (i + 1 == argc)
+        return usageError("option " + name + " needs a value");
+      value = argv[++i];
+    }
+    if (value.empty())
+      return usageError("option " + name + " needs a value");
+    if (auto it = integers.find(name); it != integers.end()) {
+      std::optional<int64_t> parsed =
+          parseInteger(value, it->second.min, it->second.max);
+      if (!parsed)
+        return usageError(name + " '" + value + "' is not an integer in [" +
+                          std::to_string(it->second.min) + ", " +
+                          std::to_string(it->second.max) + "]");
+      *it->second.field = *parsed;
+    } else if (name == "--device") {
+      options.device = value;
+    } else if (name == "--csv") {
+      options.csv = value;
+    } else if (name == "--scale") {
+      char *end = nullptr;
+      errno = 0;
+      float scale = std::strtof(value.c_str(), &end);
+      if (*end || errno || !std::isfinite(scale))
+        return usageError("--scale '" + value + "' is not a finite number");
+      options.scale = scale;
+    } else {
+      std::optional<double> ceiling = parsePositive(value);
+      if (!ceiling)
+        return usageError(name + " '" + value + "' is not a positive number");
+      (name == "--ceiling-gbs" ? options.ceilingGbs : options.ceilingTflops) =
+          *ceiling;
+    }
+  }
+  options.threads = static_cast<unsigned>(threads);
+  options.seed = static_cast<uint64_t>(seed);
+  if (positional.empty())
+    return usageError("missing the package argument (see --help)");
+  if (positional.size() > 1)
+    return usageError("unexpected argument '" + positional[1] +
+                      "' (only one package)");
+  options.package = positional[0];
+  if (!options.batch)
+    return usageError("missing required option --batch");
+  if (!options.seqLen)
+    return usageError("missing required option --seq-len");
+  return options;
+}
+
+/// splitmix64: fast, seedable, good enough for benchmark inputs.
+struct Random {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, n).
+  uint64_t below(uint64_t n) { return next() % n; }
+  /// Uniform in [-1, 1), never closer to 0 than 2^-10.
+  float value() {
+    float v = static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    if (std::fabs(v) < 1.0f / 1024)
+      v = std::copysign(1.0f / 1024, v);
+    return v;
+  }
+};
+
+/// Fills `count` elements of floating type `dtype` at `dst` with
+/// Random::value(), converting chunk by chunk.
+Status fillRandom(void *dst, DType dtype, size_t count, Random &random) {
+  std::vector<float> chunk(std::min<size_t>(count, 1 << 16));
+  size_t elementBytes = dtypeSize(dtype);
+  for (size_t done = 0; done < count;) {
+    size_t n = std::min(chunk.size(), count - done);
+    for (size_t i = 0; i < n; ++i)
+      chunk[i] = random.value();
+    if (Status status = convertElements(
+            chunk.data(), DType::F32,
+            static_cast<uint8_t *>(dst) + done * elementBytes, dtype, n);
+        !status.ok())
+      return status;
+    done += n;
+  }
+  return Status::success();
+}
+
+/// K copies of one tensor in one device allocation, each 256-byte aligned.
+struct Copies {
+  std::unique_ptr<DeviceBuffer> buffer;
+  size_t stride = 0;
+  TensorView view(size_t k, const TensorView &shape) const {
+    TensorView v = shape;
+    v.data = static_cast<uint8_t *>(buffer->data()) + k * stride;
+    return v;
+  }
+};
+
+size_t alignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+double percentileSorted(const std::vector<double> &sorted, double q) {
+  if (sorted.size() % 2 == 0 && q == 0.5)
+    return (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  return sorted[static_cast<size_t>(q * (sorted.size() - 1) + 0.5)];
+}
+
+std::string baseName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string csvField(const std::string &text) {
+  if (text.find_first_of(",\"\n") == std::string::npos)
+    return text;
+  std::string quoted = "\"";
+  for (char c : text)
+    quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+Status appendCsv(const std::string &path,
+                 const std::vector<std::pair<std::string, std::string>> &row) {
+  struct stat info;
+  bool fresh = ::stat(path.c_str(), &info) != 0 || info.st_size == 0;
+  FILE *file = std::fopen(path.c_str(), "a");
+  if (!file)
+    return Status::error(ErrorCode::IOError,
+                         path + ": cannot open: " + std::strerror(errno));
+  std::string text;
+  if (fresh) {
+    for (size_t i = 0; i < row.size(); ++i)
+      text += (i ? "," : "") + row[i].first;
+    text += "\n";
+  }
+  for (size_t i = 0; i < row.size(); ++i)
+    text += (i ? "," : "") + csvField(row[i].second);
+  text += "\n";
+  bool ok = std::fputs(text.c_str(), file) >= 0;
+  ok = std::fclose(file) == 0 && ok;
+  if (!ok)
+    return Status::error(ErrorCode::IOError, path + ": write failed");
+  return Status::success();
+}
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+Status run(const Options &options) {
+  Expected<Package> package = readPackage(options.package);
+  if (!package.ok())
+    return package.status();
+  const Manifest &m = package->manifest;
+  if (m.kernel != "decode")
+    return Status::error(ErrorCode::Unsupported,
+                         "mla-bench times decode kernels, this one is '" +
+                             m.kernel + "'");
+  int64_t qLen = m.qLen ? m.qLen : (options.qLen ? options.qLen : 1);
+  if (m.qLen && options.qLen && options.qLen != m.qLen)
+    return usageError("--q-len " + std::to_string(options.qLen) +
+                      " differs from the package's q_len " +
+                      std::to_string(m.qLen));
+  int64_t pageSize =
+      m.pageSize ? m.pageSize : (options.pageSize ? options.pageSize : 64);
+  if (m.pageSize && options.pageSize && options.pageSize != m.pageSize)
+    return usageError("--page-size " + std::to_string(options.pageSize) +
+                      " differs from the package's page_size " +
+                      std::to_string(m.pageSize));
+
+  Expected<Device> device = Device::open(options.device, {options.threads});
+  if (!device.ok())
+    return device.status();
+  Backend &backend = device->getBackend();
+  Expected<Kernel> kernel = device->loadKernel(*package);
+  if (!kernel.ok())
+    return kernel.status();
+
+  // Shapes.
+  DType dtype = *m.dtype;
+  int64_t batch = options.batch, heads = m.heads;
+  int64_t row = m.latentDim + m.ropeDim, dimV = m.latentDim;
+  int64_t maxPages = (options.seqLen + pageSize - 1) / pageSize;
+  int64_t numPages = batch * maxPages;
+  if (numPages > INT32_MAX)
+    return usageError("batch x pages per request = " +
+                      std::to_string(numPages) + " pages, more than 2^31 - 1");
+  DType tableType = m.findArg("block_table")->dtype;
+  DType lensType = m.findArg("seq_lens")->dtype;
+  TensorView q{nullptr, dtype, {batch, qLen, heads, row}};
+  TensorView kv{nullptr, dtype, {numPages, pageSize, row}};
+  TensorView table{nullptr, tableType, {batch, maxPages}};
+  TensorView lens{nullptr, lensType, {batch}};
+  TensorView o{nullptr, dtype, {batch, qLen, heads, dimV}};
+  TensorView lse{nullptr, DType::F32, {batch, qLen, heads}};
+  std::vector<TensorView *> tensors = {&q, &kv, &table, &lens, &o, &lse};
+
+  // Host inputs: random q and kv, a random page permutation, the lengths.
+  Random random{options.seed};
+  std::vector<int64_t> lengths(batch, options.seqLen);
+  if (options.ragged)
+    for (int64_t &length : lengths) {
+      int64_t low = (options.seqLen + 1) / 2;
+      length = low + random.below(options.seqLen - low + 1);
+    }
+  int64_t sumLen = 0;
+  for (int64_t length : lengths)
+    sumLen += length;
+  std::vector<int64_t> pages(numPages);
+  for (int64_t p = 0; p < numPages; ++p)
+    pages[p] = p;
+  for (int64_t p = numPages - 1; p > 0; --p)
+    std::swap(pages[p], pages[random.below(p + 1)]);
+  std::map<TensorView *, HostTensor> host;
+  for (TensorView *t : {&q, &kv, &table, &lens}) {
+    Expected<HostTensor> allocated = HostTensor::allocate(t->dtype, t->shape);
+    if (!allocated.ok())
+      return allocated.status();
+    host.emplace(t, allocated.take());
+  }
+  for (TensorView *t : {&q, &kv})
+    if (Status status = fillRandom(host.at(t).data(), dtype,
+                                   host.at(t).numElements(), random);
+        !status.ok())
+      return status;
+  if (Status status =
+          convertElements(pages.data(), DType::I64, host.at(&table).data(),
+                          tableType, pages.size());
+      !status.ok())
+    return status;
+  if (Status status =
+          convertElements(lengths.data(), DType::I64, host.at(&lens).data(),
+                          lensType, lengths.size());
+      !status.ok())
+    return status;
+
+  // K copies: enough to exceed 3 x L2, within 80% of the free memory.
+  size_t copyBytes = 0;
+  for (TensorView *t : tensors)
+    copyBytes += alignUp(t->sizeInBytes());
+  Expected<size_t> workspaceBytes = kernel->workspaceBytes(
+      {q, kv, table, lens, Scalar::ofFloat(m.findArg("scale")->dtype, 1), o,
+       lse});
+  if (!workspaceBytes.ok())
+    return workspaceBytes.status();
+  int64_t copies = options.rotate;
+  if (!copies) {
+    copies = std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(3 * kL2Bytes / copyBytes)));
+    if (Expected<MemoryInfo> memory = backend.getMemoryInfo(); memory.ok()) {
+      double usable = 0.8 * memory->freeBytes - *workspaceBytes;
+      int64_t fit = static_cast<int64_t>(usable / copyBytes);
+      if (fit < 1)
+        return Status::error(ErrorCode::Unsupported,
+                             "one copy of the inputs and outputs needs " +
+                                 std::to_string(copyBytes + *workspaceBytes) +
+                                 " bytes, " + device->getName().data() +
+                                 " has " + std::to_string(memory->freeBytes) +
+                                 " free");
+      copies = std::min(copies, fit);
+    }
+  }
+
+  std::map<TensorView *, Copies> onDevice;
+  for (TensorView *t : tensors) {
+    Copies &c = onDevice[t];
+    c.stride = alignUp(t->sizeInBytes());
+    Expected<std::unique_ptr<DeviceBuffer>> buffer =
+        backend.allocate(std::max<size_t>(c.stride * copies, 256));
+    if (!buffer.ok())
+      return buffer.status().withContext("allocating " +
+                                         std::to_string(copies) + " copies");
+    c.buffer = buffer.take();
+    for (int64_t k = 0; k < copies; ++k) {
+      void *dst = c.view(k, *t).data;
+      Status status =
+          host.count(t)
+              ? backend.copyToDevice(dst, host.at(t).data(), t->sizeInBytes())
+              : backend.fillBytes(dst, 0, t->sizeInBytes());
+      if (!status.ok())
+        return status;
+    }
+  }
+  if (Status status = kernel->reserveWorkspace(*workspaceBytes); !status.ok())
+    return status;
+
+  float scale = options.scale ? *options.scale
+                              : 1.0f / std::sqrt(static_cast<float>(row));
+  Scalar scaleArg = Scalar::ofFloat(m.findArg("scale")->dtype, scale);
+  auto argsOf = [&](int64_t k) -> std::vector<ArgValue> {
+    Expected<std::vector<ArgValue>> bound =
+        kernel->bindByRole({{"q", onDevice[&q].view(k, q)},
+                            {"kv", onDevice[&kv].view(k, kv)},
+                            {"block_table", onDevice[&table].view(k, table)},
+                            {"seq_lens", onDevice[&lens].view(k, lens)},
+                            {"scale", scaleArg},
+                            {"o", onDevice[&o].view(k, o)},
+                            {"lse", onDevice[&lse].view(k, lse)}});
+    return bound.ok() ? bound.take() : std::vector<ArgValue>{};
+  };
+  std::vector<std::vector<ArgValue>> args;
+  for (int64_t k = 0; k < copies; ++k)
+    args.push_back(argsOf(k));
+
+  Expected<std::unique_ptr<Stream>> stream = backend.createStream();
+  if (!stream.ok())
+    return stream.status();
+  LaunchOptions launch;
+  launch.stream = (*stream)->handle();
+  launch.hostBlockTable = host.at(&table).data();
+  launch.hostSeqLens = host.at(&lens).data();
+  if (Status status = kernel->validate(args[0], launch); !status.ok())
+    return status;
+  launch.validate = false;
+
+  std::vector<std::unique_ptr<Timer>> timers;
+  for (int64_t i = 0; i < options.iters; ++i) {
+    Expected<std::unique_ptr<Timer>> timer = backend.createTimer();
+    if (!timer.ok())
+      return timer.status();
+    timers.push_back(timer.take());
+  }
+  int64_t next = 0;
+  for (int64_t i = 0; i < options.warmup; ++i, next = (next + 1) % copies)
+    if (Status status = kernel->launch(args[next], launch); !status.ok())
+      return status;
+  for (int64_t i = 0; i < options.iters; ++i, next = (next + 1) % copies) {
+    if (Status status = timers[i]->start(launch.stream); !status.ok())
+      return status;
+    if (Status status = kernel->launch(args[next], launch); !status.ok())
+      return status;
+    if (Status status = timers[i]->stop(launch.stream); !status.ok())
+      return status;
+  }
+  if (Status status = backend.synchronize(launch.stream); !status.ok())
+    return status;
+  std::vector<double> micros;
+  for (const auto &timer : timers) {
+    Expected<double> ms = timer->elapsedMs();
+    if (!ms.ok())
+      return ms.status();
+    micros.push_back(*ms * 1000);
+  }
+  std::sort(micros.begin(), micros.end());
+
+  // Sanity: the last launched copy's outputs are finite (lengths >= 1).
+  int64_t last = (next + copies - 1) % copies;
+  int64_t nonFinite = 0;
+  for (TensorView *t : {&o, &lse}) {
+    Expected<HostTensor> values = HostTensor::allocate(t->dtype, t->shape);
+    Expected<HostTensor> floats = HostTensor::allocate(DType::F32, t->shape);
+    if (!values.ok() || !floats.ok())
+      return values.ok() ? floats.status() : values.status();
+    if (Status status = backend.copyToHost(
+            values->data(), onDevice[t].view(last, *t).data, t->sizeInBytes());
+        !status.ok())
+      return status;
+    if (Status status =
+            convertElements(values->data(), t->dtype, floats->data(),
+                            DType::F32, values->numElements());
+        !status.ok())
+      return status;
+    for (int64_t i = 0; i < floats->numElements(); ++i)
+      nonFinite += !std::isfinite(floats->dataAs<float>()[i]);
+  }
+
+  double median = percentileSorted(micros, 0.5);
+  double elementBytes = static_cast<double>(dtypeSize(dtype));
+  double bytes =
+      elementBytes * (static_cast<double>(sumLen) * row +
+                      static_cast<double>(batch) * qLen * heads * row +
+                      static_cast<double>(batch) * qLen * heads * dimV);
+  double flops = 2.0 * qLen * heads * static_cast<double>(sumLen) *
+                 (2.0 * dimV + m.ropeDim);
+  double gbs = bytes / (median * 1e-6) / 1e9;
+  double tflops = flops / (median * 1e-6) / 1e12;
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"package", baseName(options.package)},
+      {"device", std::string(device->getName())},
+      {"dtype", dtypeName(dtype)},
+      {"batch", std::to_string(batch)},
+      {"seq_len", std::to_string(options.seqLen)},
+      {"ragged", options.ragged ? "1" : "0"},
+      {"sum_len", std::to_string(sumLen)},
+      {"q_len", std::to_string(qLen)},
+      {"heads", std::to_string(heads)},
+      {"page_size", std::to_string(pageSize)},
+      {"warmup", std::to_string(options.warmup)},
+      {"iters", std::to_string(options.iters)},
+      {"rotate", std::to_string(copies)},
+      {"median_us", fixed(median, 2)},
+      {"min_us", fixed(micros.front(), 2)},
+      {"max_us", fixed(micros.back(), 2)},
+      {"gbs", fixed(gbs, 1)},
+      {"tflops", fixed(tflops, 3)},
+      {"bw_frac", fixed(gbs / options.ceilingGbs, 3)},
+      {"flop_frac", fixed(tflops / options.ceilingTflops, 3)},
+      {"nonfinite", std::to_string(nonFinite)},
+  };
+  std::string line = "mla-bench:";
+  for (const auto &[key, value] : fields)
+    line += " " + key + "=" + value;
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  if (!options.csv.empty())
+    return appendCsv(options.csv, fields);
+  return Status::success();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Expected<Options> options = parseOptions(argc, argv);
+  Status status = options.ok() ? Status::success() : options.status();
+  if (status.ok() && options->help) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (status.ok())
+    status = run(*options);
+  if (status.ok())
+    return 0;
+  std::string message = status.message();
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  std::fprintf(stderr, "mla-bench: error: %s\n", message.c_str());
+  return 1;
+}
