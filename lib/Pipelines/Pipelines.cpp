@@ -103,7 +103,8 @@ void buildGPUKernelPipeline(OpPassManager &pm,
 void buildGPUToLLVMPipeline(OpPassManager &pm,
                             const PipelineOptions &options) {
   // NVIDIA, inside gpu.module: --convert-scf-to-cf --expand-strided-metadata
-  // --lower-affine --convert-gpu-to-nvvm (which also lowers the vector ops)
+  // --lower-affine --convert-nvgpu-to-nvvm (cp.async)
+  // --convert-gpu-to-nvvm (which also lowers the vector ops)
   // --convert-nvvm-to-llvm --reconcile-unrealized-casts --canonicalize.
   //
   // AMD: --convert-scf-to-cf --expand-strided-metadata --lower-affine
@@ -125,6 +126,7 @@ void buildGPUToLLVMPipeline(OpPassManager &pm,
     rocdl.indexBitwidth = 64;
     gm.addPass(createConvertGpuOpsToROCDLOps(rocdl));
   } else {
+    gm.addPass(createConvertNVGPUToNVVMPass());
     ConvertGpuOpsToNVVMOpsOptions nvvm;
     nvvm.indexBitwidth = 64;
     gm.addPass(createConvertGpuOpsToNVVMOps(nvvm));

@@ -18,6 +18,8 @@
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -39,8 +41,102 @@ struct ThreadInfo {
   int64_t warpSize;
 };
 
+/// The grid's tiles (top-level memref.allocas) live in workgroup memory
+/// (shared memory / LDS); mla-outline-gpu-kernels places them.
+void allocasToWorkgroup(GridOp grid) {
+  MLIRContext *ctx = grid.getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  SmallVector<memref::AllocaOp> allocas(
+      grid.getBody().front().getOps<memref::AllocaOp>());
+  for (memref::AllocaOp a : allocas) {
+    MemRefType t = a.getType();
+    OpBuilder b(a);
+    auto shared = memref::AllocaOp::create(
+        b, a.getLoc(),
+        MemRefType::get(t.getShape(), t.getElementType(), t.getLayout(), wg));
+    replaceMemRefUses(a.getResult(), shared.getResult());
+    a.erase();
+  }
+}
+
+bool isWorkgroup(Value memref) {
+  auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(
+      cast<MemRefType>(memref.getType()).getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Workgroup;
+}
+
+bool isZeroVector(Value v) {
+  DenseElementsAttr attr;
+  return matchPattern(v, m_Constant(&attr)) && attr.isSplat() &&
+         cast<FloatAttr>(attr.getSplatValue<Attribute>()).getValue().isZero();
+}
+
+/// NVIDIA: a parallel copy `tile[...] = cond ? global[...] : 0` of 16-byte
+/// multiples becomes cp.async (global -> shared without registers, all of a
+/// thread's copies in flight at once; a masked copy reads 0 bytes and
+/// zero-fills). The source indices are still computed under `cond` (the
+/// page lookup must not read past the block table); masked copies read from
+/// index 0. Returns true when the loop was rewritten; the caller then waits
+/// for the copies before the barrier.
+bool asyncCopies(scf::ParallelOp par) {
+  Block *body = par.getBody();
+  auto store = dyn_cast<vector::StoreOp>(body->getTerminator()->getPrevNode());
+  if (!store || !isWorkgroup(store.getBase()))
+    return false;
+  auto ifOp = store.getValueToStore().getDefiningOp<scf::IfOp>();
+  if (!ifOp || ifOp.getNumResults() != 1 || ifOp.getElseRegion().empty())
+    return false;
+  auto load = cast<scf::YieldOp>(ifOp.thenBlock()->getTerminator())
+                  .getOperand(0)
+                  .getDefiningOp<vector::LoadOp>();
+  Value elseVal =
+      cast<scf::YieldOp>(ifOp.elseBlock()->getTerminator()).getOperand(0);
+  VectorType vt = store.getVectorType();
+  int64_t bytes = vt.getNumElements() * vt.getElementTypeBitWidth() / 8;
+  if (!load || !isZeroVector(elseVal) || bytes % 16 != 0 ||
+      cast<MemRefType>(load.getBase().getType()).getMemorySpace())
+    return false;
+  // The source indices, computed only when in range.
+  ImplicitLocOpBuilder b(ifOp.getLoc(), ifOp);
+  SmallVector<Type> idxTypes(load.getIndices().size(), b.getIndexType());
+  auto idxIf = scf::IfOp::create(b, idxTypes, ifOp.getCondition(),
+                                 /*withElseRegion=*/true);
+  {
+    Block *thenBlock = idxIf.thenBlock();
+    thenBlock->getOperations().splice(
+        thenBlock->begin(), ifOp.thenBlock()->getOperations(),
+        ifOp.thenBlock()->begin(), Block::iterator(load));
+    ImplicitLocOpBuilder tb = ImplicitLocOpBuilder::atBlockEnd(
+        load.getLoc(), thenBlock);
+    scf::YieldOp::create(tb, load.getIndices());
+    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockBegin(
+        load.getLoc(), idxIf.elseBlock());
+    SmallVector<Value> zeros(idxTypes.size(), indexConst(eb, 0));
+    scf::YieldOp::create(eb, zeros);
+  }
+  int64_t perCopy = 16 * 8 / vt.getElementTypeBitWidth();
+  Value full = indexConst(b, perCopy);
+  Value srcElems =
+      arith::SelectOp::create(b, ifOp.getCondition(), full, indexConst(b, 0));
+  for (int64_t piece = 0; piece < vt.getNumElements() / perCopy; ++piece) {
+    SmallVector<Value> src(idxIf.getResults());
+    SmallVector<Value> dst(store.getIndices());
+    Value off = indexConst(b, piece * perCopy);
+    src.back() = arith::AddIOp::create(b, src.back(), off);
+    dst.back() = arith::AddIOp::create(b, dst.back(), off);
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), store.getBase(),
+        dst, load.getBase(), src, b.getIndexAttr(perCopy), srcElems,
+        b.getUnitAttr());
+  }
+  store.erase();
+  ifOp.erase();
+  return true;
+}
+
 /// scf.parallel -> strided loop over the linearised space + barrier.
-void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti) {
+void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
+                        bool waitAsyncCopies) {
   ImplicitLocOpBuilder b(par.getLoc(), par);
   // Extent of each dim: (ub - lb) / step, all our loops have lb 0 / step 1.
   SmallVector<Value> extents;
@@ -73,6 +169,12 @@ void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti) {
             for (Operation &op : par.getBody()->without_terminator())
               lb.clone(op, map);
           });
+  if (waitAsyncCopies) {
+    // One group of all this thread's copies; wait for it before the barrier.
+    Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+    nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
+  }
   gpu::BarrierOp::create(b);
   par.erase();
 }
@@ -434,10 +536,13 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       ti.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
       grid->setAttr("mla.block_size", b.getI64IntegerAttr(ti.threads));
 
+      allocasToWorkgroup(grid);
       SmallVector<scf::ParallelOp> pars;
       grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
-      for (scf::ParallelOp p : pars)
-        distributeParallel(p, ti);
+      for (scf::ParallelOp p : pars) {
+        bool async = arch->kind == TargetKind::NVIDIA && asyncCopies(p);
+        distributeParallel(p, ti, async);
+      }
       SmallVector<MatmulOp> mms;
       grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
       for (MatmulOp mm : mms) {

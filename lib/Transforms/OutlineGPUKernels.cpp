@@ -30,24 +30,6 @@ using namespace mla;
 
 namespace {
 
-/// Re-creates users whose result type depends on the (now workgroup-space)
-/// source type.
-void retypeUsers(Value oldV, Value newV) {
-  for (OpOperand &use : llvm::make_early_inc_range(oldV.getUses())) {
-    auto sub = dyn_cast<memref::SubViewOp>(use.getOwner());
-    if (!sub) {
-      use.set(newV);
-      continue;
-    }
-    OpBuilder b(sub);
-    auto newSub = memref::SubViewOp::create(
-        b, sub.getLoc(), newV, sub.getMixedOffsets(), sub.getMixedSizes(),
-        sub.getMixedStrides());
-    retypeUsers(sub.getResult(), newSub.getResult());
-    sub.erase();
-  }
-}
-
 /// Moves the kernel's top-level allocas into dynamic shared memory; returns
 /// the bytes used.
 FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
@@ -75,7 +57,7 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
     b.setInsertionPoint(a);
     Value view = memref::ViewOp::create(b, shared, smem,
                                         indexConst(b, offset), ValueRange{});
-    retypeUsers(a.getResult(), view);
+    replaceMemRefUses(a.getResult(), view);
     a.erase();
     offset += (bytes + 15) / 16 * 16;
   }

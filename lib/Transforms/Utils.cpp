@@ -98,4 +98,20 @@ void fillBuffer(ImplicitLocOpBuilder &b, Value buffer, double value) {
               });
 }
 
+void replaceMemRefUses(Value oldV, Value newV) {
+  for (OpOperand &use : llvm::make_early_inc_range(oldV.getUses())) {
+    auto sub = dyn_cast<memref::SubViewOp>(use.getOwner());
+    if (!sub) {
+      use.set(newV);
+      continue;
+    }
+    OpBuilder b(sub);
+    auto newSub = memref::SubViewOp::create(
+        b, sub.getLoc(), newV, sub.getMixedOffsets(), sub.getMixedSizes(),
+        sub.getMixedStrides());
+    replaceMemRefUses(sub.getResult(), newSub.getResult());
+    sub.erase();
+  }
+}
+
 } // namespace mla

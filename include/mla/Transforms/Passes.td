@@ -97,9 +97,12 @@ def MLAOutlineHostKernels : Pass<"mla-outline-host-kernels",
 def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
   let summary = "Spread blockwise code over the threads of a GPU workgroup";
   let description = [{
-    Layer 4 for GPU targets. Inside each `mla.grid`, every `scf.parallel`
+    Layer 4 for GPU targets. Inside each `mla.grid`, the tiles (top-level
+    `memref.alloca`s) move to workgroup memory; every `scf.parallel`
     becomes a loop over its linearised iteration space strided by the
-    workgroup's thread count, followed by a `gpu.barrier`; every
+    workgroup's thread count, followed by a `gpu.barrier` (on NVIDIA, a
+    parallel masked copy from global memory into a tile becomes `cp.async`
+    16-byte copies with zero-fill, waited for before the barrier); every
     `mla.matmul` becomes warp-level matrix-instruction code for bf16/f16
     operands (`mma.sync m16n8k16` on NVIDIA, `amdgpu.mfma 16x16x16` on AMD;
     C tiles spread over the warps/waves, fragments loaded from wherever A
@@ -117,6 +120,7 @@ def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
            "Warps per workgroup for grids without a config">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::nvgpu::NVGPUDialect",
                            "mlir::amdgpu::AMDGPUDialect",
                            "mlir::LLVM::LLVMDialect",
                            "mlir::vector::VectorDialect",

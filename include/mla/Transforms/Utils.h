@@ -47,6 +47,11 @@ void parallelFor(
 void fillBuffer(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
                 double value);
 
+/// Replaces the uses of memref `oldV` by `newV` (same shape, another memory
+/// space), re-creating the memref.subview users whose result type depends on
+/// the source type.
+void replaceMemRefUses(mlir::Value oldV, mlir::Value newV);
+
 } // namespace mla
 
 #endif // MLA_TRANSFORMS_UTILS_H
