@@ -94,3 +94,50 @@ func.func @f32(%a: memref<4x8xf32>, %b: memref<12x8xf32>, %c: memref<4x12xf32>) 
   }
   return
 }
+
+// -----
+
+// A masked parallel copy from global memory into a tile: cp.async 16-byte
+// pieces, 0 source bytes (zero-fill) when masked, the page lookup still under
+// the condition; one commit group and a wait before the barrier.
+// CHECK-LABEL: func @async_copy
+// CHECK: memref.alloca() : memref<4x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK:   %[[IDX:.*]]:3 = scf.if %{{.*}} -> (index, index, index) {
+// CHECK:     memref.load %arg1
+// CHECK:   %[[N:.*]] = arith.select %{{.*}}, %c8{{.*}}, %c0{{.*}} : index
+// CHECK:   nvgpu.device_async_copy %arg0[%[[IDX]]#0, %[[IDX]]#1, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %[[N]] {bypassL1}
+// CHECK:   nvgpu.device_async_copy
+// CHECK: %[[G:.*]] = nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+// CHECK: gpu.barrier
+func.func @async_copy(%kv: memref<?x3x32xbf16>, %bt: memref<?x?xi32>, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant dense<0.0> : vector<16xbf16>
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %tile = memref.alloca() : memref<4x32xbf16>
+    scf.parallel (%r, %ch) = (%c0, %c0) to (%c4, %c2) step (%c1, %c1) {
+      %d = arith.muli %ch, %c16 : index
+      %in = arith.cmpi slt, %r, %end : index
+      %v = scf.if %in -> (vector<16xbf16>) {
+        %pi = arith.divui %r, %c3 : index
+        %slot = arith.remui %r, %c3 : index
+        %e = memref.load %bt[%x, %pi] : memref<?x?xi32>
+        %page = arith.index_cast %e : i32 to index
+        %l = vector.load %kv[%page, %slot, %d] : memref<?x3x32xbf16>, vector<16xbf16>
+        scf.yield %l : vector<16xbf16>
+      } else {
+        scf.yield %zero : vector<16xbf16>
+      }
+      vector.store %v, %tile[%r, %d] : memref<4x32xbf16>, vector<16xbf16>
+      scf.reduce
+    }
+  }
+  return
+}
