@@ -6,7 +6,8 @@
 //        ws_o [B,Sq,H,S,Dv] f32, ws_lse [B,Sq,H,S] f32 -> per-split partial
 //        softmax outputs over the split's share of the sequence;
 //   *_k1 (grid batch x 1 x heads): ws_o, ws_lse, o, lse -> combined result.
-// Every query attends to all seq_lens[b] tokens; values are the first Dv
+// Query i of a request attends to tokens [0, seq_lens[b] - q_len + i] (MTP:
+// causal within the drafts), as the compiled kernels do; values are the first Dv
 // elements of each kv row. Entries exist for bf16 and f32 q/kv/o.
 //
 //===----------------------------------------------------------------------===//
@@ -78,11 +79,14 @@ template <typename T> void partial(void **args, int64_t b, int64_t split) {
   }
   std::vector<float> scores(rows.size()), acc(dimV);
   for (int64_t i = 0; i < qLen; ++i) {
+    // The rows of this split that query i may see.
+    size_t visible = static_cast<size_t>(std::clamp<int64_t>(
+        length - qLen + i + 1 - begin, 0, static_cast<int64_t>(rows.size())));
     for (int64_t h = 0; h < heads; ++h) {
       const T *qRow =
           q.base<T>() + b * q.strides[0] + i * q.strides[1] + h * q.strides[2];
       float maxScore = -std::numeric_limits<float>::infinity();
-      for (size_t t = 0; t < rows.size(); ++t) {
+      for (size_t t = 0; t < visible; ++t) {
         float dot = 0;
         for (int64_t d = 0; d < dim; ++d)
           dot += toFloat(qRow[d]) * toFloat(rows[t][d]);
@@ -91,7 +95,7 @@ template <typename T> void partial(void **args, int64_t b, int64_t split) {
       }
       float sum = 0;
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (size_t t = 0; t < rows.size(); ++t) {
+      for (size_t t = 0; t < visible; ++t) {
         float weight = std::exp(scores[t] - maxScore);
         sum += weight;
         for (int64_t d = 0; d < dimV; ++d)
@@ -100,10 +104,10 @@ template <typename T> void partial(void **args, int64_t b, int64_t split) {
       float *out = wsO.base<float>() + b * wsO.strides[0] + i * wsO.strides[1] +
                    h * wsO.strides[2] + split * wsO.strides[3];
       for (int64_t d = 0; d < dimV; ++d)
-        out[d] = rows.empty() ? 0.0f : acc[d] / sum;
+        out[d] = visible == 0 ? 0.0f : acc[d] / sum;
       wsLse.base<float>()[b * wsLse.strides[0] + i * wsLse.strides[1] +
                           h * wsLse.strides[2] + split * wsLse.strides[3]] =
-          rows.empty() ? -std::numeric_limits<float>::infinity()
+          visible == 0 ? -std::numeric_limits<float>::infinity()
                        : maxScore + std::log(sum);
     }
   }

@@ -185,22 +185,26 @@ Reference mla::rt::test::referenceDecode(const DecodeShape &s,
       rows.push_back((page * pageSize + t % pageSize) * row);
     }
     for (int64_t i = 0; i < qLen; ++i) {
+      // MTP: query i sees tokens [0, length - qLen + i].
+      size_t visible = static_cast<size_t>(std::clamp<int64_t>(
+          length - qLen + i + 1, 0, static_cast<int64_t>(rows.size())));
       for (int64_t h = 0; h < heads; ++h) {
         int64_t qBase = ((b * qLen + i) * heads + h) * row;
         std::vector<double> scores;
         double maxScore = -INFINITY;
-        for (int64_t kvBase : rows) {
+        for (size_t t = 0; t < visible; ++t) {
+          int64_t kvBase = rows[t];
           double dot = 0;
           for (int64_t d = 0; d < row; ++d)
             dot += static_cast<double>(q[qBase + d]) * kv[kvBase + d];
           scores.push_back(dot * data.scale);
           maxScore = std::max(maxScore, scores.back());
         }
-        if (rows.empty())
+        if (visible == 0)
           continue;
         double sum = 0;
         std::vector<double> acc(dimV, 0.0);
-        for (size_t t = 0; t < rows.size(); ++t) {
+        for (size_t t = 0; t < visible; ++t) {
           double weight = std::exp(scores[t] - maxScore);
           sum += weight;
           for (int64_t d = 0; d < dimV; ++d)
