@@ -190,8 +190,8 @@ std::string oneLine(const char *log) {
     size_t first = line.find_first_not_of(" \t");
     size_t last = line.find_last_not_of(" \t");
     if (first != std::string::npos)
-      joined += (joined.empty() ? "" : "; ") +
-                line.substr(first, last - first + 1);
+      joined +=
+          (joined.empty() ? "" : "; ") + line.substr(first, last - first + 1);
     line.clear();
   };
   for (const char *c = log; *c; ++c) {
