@@ -185,6 +185,8 @@ Value loadPair(ImplicitLocOpBuilder &b, Value mem, Value row, Value col,
                Value inBounds, int64_t width) {
   auto type = cast<MemRefType>(mem.getType());
   auto vecType = VectorType::get({width}, type.getElementType());
+  if (matchPattern(inBounds, m_One()))
+    return vector::LoadOp::create(b, vecType, mem, ValueRange{row, col});
   auto ifOp = scf::IfOp::create(
       b, inBounds,
       [&](OpBuilder &nb, Location loc) {
@@ -200,6 +202,39 @@ Value loadPair(ImplicitLocOpBuilder &b, Value mem, Value row, Value col,
             DenseElementsAttr::get(
                 vecType, ib.getFloatAttr(type.getElementType(), 0.0)));
         scf::YieldOp::create(ib, z);
+      });
+  return ifOp.getResult(0);
+}
+
+/// Runs `body` under `cond`, or unconditionally when `cond` is constant true.
+void guarded(ImplicitLocOpBuilder &b, Value cond,
+             function_ref<void(ImplicitLocOpBuilder &)> body) {
+  if (matchPattern(cond, m_One())) {
+    body(b);
+    return;
+  }
+  scf::IfOp::create(b, cond, [&](OpBuilder &nb, Location loc) {
+    ImplicitLocOpBuilder ib(loc, nb);
+    body(ib);
+    scf::YieldOp::create(ib);
+  });
+}
+
+/// `value()` under `cond`, else `fallback` (no branch when `cond` is
+/// constant true).
+Value guardedValue(ImplicitLocOpBuilder &b, Value cond, Value fallback,
+                   function_ref<Value(ImplicitLocOpBuilder &)> value) {
+  if (matchPattern(cond, m_One()))
+    return value(b);
+  auto ifOp = scf::IfOp::create(
+      b, cond,
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib, value(ib));
+      },
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib, fallback);
       });
   return ifOp.getResult(0);
 }
@@ -252,27 +287,25 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
     Value row0 = arith::AddIOp::create(tb, m0, group);
     Value row1 = arith::AddIOp::create(tb, row0, c8);
     Value col = arith::AddIOp::create(tb, n0, twoTg);
-    Value ok0 = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, row0, cM);
-    Value ok1 = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, row1, cM);
+    // Row masks, only when M is not a multiple of the tile.
+    Value always = arith::ConstantIntOp::create(tb, 1, 1);
+    bool full = m % 16 == 0;
+    Value ok0 = full ? always
+                     : arith::CmpIOp::create(tb, arith::CmpIPredicate::ult,
+                                             row0, cM).getResult();
+    Value ok1 = full ? always
+                     : arith::CmpIOp::create(tb, arith::CmpIPredicate::ult,
+                                             row1, cM).getResult();
     auto loadC = [&](Value row, Value ok, Value colIdx) -> Value {
       if (!op.getAccumulate())
         return zeroF;
-      auto ifOp = scf::IfOp::create(
-          tb, ok,
-          [&](OpBuilder &nb, Location loc) {
-            ImplicitLocOpBuilder ib(loc, nb);
-            Value v =
-                memref::LoadOp::create(ib, op.getC(), ValueRange{row, colIdx});
-            if (Value s = op.getCScale())
-              v = arith::MulFOp::create(
-                  ib, v, memref::LoadOp::create(ib, s, ValueRange{row}));
-            scf::YieldOp::create(ib, v);
-          },
-          [&](OpBuilder &nb, Location loc) {
-            ImplicitLocOpBuilder ib(loc, nb);
-            scf::YieldOp::create(ib, zeroF);
-          });
-      return ifOp.getResult(0);
+      return guardedValue(tb, ok, zeroF, [&](ImplicitLocOpBuilder &ib) {
+        Value v = memref::LoadOp::create(ib, op.getC(), ValueRange{row, colIdx});
+        if (Value s = op.getCScale())
+          v = arith::MulFOp::create(
+              ib, v, memref::LoadOp::create(ib, s, ValueRange{row}));
+        return v;
+      });
     };
     Value col1 = arith::AddIOp::create(tb, col, c1);
     SmallVector<Value> init = {loadC(row0, ok0, col), loadC(row0, ok0, col1),
@@ -292,7 +325,6 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
           // B registers r: k = 2*tg + 8*r (+0, +1), n = g.
           Value nIdx = arith::AddIOp::create(kb, n0, group);
           SmallVector<Value> bRegs;
-          Value always = arith::ConstantIntOp::create(kb, 1, 1);
           for (Value kk : {kc, kc8}) {
             Value pair;
             if (op.getTransposeB()) {
@@ -320,11 +352,9 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
           scf::YieldOp::create(kb, next);
         });
     auto storeC = [&](Value row, Value ok, Value v0, Value v1) {
-      scf::IfOp::create(tb, ok, [&](OpBuilder &nb, Location loc) {
-        ImplicitLocOpBuilder ib(loc, nb);
+      guarded(tb, ok, [&](ImplicitLocOpBuilder &ib) {
         memref::StoreOp::create(ib, v0, op.getC(), ValueRange{row, col});
         memref::StoreOp::create(ib, v1, op.getC(), ValueRange{row, col1});
-        scf::YieldOp::create(ib);
       });
     };
     storeC(row0, ok0, kLoop.getResult(0), kLoop.getResult(1));
@@ -367,7 +397,13 @@ void lowerMatmulMfma(MatmulOp op, const ThreadInfo &ti) {
     Value n0 = arith::MulIOp::create(
         tb, arith::RemUIOp::create(tb, tile, indexConst(tb, nt)), c16);
     Value aRow = arith::AddIOp::create(tb, m0, col16);
-    Value aOk = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, aRow, cM);
+    bool full = m % 16 == 0;
+    auto inRows = [&](Value r) -> Value {
+      return full ? always
+                  : arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, r, cM)
+                        .getResult();
+    };
+    Value aOk = inRows(aRow);
     Value bCol = arith::AddIOp::create(tb, n0, col16);
     // Accumulator: rows m0 + block4 + j, column n0 + l % 16.
     SmallVector<Value> cRows, cOk;
@@ -375,8 +411,7 @@ void lowerMatmulMfma(MatmulOp op, const ThreadInfo &ti) {
       Value r = arith::AddIOp::create(
           tb, arith::AddIOp::create(tb, m0, block4), indexConst(tb, j));
       cRows.push_back(r);
-      cOk.push_back(
-          arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, r, cM));
+      cOk.push_back(inRows(r));
     }
     SmallVector<Value> init;
     for (int64_t j = 0; j < 4; ++j) {
@@ -384,22 +419,15 @@ void lowerMatmulMfma(MatmulOp op, const ThreadInfo &ti) {
         init.push_back(zeroF);
         continue;
       }
-      auto ifOp = scf::IfOp::create(
-          tb, cOk[j],
-          [&](OpBuilder &nb, Location loc) {
-            ImplicitLocOpBuilder ib(loc, nb);
+      init.push_back(guardedValue(
+          tb, cOk[j], zeroF, [&](ImplicitLocOpBuilder &ib) {
             Value v = memref::LoadOp::create(ib, op.getC(),
                                              ValueRange{cRows[j], bCol});
             if (Value s = op.getCScale())
               v = arith::MulFOp::create(
                   ib, v, memref::LoadOp::create(ib, s, ValueRange{cRows[j]}));
-            scf::YieldOp::create(ib, v);
-          },
-          [&](OpBuilder &nb, Location loc) {
-            ImplicitLocOpBuilder ib(loc, nb);
-            scf::YieldOp::create(ib, zeroF);
-          });
-      init.push_back(ifOp.getResult(0));
+            return v;
+          }));
     }
     Value acc0 = vector::FromElementsOp::create(tb, accType, init);
     auto kLoop = scf::ForOp::create(
@@ -429,10 +457,8 @@ void lowerMatmulMfma(MatmulOp op, const ThreadInfo &ti) {
     for (int64_t j = 0; j < 4; ++j) {
       Value v = vector::ExtractOp::create(tb, kLoop.getResult(0),
                                           ArrayRef<int64_t>{j});
-      scf::IfOp::create(tb, cOk[j], [&](OpBuilder &nb, Location loc) {
-        ImplicitLocOpBuilder ib(loc, nb);
+      guarded(tb, cOk[j], [&](ImplicitLocOpBuilder &ib) {
         memref::StoreOp::create(ib, v, op.getC(), ValueRange{cRows[j], bCol});
-        scf::YieldOp::create(ib);
       });
     }
   });

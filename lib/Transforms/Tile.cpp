@@ -190,6 +190,12 @@ LogicalResult tileDecode(DecodeOp op) {
     fillBuffer(g, lBuf, 0.0);
 
     auto corrBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
+    auto refBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
+    // Per (row, 8-column chunk) partial maxima, then partial sums.
+    constexpr int64_t kChunk = 8;
+    const int64_t chunks = tile / kChunk;
+    auto partial =
+        memref::AllocaOp::create(g, MemRefType::get({rows, chunks}, f32));
 
     // Row `i * group + hh` of the tiles is query token i, head headBase + hh.
     auto rowOf = [&](ImplicitLocOpBuilder &ib, Value i, Value hh) {
@@ -227,54 +233,105 @@ LogicalResult tileDecode(DecodeOp op) {
                            kTile);
       auto qk = MatmulOp::create(tb, qTile, kTile, sTile, Value());
       qk.setTransposeB(true);
-      parallelFor(tb, {cSq, cGroup}, [&](ImplicitLocOpBuilder &rb,
-                                         ValueRange iv) {
-        Value i = iv[0], row = rowOf(rb, iv[0], iv[1]);
-        // Query i sees keys t <= len - sq + i; columns past `end` are padding.
+      // The online-softmax update, as four parallel phases over (row,
+      // 8-column chunk) and rows, so that every thread of a GPU workgroup
+      // has work: chunk maxima, row maxima and corrections, chunk
+      // exponentials and sums, row sums.
+      // Query i sees keys t <= len - sq + i; columns past `end` are padding.
+      auto validCols = [&](ImplicitLocOpBuilder &rb, Value i) -> Value {
         Value visEnd = minIdx(
             rb, end,
-            arith::AddIOp::create(
-                rb, arith::SubIOp::create(rb, len, cSq),
-                arith::AddIOp::create(rb, i, c1)));
-        Value nValid =
-            minIdx(rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0),
-                   cTile);
-        Value mOld = memref::LoadOp::create(rb, mBuf, ValueRange{row});
-        Value rowMax = reduceLoop(
-            rb, c0, nValid, c1, negInf,
+            arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq),
+                                  arith::AddIOp::create(rb, i, c1)));
+        return minIdx(
+            rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0), cTile);
+      };
+      Value cChunks = indexConst(tb, chunks), cChunk = indexConst(tb, kChunk);
+      // Columns [c * 8, c * 8 + 8) of the row that are visible.
+      auto chunkCols = [&](ImplicitLocOpBuilder &rb, Value i, Value c)
+          -> std::pair<Value, Value> {
+        Value lo = arith::MulIOp::create(rb, c, cChunk);
+        Value hi = minIdx(rb, arith::AddIOp::create(rb, lo, cChunk),
+                          validCols(rb, i));
+        return {lo, maxIdx(rb, hi, lo)};
+      };
+      parallelFor(tb, {cSq, cGroup, cChunks}, [&](ImplicitLocOpBuilder &rb,
+                                                  ValueRange iv) {
+        Value row = rowOf(rb, iv[0], iv[1]);
+        auto [lo, hi] = chunkCols(rb, iv[0], iv[2]);
+        Value mx = reduceLoop(
+            rb, lo, hi, c1, negInf,
             [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
-              Value s = memref::LoadOp::create(cb, sTile, ValueRange{row, c});
+              Value sc = memref::LoadOp::create(cb, sTile, ValueRange{row, c});
               return arith::MaximumFOp::create(
-                  cb, m, arith::MulFOp::create(cb, s, scaleLog2));
+                  cb, m, arith::MulFOp::create(cb, sc, scaleLog2));
             });
-        Value mNew = arith::MaximumFOp::create(rb, mOld, rowMax);
+        memref::StoreOp::create(rb, mx, partial, ValueRange{row, iv[2]});
+      });
+      parallelFor(tb, {cSq, cGroup}, [&](ImplicitLocOpBuilder &rb,
+                                         ValueRange iv) {
+        Value row = rowOf(rb, iv[0], iv[1]);
+        Value mOld = memref::LoadOp::create(rb, mBuf, ValueRange{row});
+        Value mNew = reduceLoop(
+            rb, c0, cChunks, c1, mOld,
+            [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
+              return arith::MaximumFOp::create(
+                  cb, m,
+                  memref::LoadOp::create(cb, partial, ValueRange{row, c}));
+            });
         // While no key has been seen, keep the reference at 0 so that
         // exp2(-inf - ref) = 0 instead of NaN.
         Value isEmpty = arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
                                               mNew, negInf);
         Value ref = arith::SelectOp::create(rb, isEmpty, zeroF, mNew);
-        Value corr =
-            math::Exp2Op::create(rb, arith::SubFOp::create(rb, mOld, ref));
+        memref::StoreOp::create(
+            rb, math::Exp2Op::create(rb, arith::SubFOp::create(rb, mOld, ref)),
+            corrBuf, ValueRange{row});
+        memref::StoreOp::create(rb, mNew, mBuf, ValueRange{row});
+        memref::StoreOp::create(rb, ref, refBuf, ValueRange{row});
+      });
+      parallelFor(tb, {cSq, cGroup, cChunks}, [&](ImplicitLocOpBuilder &rb,
+                                                  ValueRange iv) {
+        Value row = rowOf(rb, iv[0], iv[1]);
+        auto [lo, hi] = chunkCols(rb, iv[0], iv[2]);
+        Value ref = memref::LoadOp::create(rb, refBuf, ValueRange{row});
+        Value first = arith::MulIOp::create(rb, iv[2], cChunk);
         Value sum = reduceLoop(
-            rb, c0, cTile, c1, zeroF,
-            [&](ImplicitLocOpBuilder &cb, Value c, Value total) -> Value {
-              Value s = memref::LoadOp::create(cb, sTile, ValueRange{row, c});
+            rb, c0, cChunk, c1, zeroF,
+            [&](ImplicitLocOpBuilder &cb, Value k, Value total) -> Value {
+              Value c = arith::AddIOp::create(cb, first, k);
+              Value sc = memref::LoadOp::create(cb, sTile, ValueRange{row, c});
               Value e = math::Exp2Op::create(
                   cb, arith::SubFOp::create(
-                          cb, arith::MulFOp::create(cb, s, scaleLog2), ref));
-              Value valid = arith::CmpIOp::create(
-                  cb, arith::CmpIPredicate::slt, c, nValid);
+                          cb, arith::MulFOp::create(cb, sc, scaleLog2), ref));
+              Value valid = arith::AndIOp::create(
+                  cb,
+                  arith::CmpIOp::create(cb, arith::CmpIPredicate::sge, c, lo),
+                  arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, c, hi));
               Value p = arith::SelectOp::create(cb, valid, e, zeroF);
               memref::StoreOp::create(cb, castFloat(cb, p, elem), pTile,
                                       ValueRange{row, c});
               return arith::AddFOp::create(cb, total, p);
             });
+        memref::StoreOp::create(rb, sum, partial, ValueRange{row, iv[2]});
+      });
+      parallelFor(tb, {cSq, cGroup}, [&](ImplicitLocOpBuilder &rb,
+                                         ValueRange iv) {
+        Value row = rowOf(rb, iv[0], iv[1]);
+        Value sum = reduceLoop(
+            rb, c0, cChunks, c1, zeroF,
+            [&](ImplicitLocOpBuilder &cb, Value c, Value total) -> Value {
+              return arith::AddFOp::create(
+                  cb, total,
+                  memref::LoadOp::create(cb, partial, ValueRange{row, c}));
+            });
         Value lOld = memref::LoadOp::create(rb, lBuf, ValueRange{row});
-        Value lNew = arith::AddFOp::create(
-            rb, arith::MulFOp::create(rb, lOld, corr), sum);
-        memref::StoreOp::create(rb, lNew, lBuf, ValueRange{row});
-        memref::StoreOp::create(rb, mNew, mBuf, ValueRange{row});
-        memref::StoreOp::create(rb, corr, corrBuf, ValueRange{row});
+        Value corr = memref::LoadOp::create(rb, corrBuf, ValueRange{row});
+        memref::StoreOp::create(
+            rb,
+            arith::AddFOp::create(rb, arith::MulFOp::create(rb, lOld, corr),
+                                  sum),
+            lBuf, ValueRange{row});
       });
       // acc = diag(exp2(m_old - m_new)) * acc + P * V.
       auto pv = MatmulOp::create(tb, pTile, vTile, acc, corrBuf);
