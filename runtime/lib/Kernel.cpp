@@ -118,6 +118,10 @@ struct Kernel::Impl {
   /// offsets) and the total size.
   Expected<size_t> layoutWorkspaces(const std::vector<ArgValue> &args,
                                     std::vector<TensorView> &views) const;
+  /// The target's `max-bytes` limits on the memref args and the workspaces
+  /// (laid out by layoutWorkspaces).
+  Status checkMaxBytes(const std::vector<ArgValue> &args,
+                       const std::vector<TensorView> &workspaces) const;
 };
 
 /// The checks the runtime itself relies on: count, kind, dtype, rank.
@@ -218,17 +222,45 @@ Kernel::Impl::layoutWorkspaces(const std::vector<ArgValue> &args,
   return total;
 }
 
+Status
+Kernel::Impl::checkMaxBytes(const std::vector<ArgValue> &args,
+                            const std::vector<TensorView> &workspaces) const {
+  const TargetSpec &spec = target();
+  for (const MaxBytesSpec &limit : spec.maxBytes) {
+    size_t index = static_cast<size_t>(limit.index);
+    bool isArg = index < args.size();
+    const TensorView &t =
+        isArg ? args[index].tensor() : workspaces[index - args.size()];
+    // checkStructure and layoutWorkspaces bound the size by INT64_MAX.
+    int64_t bytes = static_cast<int64_t>(t.sizeInBytes());
+    if (bytes <= limit.bytes)
+      continue;
+    std::string what = isArg ? manifest.args[index].role
+                             : "workspace " + std::to_string(index);
+    return argError(what + ": " + std::to_string(bytes) + " bytes exceed the " +
+                    std::to_string(limit.bytes) + "-byte limit of the " +
+                    spec.name + " code object (32-bit buffer offsets)");
+  }
+  return Status::success();
+}
+
 const Manifest &Kernel::getManifest() const { return impl->manifest; }
 
 const TargetSpec &Kernel::getTarget() const { return impl->target(); }
 
 Status Kernel::validate(const std::vector<ArgValue> &args) const {
-  return impl->validate(args, nullptr);
+  return validate(args, LaunchOptions());
 }
 
 Status Kernel::validate(const std::vector<ArgValue> &args,
                         const LaunchOptions &options) const {
-  return impl->validate(args, &options);
+  if (Status status = impl->validate(args, &options); !status.ok())
+    return status;
+  std::vector<TensorView> layout;
+  Expected<size_t> totalBytes = impl->layoutWorkspaces(args, layout);
+  if (!totalBytes.ok())
+    return totalBytes.status();
+  return impl->checkMaxBytes(args, layout);
 }
 
 Expected<size_t>
@@ -275,6 +307,10 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
   Expected<size_t> totalBytes = k.layoutWorkspaces(args, layout);
   if (!totalBytes.ok())
     return totalBytes.status();
+  // Even without validation: past the limit the code would address the
+  // wrong memory.
+  if (Status status = k.checkMaxBytes(args, layout); !status.ok())
+    return status;
 
   // Where the workspaces live: the caller's buffer, the reserved buffer
   // (asynchronous backends never allocate here) or a pooled one.

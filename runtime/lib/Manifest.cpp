@@ -19,6 +19,13 @@ const ManifestArg *Manifest::findArg(std::string_view role) const {
   return nullptr;
 }
 
+const MaxBytesSpec *TargetSpec::findMaxBytes(int index) const {
+  for (const MaxBytesSpec &limit : maxBytes)
+    if (limit.index == index)
+      return &limit;
+  return nullptr;
+}
+
 const TargetSpec *Manifest::findTarget(std::string_view name) const {
   for (const TargetSpec &target : targets)
     if (target.name == name)
@@ -121,6 +128,7 @@ private:
   Status parseTarget(const Tokens &tokens);
   Status parseWorkspace(const Tokens &tokens);
   Status parseLaunch(const Tokens &tokens);
+  Status parseMaxBytes(const Tokens &tokens);
   Status parseEndTarget(const Tokens &tokens);
   Status finish();
 
@@ -173,6 +181,8 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
       return parseWorkspace(tokens);
     if (key == "launch")
       return parseLaunch(tokens);
+    if (key == "max-bytes")
+      return parseMaxBytes(tokens);
     if (key == "end-target")
       return parseEndTarget(tokens);
     if (key == "target")
@@ -182,7 +192,7 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
                    "); close it with 'end-target' first");
     return error(quoted(key) +
                  " is not allowed inside a target block (expected "
-                 "'workspace', 'launch' or 'end-target')");
+                 "'workspace', 'launch', 'max-bytes' or 'end-target')");
   }
   if (key == "arg")
     return parseArg(tokens);
@@ -194,7 +204,8 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
       key == "heads" || key == "q_len" || key == "latent_dim" ||
       key == "rope_dim" || key == "page_size")
     return parseHeaderKey(tokens);
-  if (key == "workspace" || key == "launch" || key == "end-target")
+  if (key == "workspace" || key == "launch" || key == "max-bytes" ||
+      key == "end-target")
     return error(quoted(key) + " is only allowed inside a target block");
   if (key == "mla-manifest")
     return error("duplicate 'mla-manifest' line");
@@ -433,11 +444,50 @@ Status ManifestParser::parseLaunch(const Tokens &tokens) {
   return Status::success();
 }
 
+Status ManifestParser::parseMaxBytes(const Tokens &tokens) {
+  if (Status status = expectTokens(tokens, 3, "max-bytes INDEX BYTES");
+      !status.ok())
+    return status;
+  std::optional<int64_t> index = parseNonNegative(tokens[1]);
+  if (!index || *index > INT32_MAX)
+    return error("max-bytes index " + quoted(tokens[1]) + " is not an index");
+  std::optional<int64_t> bytes = parseNonNegative(tokens[2]);
+  if (!bytes)
+    return error("max-bytes " + quoted(tokens[2]) +
+                 " is not a byte count (a non-negative integer below 2^63)");
+  if (const MaxBytesSpec *other =
+          openTarget->findMaxBytes(static_cast<int>(*index)))
+    return error("duplicate max-bytes for index " + std::to_string(*index) +
+                 " (first on line " + std::to_string(other->line) + ")");
+  // Whether INDEX names a memref arg or a workspace is checked at
+  // end-target: the line may precede the workspace it limits.
+  openTarget->maxBytes.push_back(
+      {static_cast<int>(*index), *bytes, line});
+  return Status::success();
+}
+
 Status ManifestParser::parseEndTarget(const Tokens &tokens) {
   if (Status status = expectTokens(tokens, 1, "end-target"); !status.ok())
     return status;
   if (openTarget->launches.empty())
     return error("target " + quoted(openTarget->name) + " has no 'launch'");
+  size_t numIndices = manifest.args.size() + openTarget->workspaces.size();
+  for (const MaxBytesSpec &limit : openTarget->maxBytes) {
+    auto fail = [&](const std::string &message) {
+      return Status::error(ErrorCode::InvalidManifest,
+                           "manifest line " + std::to_string(limit.line) +
+                               ": " + message);
+    };
+    if (static_cast<size_t>(limit.index) >= numIndices)
+      return fail("max-bytes index " + std::to_string(limit.index) +
+                  " is neither an arg nor a workspace of target " +
+                  quoted(openTarget->name));
+    if (static_cast<size_t>(limit.index) < manifest.args.size() &&
+        manifest.args[limit.index].kind != ArgKind::Memref)
+      return fail("max-bytes index " + std::to_string(limit.index) +
+                  " is scalar arg " + quoted(manifest.args[limit.index].role) +
+                  " (only memrefs and workspaces have a byte size)");
+  }
   openTarget = nullptr;
   return Status::success();
 }

@@ -118,6 +118,29 @@ TEST(ManifestTest, GpuLaunchesWithBlockAndShared) {
   EXPECT_EQ(parsed->findTarget("sm_80"), &sm80);
 }
 
+TEST(ManifestTest, MaxBytesLinesAnywhereInsideATarget) {
+  // Before the workspace it limits, between launches and after them.
+  std::string text = edited("workspace 7", "max-bytes 8 4294967039\n"
+                                           "workspace 7");
+  text.replace(text.find("launch mla_decode_k1"), 20,
+               "max-bytes 1 4294893567\nlaunch mla_decode_k1");
+  text.replace(text.find("end-target"), 10,
+               "max-bytes 0 0 # an empty q only\nend-target");
+  Expected<Manifest> parsed = parseManifest(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  const TargetSpec &t = parsed->targets[0];
+  ASSERT_EQ(t.maxBytes.size(), 3u);
+  EXPECT_EQ(t.maxBytes[0].index, 8);
+  EXPECT_EQ(t.maxBytes[0].bytes, 4294967039);
+  EXPECT_EQ(t.maxBytes[0].line, 19);
+  EXPECT_EQ(t.maxBytes[1].index, 1);
+  EXPECT_EQ(t.maxBytes[1].bytes, 4294893567);
+  EXPECT_EQ(t.maxBytes[2].bytes, 0);
+  EXPECT_EQ(t.findMaxBytes(1), &t.maxBytes[1]);
+  EXPECT_EQ(t.findMaxBytes(2), nullptr);
+  EXPECT_TRUE(parseManifest(kExample)->targets[0].maxBytes.empty());
+}
+
 TEST(ManifestTest, CommentsBlankLinesAndTabs) {
   std::string text = edited(
       "kernel decode\n", "\n# a comment\n\tkernel\t decode  # trailing\r\n\n");
@@ -330,7 +353,41 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"key_inside_target",
                     edited("launch mla_decode_k1", "heads 4"),
                     "manifest line 22: 'heads' is not allowed inside a target "
-                    "block (expected 'workspace', 'launch' or 'end-target')"},
+                    "block (expected 'workspace', 'launch', 'max-bytes' or "
+                    "'end-target')"},
+        BadManifest{"max_bytes_outside_target",
+                    edited("target host", "max-bytes 1 64\ntarget host"),
+                    "manifest line 18: 'max-bytes' is only allowed inside a "
+                    "target block"},
+        BadManifest{"max_bytes_missing_bytes",
+                    edited("end-target", "max-bytes 1\nend-target"),
+                    "manifest line 23: expected 'max-bytes INDEX BYTES', got 2 "
+                    "tokens"},
+        BadManifest{"max_bytes_bad_index",
+                    edited("end-target", "max-bytes kv 64\nend-target"),
+                    "manifest line 23: max-bytes index 'kv' is not an index"},
+        BadManifest{"max_bytes_negative",
+                    edited("end-target", "max-bytes 1 -1\nend-target"),
+                    "manifest line 23: max-bytes '-1' is not a byte count (a "
+                    "non-negative integer below 2^63)"},
+        BadManifest{"max_bytes_too_large",
+                    edited("end-target",
+                           "max-bytes 1 9223372036854775808\nend-target"),
+                    "manifest line 23: max-bytes '9223372036854775808' is not "
+                    "a byte count (a non-negative integer below 2^63)"},
+        BadManifest{"max_bytes_duplicate",
+                    edited("end-target",
+                           "max-bytes 7 64\nmax-bytes 7 32\nend-target"),
+                    "manifest line 24: duplicate max-bytes for index 7 (first "
+                    "on line 23)"},
+        BadManifest{"max_bytes_unknown_index",
+                    edited("end-target", "max-bytes 9 64\nend-target"),
+                    "manifest line 23: max-bytes index 9 is neither an arg "
+                    "nor a workspace of target 'host-x86_64'"},
+        BadManifest{"max_bytes_of_scalar",
+                    edited("workspace 7", "max-bytes 4 4\nworkspace 7"),
+                    "manifest line 19: max-bytes index 4 is scalar arg "
+                    "'scale' (only memrefs and workspaces have a byte size)"},
         BadManifest{"missing_end_target", edited("end-target\n", ""),
                     "manifest ends inside target 'host-x86_64' (line 18): "
                     "missing 'end-target'"},

@@ -213,6 +213,52 @@ TEST_F(ValidationTest, ValidationCanBeTurnedOff) {
   EXPECT_TRUE(kernel->launchDecode(args, {/*validate=*/false}).ok());
 }
 
+namespace {
+
+/// The validation test's kernel with `max-bytes` lines for its host target.
+Kernel withMaxBytes(const DecodeShape &shape, const std::string &lines) {
+  std::string manifest = decodeManifest(shape);
+  manifest.insert(manifest.find("end-target"), lines);
+  Expected<std::vector<uint8_t>> bytes =
+      encodePackage(manifest, {{"code.host-x86_64", testKernelCode()}});
+  EXPECT_TRUE(bytes.ok()) << bytes.status().toString();
+  Expected<Kernel> kernel =
+      Device::open("host", {1})
+          ->loadKernel(*parsePackage(bytes->data(), bytes->size()));
+  EXPECT_TRUE(kernel.ok()) << kernel.status().toString();
+  return kernel.take();
+}
+
+} // namespace
+
+TEST_F(ValidationTest, MaxBytesOfAnArgument) {
+  // kv is [16 pages, 16, 40] bf16 = 20480 bytes.
+  kernel = withMaxBytes(shape, "max-bytes 1 20479\n");
+  expectError("kv: 20480 bytes exceed the 20479-byte limit of the "
+              "host-x86_64 code object (32-bit buffer offsets)");
+  EXPECT_EQ(kernel->validate(*kernel->bindDecode(args)).message(),
+            "kv: 20480 bytes exceed the 20479-byte limit of the host-x86_64 "
+            "code object (32-bit buffer offsets)");
+  // Checked even when validation is off: past it the code would address the
+  // wrong memory.
+  Status status = kernel->launchDecode(args, {/*validate=*/false});
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  expectNotLaunched();
+
+  kernel = withMaxBytes(shape, "max-bytes 1 20480\n");
+  Status ok = kernel->launchDecode(args);
+  EXPECT_TRUE(ok.ok()) << ok.toString();
+}
+
+TEST_F(ValidationTest, MaxBytesOfAWorkspace) {
+  // Workspace 8 is f32 [batch 4, 1, 4 heads, 3 splits] = 192 bytes.
+  kernel = withMaxBytes(shape, "max-bytes 7 1000000\nmax-bytes 8 191\n");
+  expectError("workspace 8: 192 bytes exceed the 191-byte limit of the "
+              "host-x86_64 code object (32-bit buffer offsets)");
+  kernel = withMaxBytes(shape, "max-bytes 8 192\n");
+  EXPECT_TRUE(kernel->launchDecode(args).ok());
+}
+
 TEST(DynamicPageSizeValidationTest, ZeroPageSize) {
   DecodeShape shape;
   shape.pageSize = 0;

@@ -75,6 +75,17 @@ struct LaunchSpec {
   int64_t sharedBytes = 0;
 };
 
+/// `max-bytes INDEX BYTES`: argument or workspace INDEX may span at most
+/// BYTES bytes for this target's code (e.g. AMD kernels address buffers with
+/// 32-bit offsets). Checked before every launch of the target.
+struct MaxBytesSpec {
+  /// An arg index (memref) or a workspace index of the target.
+  int index = 0;
+  int64_t bytes = 0;
+  /// 1-based manifest line, for messages.
+  int line = 0;
+};
+
 /// `target NAME SECTION` ... `end-target`.
 struct TargetSpec {
   std::string name;
@@ -84,6 +95,11 @@ struct TargetSpec {
   std::vector<WorkspaceSpec> workspaces;
   /// In execution order; each finishes before the next starts.
   std::vector<LaunchSpec> launches;
+  /// Size limits, in manifest order, at most one per index.
+  std::vector<MaxBytesSpec> maxBytes;
+
+  /// nullptr when INDEX has no limit.
+  const MaxBytesSpec *findMaxBytes(int index) const;
 };
 
 struct Manifest {
