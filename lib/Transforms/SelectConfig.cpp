@@ -49,20 +49,25 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
   int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
   int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
   auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
-  return align(rows * d * esize) + align(tileKv * d * esize) +
-         align(rows * tileKv * 4) + align(rows * tileKv * esize) +
-         align(rows * op.getLatentDim() * 4) + 4 * align(rows * 4) +
+  // Matrix tiles carry 16 bytes of padding per row (see mla-tile).
+  return align(rows * (d * esize + 16)) + align(tileKv * (d * esize + 16)) +
+         align(rows * (tileKv * 4 + 16)) +
+         align(rows * (tileKv * esize + 16)) +
+         align(rows * (op.getLatentDim() * 4 + 16)) + 4 * align(rows * 4) +
          align(rows * (tileKv / 8) * 4);
 }
 
 /// GPU heuristics: 8 warps (NVIDIA) or 4 waves (AMD); up to 32 query rows
 /// per workgroup (the
-/// accumulator lives in shared memory / LDS); 64-key tiles, halved (and then
-/// the head group shrunk) until the tiles fit the chip's shared memory or
-/// LDS; 4 KV splits so that small batches still fill the chip.
+/// accumulator lives in shared memory / LDS); 32-key tiles on NVIDIA (two
+/// workgroups fit an SM: measured faster than 64 on the H200, see
+/// docs/Performance.md), 64 on AMD, halved (and then the head group shrunk)
+/// until the tiles fit the chip's shared memory or LDS; 4 KV splits so that
+/// small batches still fill the chip.
 ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
   int64_t rowsCap = std::max<int64_t>(1, 32 / op.getQLen());
-  ConfigFields cfg{64, 4, largestDivisorAtMost(op.getNumHeads(), rowsCap),
+  ConfigFields cfg{arch.kind == TargetKind::NVIDIA ? 32 : 64, 4,
+                   largestDivisorAtMost(op.getNumHeads(), rowsCap),
                    arch.kind == TargetKind::NVIDIA ? 8 : 4, 1};
   while (decodeTileBytes(op, cfg.tileKv, cfg.headGroup) > arch.sharedBytes) {
     if (cfg.tileKv > 16)

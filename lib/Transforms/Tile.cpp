@@ -43,6 +43,19 @@ Value maxIdx(ImplicitLocOpBuilder &b, Value x, Value y) {
   return arith::MaxSIOp::create(b, x, y);
 }
 
+/// A `rows x cols` tile whose rows are padded by 16 bytes: a memref.alloca
+/// of `rows x (cols + pad)` and its `rows x cols` subview.
+Value paddedTile(ImplicitLocOpBuilder &b, int64_t rows, int64_t cols,
+                 Type elem) {
+  int64_t pad = 16 * 8 / elem.getIntOrFloatBitWidth();
+  auto buffer =
+      memref::AllocaOp::create(b, MemRefType::get({rows, cols + pad}, elem));
+  return memref::SubViewOp::create(
+      b, buffer, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(cols)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+}
+
 /// Creates an `mla.grid` with the given sizes and returns a builder at the
 /// start of its body together with the three workgroup coordinates.
 std::pair<GridOp, SmallVector<Value, 3>>
@@ -173,16 +186,14 @@ LogicalResult tileDecode(DecodeOp op) {
     Value start = arith::MulIOp::create(g, split, chunk);
     Value end = minIdx(g, len, arith::AddIOp::create(g, start, chunk));
 
-    // Tiles (fast memory).
-    auto qTile = memref::AllocaOp::create(
-        g, MemRefType::get({rows, dim}, elem));
-    auto kTile = memref::AllocaOp::create(
-        g, MemRefType::get({tile, dim}, elem));
-    auto sTile = memref::AllocaOp::create(
-        g, MemRefType::get({rows, tile}, f32));
-    auto pTile = memref::AllocaOp::create(
-        g, MemRefType::get({rows, tile}, elem));
-    auto acc = memref::AllocaOp::create(g, MemRefType::get({rows, dv}, f32));
+    // Tiles (fast memory). Matrix tiles get 16 bytes of padding per row:
+    // their natural row strides are multiples of 128 bytes, which would put
+    // the same column of consecutive rows in one shared-memory bank.
+    Value qTile = paddedTile(g, rows, dim, elem);
+    Value kTile = paddedTile(g, tile, dim, elem);
+    Value sTile = paddedTile(g, rows, tile, f32);
+    Value pTile = paddedTile(g, rows, tile, elem);
+    Value acc = paddedTile(g, rows, dv, f32);
     auto mBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
     auto lBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
     fillBuffer(g, acc, 0.0);

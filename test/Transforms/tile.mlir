@@ -18,11 +18,17 @@
 // CHECK: arith.ceildivsi
 // CHECK: %[[START:.*]] = arith.muli %[[SPLIT]]
 // CHECK: %[[END:.*]] = arith.minsi
-// CHECK-DAG: %[[QT:.*]] = memref.alloca() : memref<4x48xbf16>
-// CHECK-DAG: %[[KT:.*]] = memref.alloca() : memref<16x48xbf16>
-// CHECK-DAG: %[[ST:.*]] = memref.alloca() : memref<4x16xf32>
-// CHECK-DAG: %[[PT:.*]] = memref.alloca() : memref<4x16xbf16>
-// CHECK-DAG: %[[ACC:.*]] = memref.alloca() : memref<4x32xf32>
+//   Matrix tiles: rows padded by 16 bytes, used through subviews.
+// CHECK: %[[QB:.*]] = memref.alloca() : memref<4x56xbf16>
+// CHECK: %[[QT:.*]] = memref.subview %[[QB]][0, 0] [4, 48] [1, 1] : memref<4x56xbf16> to memref<4x48xbf16, strided<[56, 1]>>
+// CHECK: %[[KB:.*]] = memref.alloca() : memref<16x56xbf16>
+// CHECK: %[[KT:.*]] = memref.subview %[[KB]]
+// CHECK: %[[SB:.*]] = memref.alloca() : memref<4x20xf32>
+// CHECK: %[[ST:.*]] = memref.subview %[[SB]]
+// CHECK: %[[PB:.*]] = memref.alloca() : memref<4x24xbf16>
+// CHECK: %[[PT:.*]] = memref.subview %[[PB]]
+// CHECK: %[[AB:.*]] = memref.alloca() : memref<4x36xf32>
+// CHECK: %[[ACC:.*]] = memref.subview %[[AB]]
 //   log2(e) is folded into the scale once.
 // CHECK: %[[SL2:.*]] = arith.mulf %arg4, %{{.*}} : f32
 // CHECK: %[[V:.*]] = memref.subview %[[KT]][0, 0] [16, 32] [1, 1]
@@ -35,7 +41,7 @@
 // CHECK: math.exp2
 // CHECK: math.exp2
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// CHECK: mla.matmul %[[PT]], %[[V]], %[[ACC]] scale %{{.*}} {accumulate} : memref<4x16xbf16>, memref<16x32xbf16, strided<[48, 1]>>, memref<4x32xf32>, memref<4xf32>
+// CHECK: mla.matmul %[[PT]], %[[V]], %[[ACC]] scale %{{.*}} {accumulate} : memref<4x16xbf16, strided<[24, 1]>>, memref<16x32xbf16, strided<[56, 1]>>, memref<4x32xf32, strided<[36, 1]>>, memref<4xf32>
 //   Epilogue: lse = (m + log2 l) * ln 2, -inf when no key was seen.
 // CHECK: math.log2
 // CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
