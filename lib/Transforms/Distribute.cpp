@@ -275,6 +275,17 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
       b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType =
       elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+  // Full 16-row tiles in shared memory are read with ldmatrix (one
+  // instruction per operand fragment instead of 4-6 loads).
+  bool useLdmatrix = m % 16 == 0 && isWorkgroup(op.getA()) &&
+                     isWorkgroup(op.getB());
+  Value lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
+  Value lane8 = arith::RemUIOp::create(b, lane, c8);
+  Value laneHi8 = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
+  Value laneMid8 = arith::MulIOp::create(
+      b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
+      c8);
 
   forLoop(b, warp, indexConst(b, mt * nt), indexConst(b, warps),
           [&](ImplicitLocOpBuilder &tb, Value tile) {
@@ -316,15 +327,49 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
           ImplicitLocOpBuilder kb(loc, nb);
           Value kc = arith::AddIOp::create(kb, k0, twoTg);
           Value kc8 = arith::AddIOp::create(kb, kc, c8);
+          SmallVector<Value> a, bRegs;
+          if (useLdmatrix) {
+            // ldmatrix.x4: lane l addresses row m0 + l%16, column
+            // k0 + 8*(l/16); the four 8x8 matrices are the A registers.
+            Value r = arith::AddIOp::create(kb, m0, lane16);
+            Value c = arith::AddIOp::create(kb, k0, laneHi8);
+            Value frag = nvgpu::LdMatrixOp::create(
+                kb, VectorType::get({4, 2}, elem), op.getA(),
+                ValueRange{r, c}, kb.getBoolAttr(false),
+                kb.getI32IntegerAttr(4));
+            for (int64_t i = 0; i < 4; ++i)
+              a.push_back(mmaOperand(
+                  kb, vector::ExtractOp::create(kb, frag,
+                                                ArrayRef<int64_t>{i})));
+            // B: x2; transposed B [N, K] is read row-wise, [K, N] with
+            // .trans. Lanes 16..31 repeat the addresses of 0..15.
+            Value bFrag;
+            if (op.getTransposeB()) {
+              Value rB = arith::AddIOp::create(kb, n0, lane8);
+              Value cB = arith::AddIOp::create(kb, k0, laneMid8);
+              bFrag = nvgpu::LdMatrixOp::create(
+                  kb, VectorType::get({2, 2}, elem), op.getB(),
+                  ValueRange{rB, cB}, kb.getBoolAttr(false),
+                  kb.getI32IntegerAttr(2));
+            } else {
+              Value rB = arith::AddIOp::create(kb, k0, lane16);
+              bFrag = nvgpu::LdMatrixOp::create(
+                  kb, VectorType::get({2, 2}, elem), op.getB(),
+                  ValueRange{rB, n0}, kb.getBoolAttr(true),
+                  kb.getI32IntegerAttr(2));
+            }
+            for (int64_t i = 0; i < 2; ++i)
+              bRegs.push_back(mmaOperand(
+                  kb, vector::ExtractOp::create(kb, bFrag,
+                                                ArrayRef<int64_t>{i})));
+          } else {
           // A registers r: rows g + 8*(r&1), cols 2*tg + 8*(r>>1).
-          SmallVector<Value> a = {
-              mmaOperand(kb, loadPair(kb, op.getA(), row0, kc, ok0, 2)),
-              mmaOperand(kb, loadPair(kb, op.getA(), row1, kc, ok1, 2)),
-              mmaOperand(kb, loadPair(kb, op.getA(), row0, kc8, ok0, 2)),
-              mmaOperand(kb, loadPair(kb, op.getA(), row1, kc8, ok1, 2))};
+          a = {mmaOperand(kb, loadPair(kb, op.getA(), row0, kc, ok0, 2)),
+               mmaOperand(kb, loadPair(kb, op.getA(), row1, kc, ok1, 2)),
+               mmaOperand(kb, loadPair(kb, op.getA(), row0, kc8, ok0, 2)),
+               mmaOperand(kb, loadPair(kb, op.getA(), row1, kc8, ok1, 2))};
           // B registers r: k = 2*tg + 8*r (+0, +1), n = g.
           Value nIdx = arith::AddIOp::create(kb, n0, group);
-          SmallVector<Value> bRegs;
           for (Value kk : {kc, kc8}) {
             Value pair;
             if (op.getTransposeB()) {
@@ -339,6 +384,7 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
                   kb, VectorType::get({2}, elem), ValueRange{lo, hi});
             }
             bRegs.push_back(mmaOperand(kb, pair));
+          }
           }
           auto mma = NVVM::MmaOp::create(
               kb, resType, a, bRegs, acc, ArrayRef<int64_t>{16, 8, 16},
