@@ -141,3 +141,29 @@ func.func @async_copy(%kv: memref<?x3x32xbf16>, %bt: memref<?x?xi32>, %end: inde
   }
   return
 }
+
+// -----
+
+// Full 16-row tiles in shared memory: fragments through ldmatrix (x4 for A;
+// x2 for B, transposed when B is [K, N]).
+// CHECK-LABEL: func @ldmatrix
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<16x32xbf16, strided<[40, 1]>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 2 : i32, transpose = false} : memref<16x32xbf16, strided<[40, 1]>, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// CHECK: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 2 : i32, transpose = true} : memref<16x32xbf16, strided<[40, 1]>, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+func.func @ldmatrix() {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %qb = memref.alloca() : memref<16x40xbf16>
+    %q = memref.subview %qb[0, 0] [16, 32] [1, 1] : memref<16x40xbf16> to memref<16x32xbf16, strided<[40, 1]>>
+    %kb = memref.alloca() : memref<16x40xbf16>
+    %k = memref.subview %kb[0, 0] [16, 32] [1, 1] : memref<16x40xbf16> to memref<16x32xbf16, strided<[40, 1]>>
+    %s = memref.alloca() : memref<16x16xf32>
+    %acc = memref.alloca() : memref<16x32xf32>
+    mla.matmul %q, %k, %s {transpose_b} : memref<16x32xbf16, strided<[40, 1]>>, memref<16x32xbf16, strided<[40, 1]>>, memref<16x16xf32>
+    %p = memref.subview %qb[0, 0] [16, 16] [1, 1] : memref<16x40xbf16> to memref<16x16xbf16, strided<[40, 1]>>
+    mla.matmul %p, %k, %acc {accumulate} : memref<16x16xbf16, strided<[40, 1]>>, memref<16x32xbf16, strided<[40, 1]>>, memref<16x32xf32>
+  }
+  return
+}
