@@ -250,144 +250,187 @@ Value mmaOperand(ImplicitLocOpBuilder &b, Value pair) {
   return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
 }
 
-/// mma.sync m16n8k16 with f32 accumulation. C tiles of 16x8 are spread over
-/// the warps; each warp walks K in steps of 16 loading its fragments from A
-/// and B (any memory space) and keeps the four accumulators in registers.
-/// Rows past M read as zero and are not stored.
-void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  auto aType = op.getA().getType();
-  Type elem = aType.getElementType();
-  const int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
-  const int64_t n = op.getC().getType().getDimSize(1);
-  const int64_t mt = (m + 15) / 16, nt = n / 8;
-  const int64_t warps = ti.threads / ti.warpSize;
-  Type f32 = b.getF32Type();
-  Value c0 = indexConst(b, 0), c1 = indexConst(b, 1), c2 = indexConst(b, 2);
-  Value c8 = indexConst(b, 8), cM = indexConst(b, m);
-  Value warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-  Value lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-  Value group = arith::DivUIOp::create(b, lane, indexConst(b, 4));
-  Value inGroup = arith::RemUIOp::create(b, lane, indexConst(b, 4));
-  Value twoTg = arith::MulIOp::create(b, inGroup, c2);
-  Value zeroF = f32Const(b, 0.0);
-  auto resType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), {f32, f32, f32, f32});
-  NVVM::MMATypes ptxType =
-      elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
-  // Full 16-row tiles in shared memory are read with ldmatrix (one
-  // instruction per operand fragment instead of 4-6 loads).
-  bool useLdmatrix = m % 16 == 0 && isWorkgroup(op.getA()) &&
-                     isWorkgroup(op.getB());
-  Value lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
-  Value lane8 = arith::RemUIOp::create(b, lane, c8);
-  Value laneHi8 = arith::MulIOp::create(
-      b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
-  Value laneMid8 = arith::MulIOp::create(
-      b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
-      c8);
+/// What the mma.sync lowering of one mla.matmul needs everywhere.
+struct MmaSync {
+  // The operands, kept as values: the op itself is erased before the
+  // accumulators are stored back after a hoisted loop.
+  Value a, bMat, c, cScale;
+  bool transposeB;
+  const ThreadInfo &ti;
+  Type elem;
+  int64_t m, k, n, mt, nt, warps;
+  bool full;        // M is a multiple of 16: no row masks
+  bool useLdmatrix; // full tiles of A and B in shared memory
+  Value warp, lane, group, twoTg, lane16, lane8, laneHi8, laneMid8;
 
-  forLoop(b, warp, indexConst(b, mt * nt), indexConst(b, warps),
-          [&](ImplicitLocOpBuilder &tb, Value tile) {
-    Value m0 = arith::MulIOp::create(
-        tb, arith::DivUIOp::create(tb, tile, indexConst(tb, nt)),
-        indexConst(tb, 16));
-    Value n0 = arith::MulIOp::create(
-        tb, arith::RemUIOp::create(tb, tile, indexConst(tb, nt)), c8);
-    // Accumulator rows g and g + 8, columns 2*tg and 2*tg + 1.
-    Value row0 = arith::AddIOp::create(tb, m0, group);
-    Value row1 = arith::AddIOp::create(tb, row0, c8);
-    Value col = arith::AddIOp::create(tb, n0, twoTg);
-    // Row masks, only when M is not a multiple of the tile.
-    Value always = arith::ConstantIntOp::create(tb, 1, 1);
-    bool full = m % 16 == 0;
-    Value ok0 = full ? always
-                     : arith::CmpIOp::create(tb, arith::CmpIPredicate::ult,
-                                             row0, cM).getResult();
-    Value ok1 = full ? always
-                     : arith::CmpIOp::create(tb, arith::CmpIPredicate::ult,
-                                             row1, cM).getResult();
-    auto loadC = [&](Value row, Value ok, Value colIdx) -> Value {
-      if (!op.getAccumulate())
-        return zeroF;
-      return guardedValue(tb, ok, zeroF, [&](ImplicitLocOpBuilder &ib) {
-        Value v = memref::LoadOp::create(ib, op.getC(), ValueRange{row, colIdx});
-        if (Value s = op.getCScale())
-          v = arith::MulFOp::create(
-              ib, v, memref::LoadOp::create(ib, s, ValueRange{row}));
-        return v;
-      });
+  MmaSync(MatmulOp op, const ThreadInfo &ti, ImplicitLocOpBuilder &b)
+      : a(op.getA()), bMat(op.getB()), c(op.getC()), cScale(op.getCScale()),
+        transposeB(op.getTransposeB()), ti(ti) {
+    MemRefType aType = op.getA().getType();
+    elem = aType.getElementType();
+    m = aType.getDimSize(0);
+    k = aType.getDimSize(1);
+    n = op.getC().getType().getDimSize(1);
+    mt = (m + 15) / 16;
+    nt = n / 8;
+    warps = ti.threads / ti.warpSize;
+    full = m % 16 == 0;
+    // Full 16-row tiles in shared memory are read with ldmatrix (one
+    // instruction per operand fragment instead of 4-6 loads).
+    useLdmatrix = full && isWorkgroup(a) && isWorkgroup(bMat);
+    Value c2 = indexConst(b, 2), c8 = indexConst(b, 8);
+    warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+    lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+    group = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+    twoTg = arith::MulIOp::create(
+        b, arith::RemUIOp::create(b, lane, indexConst(b, 4)), c2);
+    lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
+    lane8 = arith::RemUIOp::create(b, lane, c8);
+    laneHi8 = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
+    laneMid8 = arith::MulIOp::create(
+        b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
+        c8);
+  }
+
+  /// This lane's accumulator positions in C tile `tile`: rows g and g + 8,
+  /// columns 2*tg and 2*tg + 1 of the 16x8 tile at (m0, n0).
+  struct Tile {
+    Value m0, n0, row0, row1, col, col1, ok0, ok1;
+  };
+  Tile tile(ImplicitLocOpBuilder &b, Value t) const {
+    Tile r;
+    Value c8 = indexConst(b, 8), cNt = indexConst(b, nt);
+    r.m0 = arith::MulIOp::create(b, arith::DivUIOp::create(b, t, cNt),
+                                 indexConst(b, 16));
+    r.n0 = arith::MulIOp::create(b, arith::RemUIOp::create(b, t, cNt), c8);
+    r.row0 = arith::AddIOp::create(b, r.m0, group);
+    r.row1 = arith::AddIOp::create(b, r.row0, c8);
+    r.col = arith::AddIOp::create(b, r.n0, twoTg);
+    r.col1 = arith::AddIOp::create(b, r.col, indexConst(b, 1));
+    Value always = arith::ConstantIntOp::create(b, 1, 1);
+    Value cM = indexConst(b, m);
+    auto inRows = [&](Value row) -> Value {
+      return full ? always
+                  : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                          cM)
+                        .getResult();
     };
-    Value col1 = arith::AddIOp::create(tb, col, c1);
-    SmallVector<Value> init = {loadC(row0, ok0, col), loadC(row0, ok0, col1),
-                               loadC(row1, ok1, col), loadC(row1, ok1, col1)};
+    r.ok0 = inRows(r.row0);
+    r.ok1 = inRows(r.row1);
+    return r;
+  }
+
+  /// The four accumulators of `t` (rows masked to 0), optionally scaled by
+  /// c_scale.
+  SmallVector<Value> loadC(ImplicitLocOpBuilder &b, const Tile &t,
+                           bool scale) const {
+    Value zero = f32Const(b, 0.0);
+    SmallVector<Value> out;
+    for (auto [row, ok, col] :
+         {std::tuple{t.row0, t.ok0, t.col}, std::tuple{t.row0, t.ok0, t.col1},
+          std::tuple{t.row1, t.ok1, t.col}, std::tuple{t.row1, t.ok1, t.col1}})
+      out.push_back(guardedValue(b, ok, zero, [&](ImplicitLocOpBuilder &ib) {
+        Value v = memref::LoadOp::create(ib, c, ValueRange{row, col});
+        return scale ? scaleRow(ib, v, row) : v;
+      }));
+    return out;
+  }
+
+  Value scaleRow(ImplicitLocOpBuilder &b, Value v, Value row) const {
+    if (!cScale)
+      return v;
+    return arith::MulFOp::create(
+        b, v, memref::LoadOp::create(b, cScale, ValueRange{row}));
+  }
+
+  void storeC(ImplicitLocOpBuilder &b, const Tile &t,
+              ArrayRef<Value> acc) const {
+    guarded(b, t.ok0, [&](ImplicitLocOpBuilder &ib) {
+      memref::StoreOp::create(ib, acc[0], c, ValueRange{t.row0, t.col});
+      memref::StoreOp::create(ib, acc[1], c,
+                              ValueRange{t.row0, t.col1});
+    });
+    guarded(b, t.ok1, [&](ImplicitLocOpBuilder &ib) {
+      memref::StoreOp::create(ib, acc[2], c, ValueRange{t.row1, t.col});
+      memref::StoreOp::create(ib, acc[3], c,
+                              ValueRange{t.row1, t.col1});
+    });
+  }
+
+  /// acc += A[m0:m0+16, :] * B(:, n0:n0+8), walking K in steps of 16.
+  SmallVector<Value> product(ImplicitLocOpBuilder &b, const Tile &t,
+                             ValueRange init) const {
+    Type f32 = b.getF32Type();
+    auto resType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                    {f32, f32, f32, f32});
+    NVVM::MMATypes ptxType =
+        elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+    Value c1 = indexConst(b, 1), c8 = indexConst(b, 8);
+    Value always = arith::ConstantIntOp::create(b, 1, 1);
     auto kLoop = scf::ForOp::create(
-        tb, c0, indexConst(tb, k), indexConst(tb, 16), init,
+        b, indexConst(b, 0), indexConst(b, k), indexConst(b, 16), init,
         [&](OpBuilder &nb, Location loc, Value k0, ValueRange acc) {
           ImplicitLocOpBuilder kb(loc, nb);
-          Value kc = arith::AddIOp::create(kb, k0, twoTg);
-          Value kc8 = arith::AddIOp::create(kb, kc, c8);
-          SmallVector<Value> a, bRegs;
+          SmallVector<Value> aRegs, bRegs;
           if (useLdmatrix) {
             // ldmatrix.x4: lane l addresses row m0 + l%16, column
             // k0 + 8*(l/16); the four 8x8 matrices are the A registers.
-            Value r = arith::AddIOp::create(kb, m0, lane16);
-            Value c = arith::AddIOp::create(kb, k0, laneHi8);
             Value frag = nvgpu::LdMatrixOp::create(
-                kb, VectorType::get({4, 2}, elem), op.getA(),
-                ValueRange{r, c}, kb.getBoolAttr(false),
-                kb.getI32IntegerAttr(4));
+                kb, VectorType::get({4, 2}, elem), a,
+                ValueRange{arith::AddIOp::create(kb, t.m0, lane16),
+                           arith::AddIOp::create(kb, k0, laneHi8)},
+                kb.getBoolAttr(false), kb.getI32IntegerAttr(4));
             for (int64_t i = 0; i < 4; ++i)
-              a.push_back(mmaOperand(
+              aRegs.push_back(mmaOperand(
                   kb, vector::ExtractOp::create(kb, frag,
                                                 ArrayRef<int64_t>{i})));
             // B: x2; transposed B [N, K] is read row-wise, [K, N] with
             // .trans. Lanes 16..31 repeat the addresses of 0..15.
-            Value bFrag;
-            if (op.getTransposeB()) {
-              Value rB = arith::AddIOp::create(kb, n0, lane8);
-              Value cB = arith::AddIOp::create(kb, k0, laneMid8);
-              bFrag = nvgpu::LdMatrixOp::create(
-                  kb, VectorType::get({2, 2}, elem), op.getB(),
-                  ValueRange{rB, cB}, kb.getBoolAttr(false),
-                  kb.getI32IntegerAttr(2));
-            } else {
-              Value rB = arith::AddIOp::create(kb, k0, lane16);
-              bFrag = nvgpu::LdMatrixOp::create(
-                  kb, VectorType::get({2, 2}, elem), op.getB(),
-                  ValueRange{rB, n0}, kb.getBoolAttr(true),
-                  kb.getI32IntegerAttr(2));
-            }
+            Value bFrag =
+                transposeB
+                    ? nvgpu::LdMatrixOp::create(
+                          kb, VectorType::get({2, 2}, elem), bMat,
+                          ValueRange{arith::AddIOp::create(kb, t.n0, lane8),
+                                     arith::AddIOp::create(kb, k0, laneMid8)},
+                          kb.getBoolAttr(false), kb.getI32IntegerAttr(2))
+                    : nvgpu::LdMatrixOp::create(
+                          kb, VectorType::get({2, 2}, elem), bMat,
+                          ValueRange{arith::AddIOp::create(kb, k0, lane16),
+                                     t.n0},
+                          kb.getBoolAttr(true), kb.getI32IntegerAttr(2));
             for (int64_t i = 0; i < 2; ++i)
               bRegs.push_back(mmaOperand(
                   kb, vector::ExtractOp::create(kb, bFrag,
                                                 ArrayRef<int64_t>{i})));
           } else {
-          // A registers r: rows g + 8*(r&1), cols 2*tg + 8*(r>>1).
-          a = {mmaOperand(kb, loadPair(kb, op.getA(), row0, kc, ok0, 2)),
-               mmaOperand(kb, loadPair(kb, op.getA(), row1, kc, ok1, 2)),
-               mmaOperand(kb, loadPair(kb, op.getA(), row0, kc8, ok0, 2)),
-               mmaOperand(kb, loadPair(kb, op.getA(), row1, kc8, ok1, 2))};
-          // B registers r: k = 2*tg + 8*r (+0, +1), n = g.
-          Value nIdx = arith::AddIOp::create(kb, n0, group);
-          for (Value kk : {kc, kc8}) {
-            Value pair;
-            if (op.getTransposeB()) {
-              pair = loadPair(kb, op.getB(), nIdx, kk, always, 2);
-            } else {
-              Value lo = memref::LoadOp::create(kb, op.getB(),
-                                                ValueRange{kk, nIdx});
-              Value hi = memref::LoadOp::create(
-                  kb, op.getB(),
-                  ValueRange{arith::AddIOp::create(kb, kk, c1), nIdx});
-              pair = vector::FromElementsOp::create(
-                  kb, VectorType::get({2}, elem), ValueRange{lo, hi});
+            Value kc = arith::AddIOp::create(kb, k0, twoTg);
+            Value kc8 = arith::AddIOp::create(kb, kc, c8);
+            // A registers r: rows g + 8*(r&1), cols 2*tg + 8*(r>>1).
+            aRegs = {mmaOperand(kb, loadPair(kb, a, t.row0, kc, t.ok0, 2)),
+                     mmaOperand(kb, loadPair(kb, a, t.row1, kc, t.ok1, 2)),
+                     mmaOperand(kb, loadPair(kb, a, t.row0, kc8, t.ok0, 2)),
+                     mmaOperand(kb, loadPair(kb, a, t.row1, kc8, t.ok1, 2))};
+            // B registers r: k = 2*tg + 8*r (+0, +1), n = g.
+            Value nIdx = arith::AddIOp::create(kb, t.n0, group);
+            for (Value kk : {kc, kc8}) {
+              Value pair;
+              if (transposeB) {
+                pair = loadPair(kb, bMat, nIdx, kk, always, 2);
+              } else {
+                Value lo = memref::LoadOp::create(kb, bMat,
+                                                  ValueRange{kk, nIdx});
+                Value hi = memref::LoadOp::create(
+                    kb, bMat,
+                    ValueRange{arith::AddIOp::create(kb, kk, c1), nIdx});
+                pair = vector::FromElementsOp::create(
+                    kb, VectorType::get({2}, elem), ValueRange{lo, hi});
+              }
+              bRegs.push_back(mmaOperand(kb, pair));
             }
-            bRegs.push_back(mmaOperand(kb, pair));
-          }
           }
           auto mma = NVVM::MmaOp::create(
-              kb, resType, a, bRegs, acc, ArrayRef<int64_t>{16, 8, 16},
+              kb, resType, aRegs, bRegs, acc, ArrayRef<int64_t>{16, 8, 16},
               std::nullopt, std::nullopt,
               std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
               std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
@@ -397,15 +440,113 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
             next.push_back(LLVM::ExtractValueOp::create(kb, mma, i));
           scf::YieldOp::create(kb, next);
         });
-    auto storeC = [&](Value row, Value ok, Value v0, Value v1) {
-      guarded(tb, ok, [&](ImplicitLocOpBuilder &ib) {
-        memref::StoreOp::create(ib, v0, op.getC(), ValueRange{row, col});
-        memref::StoreOp::create(ib, v1, op.getC(), ValueRange{row, col1});
-      });
-    };
-    storeC(row0, ok0, kLoop.getResult(0), kLoop.getResult(1));
-    storeC(row1, ok1, kLoop.getResult(2), kLoop.getResult(3));
+    return SmallVector<Value>(kLoop.getResults());
+  }
+};
+
+/// The accumulating product inside a loop whose C tile nothing else in the
+/// loop touches (the P·V of the online softmax): the accumulators stay in
+/// registers across the loop's iterations, loaded once before it and stored
+/// once after it (followed by a barrier), instead of a shared-memory round
+/// trip per iteration. Needs full 16-row tiles spread evenly over the warps.
+LogicalResult hoistAccumulator(MatmulOp op, const ThreadInfo &ti) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop || !op.getAccumulate() || op->getNextNode() != loop.getBody()->getTerminator())
+    return failure();
+  // Nothing else in the loop may touch C's buffer.
+  Value root = op.getC();
+  while (auto sub = root.getDefiningOp<memref::SubViewOp>())
+    root = sub.getSource();
+  bool otherUse = false;
+  loop.walk([&](Operation *user) {
+    if (user == op.getOperation())
+      return;
+    for (Value v : user->getOperands()) {
+      Value r = v;
+      while (auto sub = r.getDefiningOp<memref::SubViewOp>())
+        r = sub.getSource();
+      if (r == root && isa<MemRefType>(v.getType()))
+        otherUse = true;
+    }
   });
+  ImplicitLocOpBuilder b(loop.getLoc(), loop);
+  MmaSync mm(op, ti, b);
+  if (otherUse || !mm.full || (mm.mt * mm.nt) % mm.warps != 0)
+    return failure();
+  const int64_t perWarp = mm.mt * mm.nt / mm.warps;
+  auto fragType = VectorType::get({perWarp * 4}, b.getF32Type());
+  auto tileOf = [&](ImplicitLocOpBuilder &ib, int64_t i) {
+    return mm.tile(ib, arith::AddIOp::create(
+                           ib, mm.warp, indexConst(ib, i * mm.warps)));
+  };
+  // Before the loop: this warp's accumulators from C.
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < perWarp; ++i)
+    llvm::append_range(init, mm.loadC(b, tileOf(b, i), /*scale=*/false));
+  Value initVec = vector::FromElementsOp::create(b, fragType, init);
+  IRRewriter rewriter(loop.getContext());
+  FailureOr<LoopLikeOpInterface> newLoop = loop.replaceWithAdditionalYields(
+      rewriter, ValueRange{initVec}, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
+        ImplicitLocOpBuilder ib(loc, op);
+        Value frags = args[0];
+        for (int64_t i = 0; i < perWarp; ++i) {
+          MmaSync::Tile t = tileOf(ib, i);
+          SmallVector<Value> acc;
+          Value rows[4] = {t.row0, t.row0, t.row1, t.row1};
+          for (int64_t j = 0; j < 4; ++j)
+            acc.push_back(mm.scaleRow(
+                ib,
+                vector::ExtractOp::create(ib, frags,
+                                          ArrayRef<int64_t>{i * 4 + j}),
+                rows[j]));
+          SmallVector<Value> res = mm.product(ib, t, acc);
+          for (int64_t j = 0; j < 4; ++j)
+            frags = vector::InsertOp::create(ib, res[j], frags,
+                                             ArrayRef<int64_t>{i * 4 + j});
+        }
+        return SmallVector<Value>{frags};
+      });
+  if (failed(newLoop))
+    return failure();
+  // The barrier mla-distribute puts after a matmul still separates this
+  // iteration's reads of B from the next iteration's copies into it.
+  ImplicitLocOpBuilder inB(op.getLoc(), op);
+  gpu::BarrierOp::create(inB);
+  op.erase();
+  // After the loop: the accumulators back to C, visible to all threads.
+  Operation *after = (*newLoop)->getNextNode();
+  ImplicitLocOpBuilder ab(loop.getLoc(), after);
+  Value frags = (*newLoop)->getResults().back();
+  for (int64_t i = 0; i < perWarp; ++i) {
+    SmallVector<Value> acc;
+    for (int64_t j = 0; j < 4; ++j)
+      acc.push_back(vector::ExtractOp::create(ab, frags,
+                                              ArrayRef<int64_t>{i * 4 + j}));
+    mm.storeC(ab, tileOf(ab, i), acc);
+  }
+  gpu::BarrierOp::create(ab);
+  return success();
+}
+
+/// mma.sync m16n8k16 with f32 accumulation. C tiles of 16x8 are spread over
+/// the warps; each warp walks K in steps of 16 loading its fragments from A
+/// and B (any memory space) and keeps the four accumulators in registers.
+/// Rows past M read as zero and are not stored.
+void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
+  if (succeeded(hoistAccumulator(op, ti)))
+    return;
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  MmaSync mm(op, ti, b);
+  forLoop(b, mm.warp, indexConst(b, mm.mt * mm.nt), indexConst(b, mm.warps),
+          [&](ImplicitLocOpBuilder &tb, Value tileIdx) {
+            MmaSync::Tile t = mm.tile(tb, tileIdx);
+            SmallVector<Value> init =
+                op.getAccumulate()
+                    ? mm.loadC(tb, t, /*scale=*/true)
+                    : SmallVector<Value>(4, f32Const(tb, 0.0));
+            mm.storeC(tb, t, mm.product(tb, t, init));
+          });
   gpu::BarrierOp::create(b);
   op.erase();
 }
