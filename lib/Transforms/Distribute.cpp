@@ -514,9 +514,10 @@ LogicalResult hoistAccumulator(MatmulOp op, const ThreadInfo &ti) {
   ImplicitLocOpBuilder inB(op.getLoc(), op);
   gpu::BarrierOp::create(inB);
   op.erase();
-  // After the loop: the accumulators back to C, visible to all threads.
-  Operation *after = (*newLoop)->getNextNode();
-  ImplicitLocOpBuilder ab(loop.getLoc(), after);
+  // After the loop (the old loop is gone): the accumulators back to C,
+  // visible to all threads.
+  ImplicitLocOpBuilder ab((*newLoop)->getLoc(), (*newLoop)->getContext());
+  ab.setInsertionPointAfter(*newLoop);
   Value frags = (*newLoop)->getResults().back();
   for (int64_t i = 0; i < perWarp; ++i) {
     SmallVector<Value> acc;

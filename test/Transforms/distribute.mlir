@@ -167,3 +167,38 @@ func.func @ldmatrix() {
   }
   return
 }
+
+// -----
+
+// An accumulating product that is the last op of a loop and the loop's only
+// user of C: the accumulators stay in registers across iterations (one
+// vector<8xf32> per thread: 8 tiles of 16x8 over 4 warps, 4 values each),
+// rescaled in place, loaded once before and stored once after the loop.
+// CHECK-LABEL: func @hoisted
+// CHECK: %[[INIT:.*]] = vector.from_elements {{.*}} : vector<8xf32>
+// CHECK: %[[R:.*]] = scf.for %{{.*}} iter_args(%[[F:.*]] = %[[INIT]]) -> (vector<8xf32>)
+// CHECK-NOT: memref.store {{.*}}memref<16x64xf32
+// CHECK:   vector.extract %[[F]][0]
+// CHECK:   memref.load %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>
+// CHECK:   nvvm.mma.sync
+// CHECK:   vector.insert
+// CHECK:   gpu.barrier
+// CHECK:   scf.yield %{{.*}} : vector<8xf32>
+// CHECK: vector.extract %[[R]][0]
+// CHECK: memref.store {{.*}}memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+func.func @hoisted(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %p = memref.alloca() : memref<16x16xbf16>
+    %v = memref.alloca() : memref<16x64xbf16>
+    %acc = memref.alloca() : memref<16x64xf32>
+    %corr = memref.alloca() : memref<16xf32>
+    scf.for %t = %c0 to %n step %c1 {
+      mla.matmul %p, %v, %acc scale %corr {accumulate} : memref<16x16xbf16>, memref<16x64xbf16>, memref<16x64xf32>, memref<16xf32>
+    }
+  }
+  return
+}

@@ -1,4 +1,4 @@
-//===- AmdgpuMetadataTest.cpp - The runtime's AMDGPU reader vs llvm-readelf ===//
+//===- AmdgpuMetadataTest.cpp - The AMDGPU reader vs llvm-readelf -------===//
 //
 // For gfx90a, gfx942 and gfx950 and a few decode shapes, mla-compile writes a
 // code object (--emit=obj) and a package. The runtime's metadata reader must
@@ -37,7 +37,9 @@ struct Case {
   std::string flags; // mla-compile flags of the shape
 };
 
-void PrintTo(const Case &c, std::ostream *os) { *os << c.target << "_" << c.shape; }
+void PrintTo(const Case &c, std::ostream *os) {
+  *os << c.target << "_" << c.shape;
+}
 
 std::string tempDir() {
   static std::string dir = [] {
@@ -302,8 +304,7 @@ TEST_P(AmdgpuReadelfTest, PackedKernargsMatchBothKernelsOfThePackage) {
       if (text(k.get(".name")) == launch.entry)
         kernel = &k;
     ASSERT_NE(kernel, nullptr) << "no kernel " << launch.entry;
-    std::vector<LaunchParam> params =
-        launchParams(manifest, *target, launch);
+    std::vector<LaunchParam> params = launchParams(manifest, *target, launch);
     std::vector<KernargSlot> layout = kernargLayout(params);
     std::vector<const Yaml *> explicitArgs;
     for (const Yaml &arg : kernel->get(".args")->seq)
@@ -333,8 +334,7 @@ TEST_P(AmdgpuReadelfTest, PackedKernargsMatchBothKernelsOfThePackage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Targets, AmdgpuReadelfTest,
-    ::testing::ValuesIn([] {
+    Targets, AmdgpuReadelfTest, ::testing::ValuesIn([] {
       std::vector<Case> cases;
       for (const char *target : {"gfx90a", "gfx942", "gfx950"}) {
         cases.push_back({target, "deepseek", "--heads=16"});
