@@ -81,9 +81,9 @@ findMetadataNote(const uint8_t *data, size_t size, uint64_t offset,
         !inBounds(descStart, descSize, length))
       return fail("note at offset " + std::to_string(offset + pos) + " in " +
                   where + " is truncated (name " + std::to_string(nameSize) +
-                  " bytes, descriptor " + std::to_string(descSize) +
-                  " bytes)");
-    const char *name = reinterpret_cast<const char *>(data + offset + nameStart);
+                  " bytes, descriptor " + std::to_string(descSize) + " bytes)");
+    const char *name =
+        reinterpret_cast<const char *>(data + offset + nameStart);
     // "AMDGPU" with its terminating NUL.
     if (type == kNoteAmdgpuMetadata && nameSize == 7 &&
         std::memcmp(name, "AMDGPU", 7) == 0)
@@ -101,7 +101,10 @@ struct ElfInfo {
 };
 
 Expected<ElfInfo> readElf(const uint8_t *data, size_t size) {
-  if (size < 4 || std::memcmp(data, "\x7f" "ELF", 4) != 0)
+  if (size < 4 || std::memcmp(data,
+                              "\x7f"
+                              "ELF",
+                              4) != 0)
     return fail("not an ELF file (bad magic)");
   if (size < 64)
     return fail("truncated ELF header (" + std::to_string(size) +
@@ -141,10 +144,10 @@ Expected<ElfInfo> readElf(const uint8_t *data, size_t size) {
       return fail("program header entries of " + std::to_string(phentsize) +
                   " bytes (expected 56)");
     if (!inBounds(phoff, phnum * phentsize, size))
-      return fail("the program header table (offset " + std::to_string(phoff) +
-                  ", " + std::to_string(phnum) + " x " +
-                  std::to_string(phentsize) + " bytes) lies outside the file (" +
-                  std::to_string(size) + " bytes)");
+      return fail(
+          "the program header table (offset " + std::to_string(phoff) + ", " +
+          std::to_string(phnum) + " x " + std::to_string(phentsize) +
+          " bytes) lies outside the file (" + std::to_string(size) + " bytes)");
     for (uint64_t i = 0; i < phnum && !info.metadata; ++i) {
       const uint8_t *ph = data + phoff + i * phentsize;
       if (loadLE(ph, 4) != kPtNote)
@@ -161,10 +164,10 @@ Expected<ElfInfo> readElf(const uint8_t *data, size_t size) {
       return fail("section header entries of " + std::to_string(shentsize) +
                   " bytes (expected 64)");
     if (!inBounds(shoff, shnum * shentsize, size))
-      return fail("the section header table (offset " + std::to_string(shoff) +
-                  ", " + std::to_string(shnum) + " x " +
-                  std::to_string(shentsize) + " bytes) lies outside the file (" +
-                  std::to_string(size) + " bytes)");
+      return fail(
+          "the section header table (offset " + std::to_string(shoff) + ", " +
+          std::to_string(shnum) + " x " + std::to_string(shentsize) +
+          " bytes) lies outside the file (" + std::to_string(size) + " bytes)");
     for (uint64_t i = 0; i < shnum && !info.metadata; ++i) {
       const uint8_t *sh = data + shoff + i * shentsize;
       if (loadLE(sh + 4, 4) != kShtNote)
@@ -323,8 +326,9 @@ private:
     case 0xc4:
     case 0xc5:
     case 0xc6: {
-      const char *what = tag == 0xc4 ? "a bin8" : tag == 0xc5 ? "a bin16"
-                                                              : "a bin32";
+      const char *what = tag == 0xc4   ? "a bin8"
+                         : tag == 0xc5 ? "a bin16"
+                                       : "a bin32";
       if (Status status = lengthOf(1 << (tag - 0xc4), what); !status.ok())
         return status;
       value.kind = MsgValue::Bin;
@@ -376,8 +380,9 @@ private:
     case 0xd9:
     case 0xda:
     case 0xdb: {
-      const char *what = tag == 0xd9 ? "a str8" : tag == 0xda ? "a str16"
-                                                              : "a str32";
+      const char *what = tag == 0xd9   ? "a str8"
+                         : tag == 0xda ? "a str16"
+                                       : "a str32";
       if (Status status = lengthOf(1 << (tag - 0xd9), what); !status.ok())
         return status;
       value.kind = MsgValue::Str;
@@ -385,16 +390,15 @@ private:
     }
     case 0xdc:
     case 0xdd:
-      if (Status status =
-              lengthOf(tag == 0xdc ? 2 : 4, tag == 0xdc ? "an array16"
-                                                        : "an array32");
+      if (Status status = lengthOf(tag == 0xdc ? 2 : 4,
+                                   tag == 0xdc ? "an array16" : "an array32");
           !status.ok())
         return status;
       return readArray(value, n, depth);
     case 0xde:
     case 0xdf:
-      if (Status status =
-              lengthOf(tag == 0xde ? 2 : 4, tag == 0xde ? "a map16" : "a map32");
+      if (Status status = lengthOf(tag == 0xde ? 2 : 4,
+                                   tag == 0xde ? "a map16" : "a map32");
           !status.ok())
         return status;
       return readMap(value, n, depth);
@@ -604,7 +608,8 @@ Status readKernel(const MsgValue &value, size_t index,
     if (reqd.size() != 3)
       return fail("'.reqd_workgroup_size' of " + owner + " has " +
                   std::to_string(reqd.size()) + " entries, expected 3");
-    kernel.reqdWorkgroupSize = std::array<uint64_t, 3>{reqd[0], reqd[1], reqd[2]};
+    kernel.reqdWorkgroupSize =
+        std::array<uint64_t, 3>{reqd[0], reqd[1], reqd[2]};
   }
   // `.args` is absent in kernels without arguments.
   if (value.find(".args")) {
@@ -612,8 +617,8 @@ Status readKernel(const MsgValue &value, size_t index,
       return status;
     for (size_t i = 0; i < args->size(); ++i) {
       AmdgpuKernelArg arg;
-      if (Status status = readArg((*args)[i],
-                                  owner + " arg " + std::to_string(i), arg);
+      if (Status status =
+              readArg((*args)[i], owner + " arg " + std::to_string(i), arg);
           !status.ok())
         return status;
       kernel.args.push_back(std::move(arg));
@@ -732,8 +737,8 @@ Status mla::rt::checkKernargLayout(const AmdgpuKernelMetadata &kernel,
     if (arg.offset == slot.offset && arg.size == slot.size &&
         arg.valueKind == kind)
       continue;
-    return mismatch(describeKernargSlot(expected, i, params) + " is at offset " +
-                    std::to_string(arg.offset) + " (" +
+    return mismatch(describeKernargSlot(expected, i, params) +
+                    " is at offset " + std::to_string(arg.offset) + " (" +
                     std::to_string(arg.size) + " bytes, " + arg.valueKind +
                     ") in the code object, the runtime packs it at offset " +
                     std::to_string(slot.offset) + " (" +
@@ -746,8 +751,7 @@ Status mla::rt::checkKernargLayout(const AmdgpuKernelMetadata &kernel,
                     std::to_string(expected.size()) + " for this launch");
   size_t bytes = kernargBufferBytes(expected);
   if (!expected.empty() &&
-      kernel.kernargSegmentSize <
-          expected.back().offset + expected.back().size)
+      kernel.kernargSegmentSize < expected.back().offset + expected.back().size)
     return mismatch(".kernarg_segment_size " +
                     std::to_string(kernel.kernargSegmentSize) +
                     " is smaller than the " + std::to_string(bytes) +
@@ -803,8 +807,10 @@ Status mla::rt::checkAmdgpuCodeObject(const AmdgpuMetadata &metadata,
                  (*reqd)[1] != static_cast<uint64_t>(b[1]) ||
                  (*reqd)[2] != static_cast<uint64_t>(b[2])))
       return error(ErrorCode::InvalidPackage,
-                   "block " + block + " differs from the kernel's "
-                   ".reqd_workgroup_size " + std::to_string((*reqd)[0]) + "," +
+                   "block " + block +
+                       " differs from the kernel's "
+                       ".reqd_workgroup_size " +
+                       std::to_string((*reqd)[0]) + "," +
                        std::to_string((*reqd)[1]) + "," +
                        std::to_string((*reqd)[2]));
     uint64_t lds = kernel->groupSegmentFixedSize +

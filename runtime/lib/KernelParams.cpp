@@ -125,8 +125,8 @@ mla::rt::describeKernargSlot(const std::vector<KernargSlot> &layout,
   case KernargPart::Stride:
     return text + " (stride " + dim + " of " + name + ")";
   case KernargPart::Scalar:
-    return text + " (scalar " + name + ", " + dtypeName(params[slot.param].dtype) +
-           ")";
+    return text + " (scalar " + name + ", " +
+           dtypeName(params[slot.param].dtype) + ")";
   }
   return text;
 }
@@ -145,8 +145,7 @@ Status mla::rt::packKernargBuffer(const KernelParams &params,
     if (params.sizeOf(i) != layout[i].size)
       return fail("kernel argument " + std::to_string(i) + " has " +
                   std::to_string(params.sizeOf(i)) +
-                  " bytes, the kernel takes " +
-                  std::to_string(layout[i].size));
+                  " bytes, the kernel takes " + std::to_string(layout[i].size));
     if (layout[i].offset > bytes || layout[i].size > bytes - layout[i].offset)
       return fail("kernel argument " + std::to_string(i) + " ends past the " +
                   std::to_string(bytes) + "-byte kernarg buffer");

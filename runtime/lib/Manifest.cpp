@@ -461,8 +461,7 @@ Status ManifestParser::parseMaxBytes(const Tokens &tokens) {
                  " (first on line " + std::to_string(other->line) + ")");
   // Whether INDEX names a memref arg or a workspace is checked at
   // end-target: the line may precede the workspace it limits.
-  openTarget->maxBytes.push_back(
-      {static_cast<int>(*index), *bytes, line});
+  openTarget->maxBytes.push_back({static_cast<int>(*index), *bytes, line});
   return Status::success();
 }
 

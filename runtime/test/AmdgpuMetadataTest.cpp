@@ -60,7 +60,10 @@ public:
     if (width == 0 && value < 128)
       return raw({static_cast<uint8_t>(value)});
     if (width == 0)
-      width = value < 256 ? 1 : value < 65536 ? 2 : value < (1ull << 32) ? 4 : 8;
+      width = value < 256            ? 1
+              : value < 65536        ? 2
+              : value < (1ull << 32) ? 4
+                                     : 8;
     out.push_back(width == 1   ? 0xcc
                   : width == 2 ? 0xcd
                   : width == 4 ? 0xce
@@ -99,7 +102,9 @@ public:
     out.push_back(width == 4 ? 0xdd : 0xdc);
     return be(count, width == 4 ? 4 : 2);
   }
-  MsgPack &boolean(bool value) { return raw({value ? uint8_t{0xc3} : uint8_t{0xc2}}); }
+  MsgPack &boolean(bool value) {
+    return raw({value ? uint8_t{0xc3} : uint8_t{0xc2}});
+  }
 
   std::vector<uint8_t> out;
 };
@@ -230,7 +235,10 @@ std::vector<uint8_t> elfWithNotes(const std::vector<NoteSpec> &notes,
     for (int i = 0; i < bytes; ++i)
       elf[offset + i] = static_cast<uint8_t>(value >> (8 * i));
   };
-  std::memcpy(elf.data(), "\x7f" "ELF", 4);
+  std::memcpy(elf.data(),
+              "\x7f"
+              "ELF",
+              4);
   elf[4] = 2;    // ELFCLASS64
   elf[5] = 1;    // little-endian
   elf[6] = 1;    // EV_CURRENT
@@ -337,11 +345,10 @@ TEST(AmdgpuMetadataTest, ReadsTheCheckedInCodeObject) {
 TEST(AmdgpuMetadataTest, TheCheckedInObjectMatchesItsManifest) {
   Expected<AmdgpuMetadata> metadata = parse(fixtureObject());
   Expected<Manifest> manifest = parseManifest(fixtureManifest());
-  ASSERT_TRUE(metadata.ok() && manifest.ok())
-      << manifest.status().toString();
+  ASSERT_TRUE(metadata.ok() && manifest.ok()) << manifest.status().toString();
   const TargetSpec &target = *manifest->findTarget("gfx942");
-  Status status = checkAmdgpuCodeObject(*metadata, *manifest, target,
-                                        {65536, 64, false});
+  Status status =
+      checkAmdgpuCodeObject(*metadata, *manifest, target, {65536, 64, false});
   EXPECT_TRUE(status.ok()) << status.toString();
 
   // The layout the HIP backend packs, slot by slot.
@@ -530,8 +537,8 @@ TEST(AmdgpuMetadataTest, NotesInSectionsOnlyAlignedToEightAfterOthers) {
   std::vector<uint8_t> document = metadataDocument({KernelSpec{}});
   std::vector<NoteSpec> notes = {
       {"GNU", 3, {1, 2, 3, 4, 5}},
-      {"AMDGPU", 31, {0}},        // another AMDGPU note type
-      {"AMDGPUX", 32, {0}},       // another owner
+      {"AMDGPU", 31, {0}},  // another AMDGPU note type
+      {"AMDGPUX", 32, {0}}, // another owner
       {"AMDGPU", 32, document}};
   for (bool programHeader : {true, false})
     for (uint64_t align : {uint64_t{4}, uint64_t{8}}) {
@@ -590,10 +597,9 @@ TEST(AmdgpuMetadataTest, BadElfFiles) {
   EXPECT_NE(errorOf(bad).find("note at offset 120 in PT_NOTE segment 0 is "
                               "truncated"),
             std::string::npos);
-  EXPECT_EQ(
-      errorOf(elfWithNotes({{"GNU", 3, {1, 2, 3, 4}}})),
-      "AMDGPU code object: no NT_AMDGPU_METADATA note (owner \"AMDGPU\", "
-      "type 32; code object v3 or newer)");
+  EXPECT_EQ(errorOf(elfWithNotes({{"GNU", 3, {1, 2, 3, 4}}})),
+            "AMDGPU code object: no NT_AMDGPU_METADATA note (owner \"AMDGPU\", "
+            "type 32; code object v3 or newer)");
   EXPECT_EQ(
       errorOf(elfWithNotes({{"AMDGPU", 32, metadataDocument({KernelSpec{}})}},
                            false, false)),
@@ -659,8 +665,7 @@ TEST(AmdgpuMetadataTest, MissingKeysAndWrongTypes) {
   }
   KernelSpec spec;
   spec.skip = ".name";
-  EXPECT_EQ(kernelError(spec),
-            "AMDGPU code object: kernel 0 has no '.name'");
+  EXPECT_EQ(kernelError(spec), "AMDGPU code object: kernel 0 has no '.name'");
 
   spec = {};
   spec.overrideKey = ".wavefront_size";
@@ -771,8 +776,8 @@ TEST(AmdgpuMetadataTest, ProcessorsAndTargetCompatibility) {
   EXPECT_EQ(amdgpuProcessor("gfx90a"), "gfx90a");
   EXPECT_EQ(amdgpuProcessor(""), "");
 
-  EXPECT_TRUE(amdgpuTargetRuns("amdgcn-amd-amdhsa--gfx942",
-                               "gfx942:sramecc+:xnack-"));
+  EXPECT_TRUE(
+      amdgpuTargetRuns("amdgcn-amd-amdhsa--gfx942", "gfx942:sramecc+:xnack-"));
   EXPECT_TRUE(amdgpuTargetRuns("gfx942", "gfx942"));
   EXPECT_TRUE(amdgpuTargetRuns("amdgcn-amd-amdhsa--gfx90a:xnack-",
                                "gfx90a:sramecc-:xnack-"));
@@ -789,17 +794,15 @@ TEST(AmdgpuMetadataTest, ProcessorsAndTargetCompatibility) {
 //===----------------------------------------------------------------------===//
 
 TEST(KernargLayoutTest, NaturalAlignmentOfTheMemrefAbi) {
-  std::vector<LaunchParam> params = {{true, DType::F32, 2, "'x'"},
-                                     {false, DType::F32, 0, "'a'"},
-                                     {false, DType::BF16, 0, "'b'"},
-                                     {true, DType::I32, 0, "workspace 5"},
-                                     {false, DType::I64, 0, "'n'"},
-                                     {false, DType::F16, 0, "'h'"}};
+  std::vector<LaunchParam> params = {
+      {true, DType::F32, 2, "'x'"},   {false, DType::F32, 0, "'a'"},
+      {false, DType::BF16, 0, "'b'"}, {true, DType::I32, 0, "workspace 5"},
+      {false, DType::I64, 0, "'n'"},  {false, DType::F16, 0, "'h'"}};
   std::vector<KernargSlot> layout = kernargLayout(params);
   // x: 7 x 8 bytes at 0..56; a at 56; b at 60; workspace (rank 0) at 64,
   // 72, 80; n at 88; h at 96.
-  std::vector<size_t> offsets = {0, 8, 16, 24, 32, 40, 48, 56, 60,
-                                 64, 72, 80, 88, 96};
+  std::vector<size_t> offsets = {0,  8,  16, 24, 32, 40, 48,
+                                 56, 60, 64, 72, 80, 88, 96};
   ASSERT_EQ(layout.size(), offsets.size());
   for (size_t i = 0; i < layout.size(); ++i)
     EXPECT_EQ(layout[i].offset, offsets[i]) << i;
@@ -850,9 +853,10 @@ TEST(KernargLayoutTest, PacksTheBufferAtTheSlots) {
   ArgValue half = Scalar::bf16(1.0f);
   KernelParams params;
   packKernelParams({&tensor, &scale, &half}, params);
-  std::vector<KernargSlot> layout = kernargLayout(
-      {{true, DType::F32, 2, "'x'"}, {false, DType::F32, 0, "'s'"},
-       {false, DType::BF16, 0, "'h'"}});
+  std::vector<KernargSlot> layout =
+      kernargLayout({{true, DType::F32, 2, "'x'"},
+                     {false, DType::F32, 0, "'s'"},
+                     {false, DType::BF16, 0, "'h'"}});
   std::vector<uint8_t> buffer(3, 0xee);
   size_t bytes = kernargBufferBytes(layout);
   ASSERT_EQ(bytes, 64u);

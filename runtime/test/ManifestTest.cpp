@@ -370,16 +370,16 @@ INSTANTIATE_TEST_SUITE_P(
                     edited("end-target", "max-bytes 1 -1\nend-target"),
                     "manifest line 23: max-bytes '-1' is not a byte count (a "
                     "non-negative integer below 2^63)"},
-        BadManifest{"max_bytes_too_large",
-                    edited("end-target",
-                           "max-bytes 1 9223372036854775808\nend-target"),
-                    "manifest line 23: max-bytes '9223372036854775808' is not "
-                    "a byte count (a non-negative integer below 2^63)"},
-        BadManifest{"max_bytes_duplicate",
-                    edited("end-target",
-                           "max-bytes 7 64\nmax-bytes 7 32\nend-target"),
-                    "manifest line 24: duplicate max-bytes for index 7 (first "
-                    "on line 23)"},
+        BadManifest{
+            "max_bytes_too_large",
+            edited("end-target", "max-bytes 1 9223372036854775808\nend-target"),
+            "manifest line 23: max-bytes '9223372036854775808' is not "
+            "a byte count (a non-negative integer below 2^63)"},
+        BadManifest{
+            "max_bytes_duplicate",
+            edited("end-target", "max-bytes 7 64\nmax-bytes 7 32\nend-target"),
+            "manifest line 24: duplicate max-bytes for index 7 (first "
+            "on line 23)"},
         BadManifest{"max_bytes_unknown_index",
                     edited("end-target", "max-bytes 9 64\nend-target"),
                     "manifest line 23: max-bytes index 9 is neither an arg "

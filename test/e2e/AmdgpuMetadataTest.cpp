@@ -1,4 +1,4 @@
-//===- AmdgpuMetadataTest.cpp - The AMDGPU reader vs llvm-readelf -------===//
+//===- AmdgpuMetadataTest.cpp - The AMDGPU reader vs llvm-readelf ---------===//
 //
 // For gfx90a, gfx942 and gfx950 and a few decode shapes, mla-compile writes a
 // code object (--emit=obj) and a package. The runtime's metadata reader must
