@@ -55,6 +55,11 @@ private:
 
 std::string Backend::getDescription() const { return std::string(getName()); }
 
+Status Backend::checkCodeObject(const std::vector<uint8_t> &, const Manifest &,
+                                const TargetSpec &) const {
+  return Status::success();
+}
+
 Expected<std::string>
 Backend::selectTarget(const std::vector<std::string> &targets) const {
   std::string names;

@@ -2,6 +2,7 @@
 
 #include "mla/runtime/Device.h"
 #include "mla/runtime/CudaBackend.h"
+#include "mla/runtime/HipBackend.h"
 
 #include <cstdlib>
 
@@ -17,6 +18,16 @@ static CudaBackendOptions cudaOptions(int ordinal) {
   return options;
 }
 
+/// HIP backend options for device `ordinal`; MLA_HIP_LIBRARY overrides the
+/// HIP runtime library (tests run tools against a fake runtime with it).
+static HipBackendOptions hipOptions(int ordinal) {
+  HipBackendOptions options;
+  options.ordinal = ordinal;
+  if (const char *path = std::getenv("MLA_HIP_LIBRARY"); path && *path)
+    options.libraryPath = path;
+  return options;
+}
+
 Expected<Device> Device::open(std::string_view name,
                               const DeviceOptions &options) {
   if (name == "host")
@@ -28,10 +39,20 @@ Expected<Device> Device::open(std::string_view name,
       return backend.status();
     return Device(backend.take());
   }
+  if (std::optional<int> ordinal = parseHipDeviceName(name)) {
+    Expected<std::shared_ptr<Backend>> backend =
+        createHipBackend(hipOptions(*ordinal));
+    if (!backend.ok())
+      return backend.status();
+    return Device(backend.take());
+  }
   if (name == "auto") {
     Expected<std::shared_ptr<Backend>> cuda = createCudaBackend(cudaOptions(0));
     if (cuda.ok())
       return Device(cuda.take());
+    Expected<std::shared_ptr<Backend>> hip = createHipBackend(hipOptions(0));
+    if (hip.ok())
+      return Device(hip.take());
     return Device(createHostBackend({options.hostThreads}));
   }
   std::string available;
@@ -44,5 +65,5 @@ Expected<Device> Device::open(std::string_view name,
 }
 
 std::vector<std::string> Device::availableDevices() {
-  return {"host", "cuda", "cuda:N", "auto"};
+  return {"host", "cuda", "cuda:N", "hip", "hip:N", "auto"};
 }

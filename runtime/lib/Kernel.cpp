@@ -449,6 +449,10 @@ Expected<Kernel> Device::loadKernel(const Package &package,
                          "the package has no section '" + target->section +
                              "' for target '" + target->name + "'");
 
+  if (Status status = backend->checkCodeObject(*code, manifest, *target);
+      !status.ok())
+    return status.withContext("target '" + target->name + "'");
+
   auto impl = std::make_shared<Kernel::Impl>();
   impl->backend = backend;
   impl->manifest = manifest;

@@ -224,7 +224,7 @@ TEST_F(MlaRunTest, CommandLineErrors) {
   args = standardArgs();
   args.push_back("--device=gfx942");
   expectFailure(args, "device 'gfx942' is not available in this build "
-                      "(available: host, cuda, cuda:N, auto)");
+                      "(available: host, cuda, cuda:N, hip, hip:N, auto)");
 }
 
 TEST_F(MlaRunTest, CudaDeviceWithoutAGpuIsOneLineError) {

@@ -283,3 +283,49 @@ TempDir::~TempDir() {
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
 }
+
+Expected<DeviceDecodeData>
+mla::rt::test::uploadDecodeData(const Device &device, const DecodeData &host) {
+  DeviceDecodeData data;
+  data.scale = host.scale;
+  std::pair<DeviceTensor *, const HostTensor *> tensors[] = {
+      {&data.q, &host.q},
+      {&data.kv, &host.kv},
+      {&data.blockTable, &host.blockTable},
+      {&data.seqLens, &host.seqLens},
+      {&data.o, &host.o},
+      {&data.lse, &host.lse}};
+  for (auto [deviceTensor, hostTensor] : tensors) {
+    Expected<DeviceTensor> uploaded =
+        DeviceTensor::upload(device, hostTensor->view());
+    if (!uploaded.ok())
+      return uploaded.status();
+    *deviceTensor = uploaded.take();
+  }
+  return data;
+}
+
+Status mla::rt::test::downloadOutputs(const DeviceDecodeData &device,
+                                      DecodeData &host) {
+  if (Status status = device.o.copyToHost(host.o.data()); !status.ok())
+    return status;
+  return device.lse.copyToHost(host.lse.data());
+}
+
+Expected<std::unique_ptr<Graph>>
+mla::rt::test::captureLaunch(const Device &device, const Kernel &kernel,
+                             const std::vector<ArgValue> &args,
+                             const LaunchOptions &options) {
+  return device.getBackend().captureGraph(
+      options.stream, [&] { return kernel.launch(args, options); });
+}
+
+Expected<std::unique_ptr<Graph>>
+mla::rt::test::captureDecode(const Device &device, const Kernel &kernel,
+                             const DecodeArgs &args,
+                             const LaunchOptions &options) {
+  Expected<std::vector<ArgValue>> bound = kernel.bindDecode(args);
+  if (!bound.ok())
+    return bound.status();
+  return captureLaunch(device, kernel, *bound, options);
+}

@@ -51,37 +51,6 @@ std::string noopPtx(const Manifest &manifest, const std::string &entry);
 Package ptxPackage(const std::string &manifest, const std::string &ptx,
                    bool trailingNul = false);
 
-/// Device copies of the tensors of host decode data.
-struct DeviceDecodeData {
-  DeviceTensor q, kv, blockTable, seqLens, o, lse;
-  float scale = 0;
-
-  DecodeArgs args() const {
-    return {q.view(), kv.view(), blockTable.view(), seqLens.view(),
-            scale,    o.view(),  lse.view()};
-  }
-};
-
-/// Uploads every tensor of `host` (o and lse too).
-Expected<DeviceDecodeData> uploadDecodeData(const Device &device,
-                                            const DecodeData &host);
-
-/// Copies the device's o and lse into `host` (synchronous).
-Status downloadOutputs(const DeviceDecodeData &device, DecodeData &host);
-
-/// Captures one Kernel::launch on `options.stream` (not null) into a graph.
-/// Replays (Graph::launch) reuse the captured pointers, shapes, scalars and
-/// workspace, so change only memory contents between them: e.g. upload new
-/// seq_lens / block_table contents of the same shape, replay, synchronize
-/// and check the outputs against the new reference.
-Expected<std::unique_ptr<Graph>>
-captureLaunch(const Device &device, const Kernel &kernel,
-              const std::vector<ArgValue> &args, const LaunchOptions &options);
-Expected<std::unique_ptr<Graph>> captureDecode(const Device &device,
-                                               const Kernel &kernel,
-                                               const DecodeArgs &args,
-                                               const LaunchOptions &options);
-
 } // namespace mla::rt::test
 
 #endif // MLA_RUNTIME_TEST_CUDA_CUDATESTUTILS_H

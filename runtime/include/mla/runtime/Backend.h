@@ -1,7 +1,7 @@
 //===- Backend.h - Device backend interface ---------------------*- C++ -*-===//
 //
-// A Backend runs compiled code objects for one family of targets. The host
-// and CUDA (sm_*) backends ship with the runtime; others (HIP for gfx*)
+// A Backend runs compiled code objects for one family of targets. The host,
+// CUDA (sm_*) and HIP (gfx*) backends ship with the runtime; others
 // implement the same interface and are wrapped in a Device.
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +9,7 @@
 #ifndef MLA_RUNTIME_BACKEND_H
 #define MLA_RUNTIME_BACKEND_H
 
+#include "mla/runtime/Manifest.h"
 #include "mla/runtime/Status.h"
 #include "mla/runtime/Tensor.h"
 
@@ -62,8 +63,8 @@ struct LaunchConfig {
   /// GPU backends: threads per workgroup and dynamic shared memory bytes.
   Block block = {1, 1, 1};
   int64_t sharedBytes = 0;
-  /// GPU backends: the native stream (a CUstream for CUDA); nullptr is the
-  /// default stream. The host backend ignores it.
+  /// GPU backends: the native stream (a CUstream for CUDA, a hipStream_t
+  /// for HIP); nullptr is the default stream. The host backend ignores it.
   void *stream = nullptr;
 };
 
@@ -133,6 +134,15 @@ public:
   /// Whether launch() only enqueues work (GPU backends) instead of returning
   /// when it finished (the host).
   virtual bool isAsynchronous() const = 0;
+
+  /// Called by Device::loadKernel before loadModule, with the code object of
+  /// manifest target `target`: a backend whose code objects describe their
+  /// kernels (HIP: the AMDGPU metadata) checks them against the manifest and
+  /// the device, so that a mismatching package is rejected before anything
+  /// is loaded. The default accepts everything.
+  virtual Status checkCodeObject(const std::vector<uint8_t> &code,
+                                 const Manifest &manifest,
+                                 const TargetSpec &target) const;
 
   /// Loads a code object and resolves `entries`; an error names the missing
   /// entry or the loader's complaint.

@@ -29,7 +29,9 @@ public:
   ///  * "host": the host backend;
   ///  * "cuda", "cuda:N": CUDA device 0 / N (libcuda.so.1 is loaded at run
   ///    time); the error is one line, e.g. "cuda: no CUDA device";
-  ///  * "auto": "cuda" when it opens, "host" otherwise.
+  ///  * "hip", "hip:N": HIP device 0 / N (libamdhip64 is loaded at run
+  ///    time); the error is one line, e.g. "hip: no AMD GPU";
+  ///  * "auto": "cuda" when it opens, else "hip" when it opens, else "host".
   static Expected<Device> open(std::string_view name,
                                const DeviceOptions &options = {});
 
@@ -45,7 +47,8 @@ public:
   const std::shared_ptr<Backend> &shareBackend() const { return backend; }
 
   /// Loads the package's target this device prefers (Backend::selectTarget:
-  /// the first supported one on the host; sm_90a, then sm_80 on CUDA).
+  /// the first supported one on the host; sm_90a, then sm_80 on CUDA; the
+  /// device's gfx processor on HIP).
   Expected<Kernel> loadKernel(const Package &package) const;
 
   /// Loads the package's target named `target`.

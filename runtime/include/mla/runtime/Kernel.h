@@ -28,8 +28,8 @@ struct LaunchOptions {
 
   /// GPU devices: the stream the launches are enqueued on, in manifest order
   /// (a CUstream of the device's primary context for CUDA, e.g. from
-  /// Backend::createStream or cudaStreamCreate); nullptr is the default
-  /// stream. The host ignores it.
+  /// Backend::createStream or cudaStreamCreate; a hipStream_t of the device
+  /// for HIP); nullptr is the default stream. The host ignores it.
   void *stream = nullptr;
 
   /// Caller-owned workspace memory on the device: `workspaceBytes` bytes at

@@ -15,10 +15,14 @@
 #ifndef MLA_RUNTIME_RUNTIME_H
 #define MLA_RUNTIME_RUNTIME_H
 
+#include "mla/runtime/AmdgpuMetadata.h"
 #include "mla/runtime/Backend.h"
+#include "mla/runtime/CudaBackend.h"
 #include "mla/runtime/DType.h"
 #include "mla/runtime/Device.h"
+#include "mla/runtime/HipBackend.h"
 #include "mla/runtime/Kernel.h"
+#include "mla/runtime/KernelParams.h"
 #include "mla/runtime/Manifest.h"
 #include "mla/runtime/Npy.h"
 #include "mla/runtime/Package.h"
