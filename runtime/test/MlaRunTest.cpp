@@ -238,9 +238,22 @@ TEST_F(MlaRunTest, CudaDeviceWithoutAGpuIsOneLineError) {
   expectFailure(args, Device::open("cuda:3").status().message());
 }
 
+TEST_F(MlaRunTest, HipDeviceWithoutAGpuIsOneLineError) {
+  Expected<Device> hip = Device::open("hip");
+  if (hip.ok())
+    GTEST_SKIP() << "this machine has an AMD GPU";
+  std::vector<std::string> args = standardArgs();
+  args.push_back("--device=hip");
+  expectFailure(args, hip.status().message());
+  args.back() = "--device=hip:2";
+  expectFailure(args, Device::open("hip:2").status().message());
+}
+
 TEST_F(MlaRunTest, AutoDeviceFallsBackToTheHost) {
   if (Device::open("cuda").ok())
     GTEST_SKIP() << "this machine has a CUDA device";
+  if (Device::open("hip").ok())
+    GTEST_SKIP() << "this machine has an AMD GPU";
   std::vector<std::string> args = standardArgs();
   args.push_back("--device=auto");
   ToolResult result = run(args);

@@ -40,7 +40,8 @@ options:
   --outputs DIR    directory for the output files; created if missing
   --scale X        softmax scale applied to q.k (a finite number)
   --device=NAME    device to run on: host (default), cuda (device 0),
-                   cuda:N, or auto (cuda when usable, else host)
+                   cuda:N, hip (AMD GPU 0), hip:N, or auto (cuda when
+                   usable, else hip, else host)
   --threads=N      host worker threads, N >= 1 (default: all cores)
   --repeat=N       run the kernel N >= 1 times and report the median time
                    (default: 1)
