@@ -57,8 +57,8 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
          align(rows * (tileKv / 8) * 4);
 }
 
-/// GPU heuristics: 8 warps (NVIDIA) or 4 waves (AMD); up to 32 query rows
-/// per workgroup (the
+/// GPU heuristics: 4 warps/waves (on the H200 4 warps beat 8 once the P·V
+/// accumulators live in registers); up to 32 query rows per workgroup (the
 /// accumulator lives in shared memory / LDS); 32-key tiles on NVIDIA (two
 /// workgroups fit an SM: measured faster than 64 on the H200, see
 /// docs/Performance.md), 64 on AMD, halved (and then the head group shrunk)
@@ -67,8 +67,7 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
 ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
   int64_t rowsCap = std::max<int64_t>(1, 32 / op.getQLen());
   ConfigFields cfg{arch.kind == TargetKind::NVIDIA ? 32 : 64, 4,
-                   largestDivisorAtMost(op.getNumHeads(), rowsCap),
-                   arch.kind == TargetKind::NVIDIA ? 8 : 4, 1};
+                   largestDivisorAtMost(op.getNumHeads(), rowsCap), 4, 1};
   while (decodeTileBytes(op, cfg.tileKv, cfg.headGroup) > arch.sharedBytes) {
     if (cfg.tileKv > 16)
       cfg.tileKv /= 2;
