@@ -69,7 +69,7 @@ inline void *const kLaunchParamEnd = reinterpret_cast<void *>(3);
 
 /// Offsets of `char gcnArchName[256]` in the two hipDeviceProp_t layouts
 /// (LP64), and a buffer size comfortably above both structs' sizes (about
-/// 1.3 KiB and 0.8 KiB).
+/// 1.5 KiB and 0.8 KiB).
 constexpr size_t kGcnArchNameOffsetR0600 = 1160;
 constexpr size_t kGcnArchNameOffsetR0000 = 396;
 constexpr size_t kGcnArchNameSize = 256;
