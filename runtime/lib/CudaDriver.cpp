@@ -1,14 +1,11 @@
 //===- CudaDriver.cpp - Loading libcuda and its symbol table --------------===//
 
 #include "CudaDriver.h"
-
-#include <dlfcn.h>
-#include <map>
-#include <memory>
-#include <mutex>
+#include "DynamicLibrary.h"
 
 using namespace mla::rt;
 using namespace mla::rt::cuda;
+using dylib::slotOf;
 
 namespace {
 
@@ -16,22 +13,8 @@ Status unsupported(const std::string &message) {
   return Status::error(ErrorCode::Unsupported, message);
 }
 
-/// POSIX guarantees that function pointers and void * convert (dlsym).
-template <typename Fn> void **slotOf(Fn &fn) {
-  return reinterpret_cast<void **>(&fn);
-}
-
-/// One driver entry point: its symbol (then an older fallback symbol of the
-/// same signature, if any) and whether the backend cannot work without it.
-struct Symbol {
-  void **slot;
-  const char *name;
-  const char *fallback;
-  bool required;
-};
-
 Status resolveSymbols(void *handle, DriverApi &api) {
-  const Symbol table[] = {
+  const dylib::Symbol table[] = {
       {slotOf(api.cuInit), "cuInit", nullptr, true},
       {slotOf(api.cuDriverGetVersion), "cuDriverGetVersion", nullptr, true},
       {slotOf(api.cuDeviceGetCount), "cuDeviceGetCount", nullptr, true},
@@ -79,15 +62,9 @@ Status resolveSymbols(void *handle, DriverApi &api) {
       {slotOf(api.cuGraphExecDestroy), "cuGraphExecDestroy", nullptr, false},
       {slotOf(api.cuGraphDestroy), "cuGraphDestroy", nullptr, false},
   };
-  for (const Symbol &symbol : table) {
-    void *address = dlsym(handle, symbol.name);
-    if (!address && symbol.fallback)
-      address = dlsym(handle, symbol.fallback);
-    if (!address && symbol.required)
-      return unsupported("cuda: the NVIDIA driver is too old (" + api.path +
-                         " has no " + symbol.name + ")");
-    *symbol.slot = address;
-  }
+  if (const char *missing = dylib::resolveSymbols(handle, table))
+    return unsupported("cuda: the NVIDIA driver is too old (" + api.path +
+                       " has no " + missing + ")");
   return Status::success();
 }
 
@@ -113,11 +90,10 @@ Status initialize(const DriverApi &api) {
 }
 
 Expected<std::unique_ptr<DriverApi>> open(const std::string &path) {
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string why;
+  void *handle = dylib::openLibrary(path, why);
   if (!handle) {
-    const char *reason = dlerror();
-    std::string why = reason ? reason : "unknown dlopen error";
-    if (why.find("No such file") != std::string::npos)
+    if (dylib::isNotFound(why, /*orCannotOpen=*/false))
       return unsupported("cuda: " + path +
                          " not found (no NVIDIA driver on this machine)");
     return unsupported("cuda: cannot load " + path + ": " + why);
@@ -127,7 +103,7 @@ Expected<std::unique_ptr<DriverApi>> open(const std::string &path) {
   // The library stays loaded for the life of the process: buffers and
   // modules may be released during static destruction.
   if (Status status = resolveSymbols(handle, *api); !status.ok()) {
-    dlclose(handle);
+    dylib::closeLibrary(handle);
     return status;
   }
   if (Status status = initialize(*api); !status.ok())
@@ -138,26 +114,7 @@ Expected<std::unique_ptr<DriverApi>> open(const std::string &path) {
 } // namespace
 
 Expected<const DriverApi *> mla::rt::cuda::loadDriver(const std::string &path) {
-  struct Loaded {
-    std::unique_ptr<DriverApi> api;
-    Status error;
-  };
-  static std::mutex mutex;
-  static auto *loaded = new std::map<std::string, Loaded>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = loaded->find(path);
-  if (it == loaded->end()) {
-    Expected<std::unique_ptr<DriverApi>> api = open(path);
-    Loaded entry;
-    if (api.ok())
-      entry.api = api.take();
-    else
-      entry.error = api.status();
-    it = loaded->emplace(path, std::move(entry)).first;
-  }
-  if (!it->second.api)
-    return it->second.error;
-  return static_cast<const DriverApi *>(it->second.api.get());
+  return dylib::loadOnce<DriverApi>(path, open);
 }
 
 std::string mla::rt::cuda::errorString(const DriverApi &api, CUresult result) {
@@ -171,9 +128,7 @@ std::string mla::rt::cuda::errorString(const DriverApi &api, CUresult result) {
       name ? std::string(name) : "CUDA error " + std::to_string(result);
   if (text)
     message += std::string(" (") + text + ")";
-  for (char &c : message)
-    if (c == '\n' || c == '\r')
-      c = ' ';
+  dylib::flattenLines(message);
   return message;
 }
 

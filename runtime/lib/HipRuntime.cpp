@@ -1,15 +1,13 @@
 //===- HipRuntime.cpp - Loading libamdhip64 and its symbol table ----------===//
 
 #include "HipRuntime.h"
+#include "DynamicLibrary.h"
 
 #include <cstring>
-#include <dlfcn.h>
-#include <map>
-#include <memory>
-#include <mutex>
 
 using namespace mla::rt;
 using namespace mla::rt::hip;
+using dylib::slotOf;
 
 namespace {
 
@@ -17,68 +15,56 @@ Status unsupported(const std::string &message) {
   return Status::error(ErrorCode::Unsupported, message);
 }
 
-/// POSIX guarantees that function pointers and void * convert (dlsym).
-template <typename Fn> void **slotOf(Fn &fn) {
-  return reinterpret_cast<void **>(&fn);
-}
-
-/// One runtime entry point and whether the backend cannot work without it.
-struct Symbol {
-  void **slot;
-  const char *name;
-  bool required;
-};
-
 Status resolveSymbols(void *handle, RuntimeApi &api) {
-  const Symbol table[] = {
-      {slotOf(api.hipInit), "hipInit", true},
-      {slotOf(api.hipGetDeviceCount), "hipGetDeviceCount", true},
-      {slotOf(api.hipDeviceGet), "hipDeviceGet", true},
-      {slotOf(api.hipDeviceGetName), "hipDeviceGetName", true},
-      {slotOf(api.hipDeviceGetAttribute), "hipDeviceGetAttribute", true},
-      {slotOf(api.hipGetDevice), "hipGetDevice", true},
-      {slotOf(api.hipSetDevice), "hipSetDevice", true},
-      {slotOf(api.hipDeviceSynchronize), "hipDeviceSynchronize", true},
-      {slotOf(api.hipModuleLoadData), "hipModuleLoadData", true},
-      {slotOf(api.hipModuleUnload), "hipModuleUnload", true},
-      {slotOf(api.hipModuleGetFunction), "hipModuleGetFunction", true},
-      {slotOf(api.hipModuleLaunchKernel), "hipModuleLaunchKernel", true},
-      {slotOf(api.hipMalloc), "hipMalloc", true},
-      {slotOf(api.hipFree), "hipFree", true},
-      {slotOf(api.hipMemGetInfo), "hipMemGetInfo", true},
-      {slotOf(api.hipMemcpy), "hipMemcpy", true},
-      {slotOf(api.hipMemset), "hipMemset", true},
-      {slotOf(api.hipStreamCreate), "hipStreamCreate", true},
-      {slotOf(api.hipStreamDestroy), "hipStreamDestroy", true},
-      {slotOf(api.hipStreamSynchronize), "hipStreamSynchronize", true},
-      {slotOf(api.hipEventCreate), "hipEventCreate", true},
-      {slotOf(api.hipEventDestroy), "hipEventDestroy", true},
-      {slotOf(api.hipEventRecord), "hipEventRecord", true},
-      {slotOf(api.hipEventSynchronize), "hipEventSynchronize", true},
-      {slotOf(api.hipEventElapsedTime), "hipEventElapsedTime", true},
-      {slotOf(api.hipGetErrorName), "hipGetErrorName", false},
-      {slotOf(api.hipGetErrorString), "hipGetErrorString", false},
-      {slotOf(api.hipRuntimeGetVersion), "hipRuntimeGetVersion", false},
-      {slotOf(api.hipGetDevicePropertiesR0600), "hipGetDevicePropertiesR0600",
+  const dylib::Symbol table[] = {
+      {slotOf(api.hipInit), "hipInit", nullptr, true},
+      {slotOf(api.hipGetDeviceCount), "hipGetDeviceCount", nullptr, true},
+      {slotOf(api.hipDeviceGet), "hipDeviceGet", nullptr, true},
+      {slotOf(api.hipDeviceGetName), "hipDeviceGetName", nullptr, true},
+      {slotOf(api.hipDeviceGetAttribute), "hipDeviceGetAttribute", nullptr,
+       true},
+      {slotOf(api.hipGetDevice), "hipGetDevice", nullptr, true},
+      {slotOf(api.hipSetDevice), "hipSetDevice", nullptr, true},
+      {slotOf(api.hipDeviceSynchronize), "hipDeviceSynchronize", nullptr, true},
+      {slotOf(api.hipModuleLoadData), "hipModuleLoadData", nullptr, true},
+      {slotOf(api.hipModuleUnload), "hipModuleUnload", nullptr, true},
+      {slotOf(api.hipModuleGetFunction), "hipModuleGetFunction", nullptr, true},
+      {slotOf(api.hipModuleLaunchKernel), "hipModuleLaunchKernel", nullptr,
+       true},
+      {slotOf(api.hipMalloc), "hipMalloc", nullptr, true},
+      {slotOf(api.hipFree), "hipFree", nullptr, true},
+      {slotOf(api.hipMemGetInfo), "hipMemGetInfo", nullptr, true},
+      {slotOf(api.hipMemcpy), "hipMemcpy", nullptr, true},
+      {slotOf(api.hipMemset), "hipMemset", nullptr, true},
+      {slotOf(api.hipStreamCreate), "hipStreamCreate", nullptr, true},
+      {slotOf(api.hipStreamDestroy), "hipStreamDestroy", nullptr, true},
+      {slotOf(api.hipStreamSynchronize), "hipStreamSynchronize", nullptr, true},
+      {slotOf(api.hipEventCreate), "hipEventCreate", nullptr, true},
+      {slotOf(api.hipEventDestroy), "hipEventDestroy", nullptr, true},
+      {slotOf(api.hipEventRecord), "hipEventRecord", nullptr, true},
+      {slotOf(api.hipEventSynchronize), "hipEventSynchronize", nullptr, true},
+      {slotOf(api.hipEventElapsedTime), "hipEventElapsedTime", nullptr, true},
+      {slotOf(api.hipGetErrorName), "hipGetErrorName", nullptr, false},
+      {slotOf(api.hipGetErrorString), "hipGetErrorString", nullptr, false},
+      {slotOf(api.hipRuntimeGetVersion), "hipRuntimeGetVersion", nullptr,
        false},
+      {slotOf(api.hipGetDevicePropertiesR0600), "hipGetDevicePropertiesR0600",
+       nullptr, false},
       // The plain name: R0000 in ROCm 5.x and as 6.x's legacy export.
       {slotOf(api.hipGetDevicePropertiesR0000), "hipGetDeviceProperties",
+       nullptr, false},
+      {slotOf(api.hipStreamBeginCapture), "hipStreamBeginCapture", nullptr,
        false},
-      {slotOf(api.hipStreamBeginCapture), "hipStreamBeginCapture", false},
-      {slotOf(api.hipStreamEndCapture), "hipStreamEndCapture", false},
+      {slotOf(api.hipStreamEndCapture), "hipStreamEndCapture", nullptr, false},
       {slotOf(api.hipGraphInstantiateWithFlags), "hipGraphInstantiateWithFlags",
-       false},
-      {slotOf(api.hipGraphLaunch), "hipGraphLaunch", false},
-      {slotOf(api.hipGraphExecDestroy), "hipGraphExecDestroy", false},
-      {slotOf(api.hipGraphDestroy), "hipGraphDestroy", false},
+       nullptr, false},
+      {slotOf(api.hipGraphLaunch), "hipGraphLaunch", nullptr, false},
+      {slotOf(api.hipGraphExecDestroy), "hipGraphExecDestroy", nullptr, false},
+      {slotOf(api.hipGraphDestroy), "hipGraphDestroy", nullptr, false},
   };
-  for (const Symbol &symbol : table) {
-    void *address = dlsym(handle, symbol.name);
-    if (!address && symbol.required)
-      return unsupported("hip: the HIP runtime is too old (" + api.path +
-                         " has no " + symbol.name + ")");
-    *symbol.slot = address;
-  }
+  if (const char *missing = dylib::resolveSymbols(handle, table))
+    return unsupported("hip: the HIP runtime is too old (" + api.path +
+                       " has no " + missing + ")");
   if (!api.hipGetDevicePropertiesR0600 && !api.hipGetDevicePropertiesR0000)
     return unsupported("hip: the HIP runtime is too old (" + api.path +
                        " has neither hipGetDevicePropertiesR0600 nor "
@@ -102,18 +88,7 @@ Status initialize(const RuntimeApi &api) {
 }
 
 bool notFound(const std::string &why) {
-  return why.find("No such file") != std::string::npos ||
-         why.find("cannot open shared object") != std::string::npos;
-}
-
-/// dlopen's handle, or nullptr with `why` set.
-void *openLibrary(const std::string &path, std::string &why) {
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *reason = dlerror();
-    why = reason ? reason : "unknown dlopen error";
-  }
-  return handle;
+  return dylib::isNotFound(why, /*orCannotOpen=*/true);
 }
 
 Expected<std::unique_ptr<RuntimeApi>> open(const std::string &path) {
@@ -121,7 +96,7 @@ Expected<std::unique_ptr<RuntimeApi>> open(const std::string &path) {
   void *handle = nullptr;
   if (path.empty()) {
     for (const std::string &name : defaultLibraryNames()) {
-      handle = openLibrary(name, why);
+      handle = dylib::openLibrary(name, why);
       if (handle) {
         opened = name;
         break;
@@ -132,7 +107,7 @@ Expected<std::unique_ptr<RuntimeApi>> open(const std::string &path) {
     if (!handle)
       return unsupported("hip: libamdhip64.so not found (no ROCm on this "
                          "machine)");
-  } else if (!(handle = openLibrary(path, why))) {
+  } else if (!(handle = dylib::openLibrary(path, why))) {
     if (notFound(why))
       return unsupported("hip: " + path +
                          " not found (no ROCm on this machine)");
@@ -143,7 +118,7 @@ Expected<std::unique_ptr<RuntimeApi>> open(const std::string &path) {
   // The library stays loaded for the life of the process: buffers and
   // modules may be released during static destruction.
   if (Status status = resolveSymbols(handle, *api); !status.ok()) {
-    dlclose(handle);
+    dylib::closeLibrary(handle);
     return status;
   }
   if (Status status = initialize(*api); !status.ok())
@@ -162,26 +137,7 @@ const std::vector<std::string> &mla::rt::hip::defaultLibraryNames() {
 
 Expected<const RuntimeApi *>
 mla::rt::hip::loadRuntime(const std::string &path) {
-  struct Loaded {
-    std::unique_ptr<RuntimeApi> api;
-    Status error;
-  };
-  static std::mutex mutex;
-  static auto *loaded = new std::map<std::string, Loaded>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = loaded->find(path);
-  if (it == loaded->end()) {
-    Expected<std::unique_ptr<RuntimeApi>> api = open(path);
-    Loaded entry;
-    if (api.ok())
-      entry.api = api.take();
-    else
-      entry.error = api.status();
-    it = loaded->emplace(path, std::move(entry)).first;
-  }
-  if (!it->second.api)
-    return it->second.error;
-  return static_cast<const RuntimeApi *>(it->second.api.get());
+  return dylib::loadOnce<RuntimeApi>(path, open);
 }
 
 std::string mla::rt::hip::errorString(const RuntimeApi &api,
@@ -194,9 +150,7 @@ std::string mla::rt::hip::errorString(const RuntimeApi &api,
       name && *name ? std::string(name) : "HIP error " + std::to_string(result);
   if (text && *text && (!name || std::strcmp(name, text) != 0))
     message += std::string(" (") + text + ")";
-  for (char &c : message)
-    if (c == '\n' || c == '\r')
-      c = ' ';
+  dylib::flattenLines(message);
   return message;
 }
 
