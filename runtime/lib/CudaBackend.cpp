@@ -11,6 +11,8 @@
 #include "mla/runtime/KernelParams.h"
 
 #include "CudaDriver.h"
+#include "DynamicLibrary.h"
+#include "GpuBackend.h"
 
 #include <algorithm>
 #include <cstring>
@@ -20,10 +22,6 @@ using namespace mla::rt;
 using namespace mla::rt::cuda;
 
 namespace {
-
-Status backendError(const std::string &message) {
-  return Status::error(ErrorCode::BackendError, "cuda: " + message);
-}
 
 Status argError(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
@@ -71,6 +69,114 @@ CUdeviceptr devicePointer(const void *pointer) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer));
 }
 
+/// The driver API for GpuBackend.
+struct CudaTraits {
+  using Api = DriverApi;
+  using State = Context;
+  using Scope = ScopedContext;
+  using Result = CUresult;
+  using StreamHandle = CUstream;
+  using EventHandle = CUevent;
+  using GraphHandle = CUgraph;
+  using GraphExecHandle = CUgraphExec;
+
+  static constexpr const char *kPrefix = "cuda";
+  static constexpr const char *kNoGraphApi =
+      "cuda: the NVIDIA driver has no graph API (cuGraphInstantiateWithFlags)";
+  static constexpr const char *kMemAlloc = "cuMemAlloc";
+  static constexpr Result kOutOfMemory = CUDA_ERROR_OUT_OF_MEMORY;
+
+  static Status callError(const Api &api, const char *call, Result result) {
+    return cuda::callError(api, call, result);
+  }
+  static Status check(const Api &api, const char *call, Result result) {
+    return gpu::check<CudaTraits>(api, call, result);
+  }
+
+  static Result allocate(const Api &api, void **pointer, size_t bytes) {
+    CUdeviceptr device = 0;
+    Result r = api.cuMemAlloc(&device, bytes);
+    *pointer = reinterpret_cast<void *>(static_cast<uintptr_t>(device));
+    return r;
+  }
+  static void freeMemory(const Api &api, void *pointer) {
+    api.cuMemFree(devicePointer(pointer));
+  }
+  static Status copyToHost(const Api &api, void *dst, const void *src,
+                           size_t bytes) {
+    return check(api, "cuMemcpyDtoH",
+                 api.cuMemcpyDtoH(dst, devicePointer(src), bytes));
+  }
+  static Status copyToDevice(const Api &api, void *dst, const void *src,
+                             size_t bytes) {
+    return check(api, "cuMemcpyHtoD",
+                 api.cuMemcpyHtoD(devicePointer(dst), src, bytes));
+  }
+  static Status fillBytes(const Api &api, void *dst, uint8_t value,
+                          size_t bytes) {
+    return check(api, "cuMemsetD8",
+                 api.cuMemsetD8(devicePointer(dst), value, bytes));
+  }
+  static Status memoryInfo(const Api &api, size_t *freeBytes,
+                           size_t *totalBytes) {
+    return check(api, "cuMemGetInfo", api.cuMemGetInfo(freeBytes, totalBytes));
+  }
+  static Status synchronizeStream(const Api &api, CUstream stream) {
+    return check(api, "cuStreamSynchronize", api.cuStreamSynchronize(stream));
+  }
+  static Status synchronizeDevice(const Api &api) {
+    return check(api, "cuCtxSynchronize", api.cuCtxSynchronize());
+  }
+  static Status createStream(const Api &api, CUstream *stream) {
+    return check(api, "cuStreamCreate",
+                 api.cuStreamCreate(stream, CU_STREAM_DEFAULT));
+  }
+  static void destroyStream(const Api &api, CUstream stream) {
+    api.cuStreamDestroy(stream);
+  }
+  static Status createEvent(const Api &api, CUevent *event) {
+    return check(api, "cuEventCreate",
+                 api.cuEventCreate(event, CU_EVENT_DEFAULT));
+  }
+  static void destroyEvent(const Api &api, CUevent event) {
+    api.cuEventDestroy(event);
+  }
+  static Status recordEvent(const Api &api, CUevent event, CUstream stream) {
+    return check(api, "cuEventRecord", api.cuEventRecord(event, stream));
+  }
+  static Status synchronizeEvent(const Api &api, CUevent event) {
+    return check(api, "cuEventSynchronize", api.cuEventSynchronize(event));
+  }
+  static Status elapsedTime(const Api &api, float *ms, CUevent begin,
+                            CUevent end) {
+    return check(api, "cuEventElapsedTime",
+                 api.cuEventElapsedTime(ms, begin, end));
+  }
+  static Status beginCapture(const Api &api, CUstream stream) {
+    return check(
+        api, "cuStreamBeginCapture",
+        api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  }
+  static Status endCapture(const Api &api, CUstream stream, CUgraph *graph) {
+    return check(api, "cuStreamEndCapture",
+                 api.cuStreamEndCapture(stream, graph));
+  }
+  static Status instantiateGraph(const Api &api, CUgraphExec *exec,
+                                 CUgraph graph) {
+    return check(api, "cuGraphInstantiateWithFlags",
+                 api.cuGraphInstantiateWithFlags(exec, graph, 0));
+  }
+  static Status launchGraph(const Api &api, CUgraphExec exec, CUstream stream) {
+    return check(api, "cuGraphLaunch", api.cuGraphLaunch(exec, stream));
+  }
+  static void destroyGraphExec(const Api &api, CUgraphExec exec) {
+    api.cuGraphExecDestroy(exec);
+  }
+  static void destroyGraph(const Api &api, CUgraph graph) {
+    api.cuGraphDestroy(graph);
+  }
+};
+
 class CudaModule : public Module {
 public:
   CudaModule(const Backend &backend, std::shared_ptr<Context> context,
@@ -80,107 +186,13 @@ public:
     ScopedContext scope(*context);
     context->api.cuModuleUnload(module);
   }
+  size_t entryCount() const { return functions.size(); }
 
   std::shared_ptr<Context> context;
   CUmodule module;
   std::vector<CUfunction> functions;
   /// The dynamic shared memory limit set on each function (0: default).
   std::vector<int64_t> sharedLimits;
-};
-
-class CudaBuffer : public DeviceBuffer {
-public:
-  CudaBuffer(std::shared_ptr<Context> context, CUdeviceptr pointer,
-             size_t bytes)
-      : context(std::move(context)), pointer(pointer), bytes(bytes) {}
-  ~CudaBuffer() override {
-    if (!pointer)
-      return;
-    ScopedContext scope(*context);
-    context->api.cuMemFree(pointer);
-  }
-  void *data() const override {
-    return reinterpret_cast<void *>(static_cast<uintptr_t>(pointer));
-  }
-  size_t size() const override { return bytes; }
-
-private:
-  std::shared_ptr<Context> context;
-  CUdeviceptr pointer;
-  size_t bytes;
-};
-
-class CudaStream : public Stream {
-public:
-  CudaStream(std::shared_ptr<Context> context, CUstream stream)
-      : context(std::move(context)), stream(stream) {}
-  ~CudaStream() override {
-    ScopedContext scope(*context);
-    context->api.cuStreamDestroy(stream);
-  }
-  void *handle() const override { return stream; }
-
-private:
-  std::shared_ptr<Context> context;
-  CUstream stream;
-};
-
-class CudaTimer : public Timer {
-public:
-  CudaTimer(std::shared_ptr<Context> context, CUevent begin, CUevent end)
-      : context(std::move(context)), begin(begin), end(end) {}
-  ~CudaTimer() override {
-    ScopedContext scope(*context);
-    context->api.cuEventDestroy(begin);
-    context->api.cuEventDestroy(end);
-  }
-  Status start(void *stream) override { return record(begin, stream); }
-  Status stop(void *stream) override { return record(end, stream); }
-  Expected<double> elapsedMs() override {
-    const DriverApi &api = context->api;
-    ScopedContext scope(*context);
-    if (CUresult r = api.cuEventSynchronize(end))
-      return callError(api, "cuEventSynchronize", r);
-    float ms = 0;
-    if (CUresult r = api.cuEventElapsedTime(&ms, begin, end))
-      return callError(api, "cuEventElapsedTime", r);
-    return static_cast<double>(ms);
-  }
-
-private:
-  Status record(CUevent event, void *stream) {
-    ScopedContext scope(*context);
-    if (CUresult r =
-            context->api.cuEventRecord(event, static_cast<CUstream>(stream)))
-      return callError(context->api, "cuEventRecord", r);
-    return Status::success();
-  }
-
-  std::shared_ptr<Context> context;
-  CUevent begin, end;
-};
-
-class CudaGraph : public Graph {
-public:
-  CudaGraph(std::shared_ptr<Context> context, CUgraph graph, CUgraphExec exec)
-      : context(std::move(context)), graph(graph), exec(exec) {}
-  ~CudaGraph() override {
-    ScopedContext scope(*context);
-    context->api.cuGraphExecDestroy(exec);
-    context->api.cuGraphDestroy(graph);
-  }
-  Status launch(void *stream) override {
-    ScopedContext scope(*context);
-    if (CUresult r =
-            context->api.cuGraphLaunch(exec, static_cast<CUstream>(stream)))
-      return callError(context->api, "cuGraphLaunch", r);
-    return Status::success();
-  }
-
-private:
-  std::shared_ptr<Context> context;
-  CUgraph graph;
-  CUgraphExec exec;
 };
 
 /// The JIT log as one line: its non-empty lines joined by "; ".
@@ -204,57 +216,33 @@ std::string oneLine(const char *log) {
   return joined;
 }
 
-class CudaBackend : public Backend {
+class CudaBackend : public gpu::GpuBackend<CudaTraits> {
 public:
   explicit CudaBackend(std::shared_ptr<Context> context)
-      : context(std::move(context)),
-        name("cuda:" + std::to_string(this->context->ordinal)) {}
+      : GpuBackend(std::move(context)) {}
 
-  std::string_view getName() const override { return name; }
   std::string getDescription() const override {
-    return name + " (" + context->deviceName + ", compute capability " +
-           std::to_string(context->ccMajor) + "." +
-           std::to_string(context->ccMinor) + ")";
+    return name + " (" + state->deviceName + ", compute capability " +
+           std::to_string(state->ccMajor) + "." +
+           std::to_string(state->ccMinor) + ")";
   }
   bool supportsTarget(std::string_view target) const override {
-    return cudaTargetRuns(context->ccMajor, context->ccMinor, target);
+    return cudaTargetRuns(state->ccMajor, state->ccMinor, target);
   }
   Expected<std::string>
   selectTarget(const std::vector<std::string> &targets) const override {
-    Expected<std::string> target =
-        selectCudaTarget(context->ccMajor, context->ccMinor, targets);
-    if (!target.ok())
-      return target.status().withContext("device '" + name + "' (" +
-                                         context->deviceName + ")");
-    return target;
+    return onThisDevice(
+        selectCudaTarget(state->ccMajor, state->ccMinor, targets));
   }
-  bool usesHostMemory() const override { return false; }
-  bool isAsynchronous() const override { return true; }
 
   Expected<std::unique_ptr<Module>>
   loadModule(const std::vector<uint8_t> &code,
              const std::vector<std::string> &entries) override;
   Status prepareLaunch(Module &module, size_t entryIndex,
                        const LaunchConfig &config) override;
-  Expected<std::unique_ptr<DeviceBuffer>> allocate(size_t bytes) override;
-  Status copyToHost(void *dst, const void *src, size_t bytes) override;
-  Status copyToDevice(void *dst, const void *src, size_t bytes) override;
-  Status fillBytes(void *dst, uint8_t value, size_t bytes) override;
   Status launch(const Module &module, size_t entryIndex,
                 const LaunchConfig &config,
                 const std::vector<const ArgValue *> &args) override;
-  Status synchronize(void *stream) override;
-  Expected<std::unique_ptr<Stream>> createStream() override;
-  Expected<std::unique_ptr<Timer>> createTimer() override;
-  Expected<std::unique_ptr<Graph>>
-  captureGraph(void *stream, const std::function<Status()> &work) override;
-  Expected<MemoryInfo> getMemoryInfo() override;
-
-private:
-  const DriverApi &api() const { return context->api; }
-
-  std::shared_ptr<Context> context;
-  std::string name;
 };
 
 } // namespace
@@ -287,7 +275,7 @@ CudaBackend::loadModule(const std::vector<uint8_t> &code,
   void *values[] = {
       errorLog.data(), reinterpret_cast<void *>(uintptr_t{errorLog.size() - 1}),
       infoLog.data(), reinterpret_cast<void *>(uintptr_t{infoLog.size() - 1})};
-  ScopedContext scope(*context);
+  ScopedContext scope(*state);
   CUmodule handle = nullptr;
   if (CUresult r =
           api().cuModuleLoadDataEx(&handle, image, 4, options, values)) {
@@ -296,7 +284,7 @@ CudaBackend::loadModule(const std::vector<uint8_t> &code,
         "loading the code object failed: " + errorString(api(), r) +
         (log.empty() ? "" : ": " + log));
   }
-  auto module = std::make_unique<CudaModule>(*this, context, handle);
+  auto module = std::make_unique<CudaModule>(*this, state, handle);
   for (const std::string &entry : entries) {
     CUfunction function = nullptr;
     CUresult r = api().cuModuleGetFunction(&function, handle, entry.c_str());
@@ -312,11 +300,11 @@ CudaBackend::loadModule(const std::vector<uint8_t> &code,
 
 Status CudaBackend::prepareLaunch(Module &module, size_t entryIndex,
                                   const LaunchConfig &config) {
-  auto &cudaModule = static_cast<CudaModule &>(module);
-  if (&module.getBackend() != this || entryIndex >= cudaModule.functions.size())
+  auto *cudaModule = preparedModule<CudaModule>(module, entryIndex);
+  if (!cudaModule)
     return backendError("prepareLaunch: not an entry of this device");
-  CUfunction function = cudaModule.functions[entryIndex];
-  ScopedContext scope(*context);
+  CUfunction function = cudaModule->functions[entryIndex];
+  ScopedContext scope(*state);
   int maxThreads = 0;
   if (CUresult r = api().cuFuncGetAttribute(
           &maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function))
@@ -334,13 +322,13 @@ Status CudaBackend::prepareLaunch(Module &module, size_t entryIndex,
   if (CUresult r = api().cuFuncGetAttribute(
           &staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
     return callError(api(), "cuFuncGetAttribute", r);
-  if (config.sharedBytes + staticShared > context->maxSharedOptin)
+  if (config.sharedBytes + staticShared > state->maxSharedOptin)
     return backendError("shared " + std::to_string(config.sharedBytes) +
                         " bytes (plus " + std::to_string(staticShared) +
                         " static) exceed the device's limit of " +
-                        std::to_string(context->maxSharedOptin) +
+                        std::to_string(state->maxSharedOptin) +
                         " bytes per block");
-  int64_t &limit = cudaModule.sharedLimits[entryIndex];
+  int64_t &limit = cudaModule->sharedLimits[entryIndex];
   if (config.sharedBytes <= limit)
     return Status::success();
   if (CUresult r = api().cuFuncSetAttribute(
@@ -351,65 +339,18 @@ Status CudaBackend::prepareLaunch(Module &module, size_t entryIndex,
   return Status::success();
 }
 
-Expected<std::unique_ptr<DeviceBuffer>> CudaBackend::allocate(size_t bytes) {
-  CUdeviceptr pointer = 0;
-  if (bytes) {
-    ScopedContext scope(*context);
-    if (CUresult r = api().cuMemAlloc(&pointer, bytes)) {
-      if (r == CUDA_ERROR_OUT_OF_MEMORY)
-        return backendError("out of device memory allocating " +
-                            std::to_string(bytes) + " bytes");
-      return callError(api(), "cuMemAlloc", r);
-    }
-  }
-  return std::unique_ptr<DeviceBuffer>(
-      std::make_unique<CudaBuffer>(context, pointer, bytes));
-}
-
-Status CudaBackend::copyToHost(void *dst, const void *src, size_t bytes) {
-  if (!bytes)
-    return Status::success();
-  ScopedContext scope(*context);
-  if (CUresult r = api().cuMemcpyDtoH(dst, devicePointer(src), bytes))
-    return callError(api(), "cuMemcpyDtoH", r);
-  return Status::success();
-}
-
-Status CudaBackend::copyToDevice(void *dst, const void *src, size_t bytes) {
-  if (!bytes)
-    return Status::success();
-  ScopedContext scope(*context);
-  if (CUresult r = api().cuMemcpyHtoD(devicePointer(dst), src, bytes))
-    return callError(api(), "cuMemcpyHtoD", r);
-  return Status::success();
-}
-
-Status CudaBackend::fillBytes(void *dst, uint8_t value, size_t bytes) {
-  if (!bytes)
-    return Status::success();
-  ScopedContext scope(*context);
-  if (CUresult r = api().cuMemsetD8(devicePointer(dst), value, bytes))
-    return callError(api(), "cuMemsetD8", r);
-  return Status::success();
-}
-
 Status CudaBackend::launch(const Module &module, size_t entryIndex,
                            const LaunchConfig &config,
                            const std::vector<const ArgValue *> &args) {
-  if (&module.getBackend() != this)
-    return backendError("module was loaded by another backend");
-  const auto &cudaModule = static_cast<const CudaModule &>(module);
-  if (entryIndex >= cudaModule.functions.size())
-    return backendError("entry index " + std::to_string(entryIndex) +
-                        " is out of range");
+  Expected<const CudaModule *> cudaModule =
+      launchedModule<CudaModule>(module, entryIndex);
+  if (!cudaModule.ok())
+    return cudaModule.status();
   const Grid &grid = config.grid;
   const Block &block = config.block;
-  for (int64_t dim : grid)
-    if (dim < 0)
-      return argError("invalid grid " +
-                      shapeToString({grid[0], grid[1], grid[2]}));
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
-    return Status::success();
+  bool empty = false;
+  if (Status status = gpu::checkGrid(grid, empty); !status.ok() || empty)
+    return status;
   if (grid[0] > INT32_MAX || grid[1] > 65535 || grid[2] > 65535)
     return argError("grid " + shapeToString({grid[0], grid[1], grid[2]}) +
                     " exceeds CUDA's limits (x < 2^31, y and z <= 65535)");
@@ -423,9 +364,9 @@ Status CudaBackend::launch(const Module &module, size_t entryIndex,
   // Reused per thread: steady-state launches do not allocate.
   thread_local KernelParams params;
   packKernelParams(args, params);
-  ScopedContext scope(*context);
+  ScopedContext scope(*state);
   if (CUresult r = api().cuLaunchKernel(
-          cudaModule.functions[entryIndex], static_cast<unsigned>(grid[0]),
+          (*cudaModule)->functions[entryIndex], static_cast<unsigned>(grid[0]),
           static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
           static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
           static_cast<unsigned>(block[2]),
@@ -433,81 +374,6 @@ Status CudaBackend::launch(const Module &module, size_t entryIndex,
           static_cast<CUstream>(config.stream), params.data(), nullptr))
     return callError(api(), "cuLaunchKernel", r);
   return Status::success();
-}
-
-Status CudaBackend::synchronize(void *stream) {
-  ScopedContext scope(*context);
-  if (stream) {
-    if (CUresult r = api().cuStreamSynchronize(static_cast<CUstream>(stream)))
-      return callError(api(), "cuStreamSynchronize", r);
-    return Status::success();
-  }
-  if (CUresult r = api().cuCtxSynchronize())
-    return callError(api(), "cuCtxSynchronize", r);
-  return Status::success();
-}
-
-Expected<std::unique_ptr<Stream>> CudaBackend::createStream() {
-  ScopedContext scope(*context);
-  CUstream stream = nullptr;
-  if (CUresult r = api().cuStreamCreate(&stream, CU_STREAM_DEFAULT))
-    return callError(api(), "cuStreamCreate", r);
-  return std::unique_ptr<Stream>(std::make_unique<CudaStream>(context, stream));
-}
-
-Expected<std::unique_ptr<Timer>> CudaBackend::createTimer() {
-  ScopedContext scope(*context);
-  CUevent begin = nullptr, end = nullptr;
-  if (CUresult r = api().cuEventCreate(&begin, CU_EVENT_DEFAULT))
-    return callError(api(), "cuEventCreate", r);
-  if (CUresult r = api().cuEventCreate(&end, CU_EVENT_DEFAULT)) {
-    api().cuEventDestroy(begin);
-    return callError(api(), "cuEventCreate", r);
-  }
-  return std::unique_ptr<Timer>(
-      std::make_unique<CudaTimer>(context, begin, end));
-}
-
-Expected<std::unique_ptr<Graph>>
-CudaBackend::captureGraph(void *stream, const std::function<Status()> &work) {
-  if (!api().hasGraphs())
-    return Status::error(ErrorCode::Unsupported,
-                         "cuda: the NVIDIA driver has no graph API "
-                         "(cuGraphInstantiateWithFlags)");
-  if (!stream)
-    return argError("graph capture needs a stream (the default stream "
-                    "cannot be captured)");
-  auto cuStream = static_cast<CUstream>(stream);
-  ScopedContext scope(*context);
-  if (CUresult r = api().cuStreamBeginCapture(
-          cuStream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
-    return callError(api(), "cuStreamBeginCapture", r);
-  Status status = work();
-  CUgraph graph = nullptr;
-  // Always ended, so that the stream is usable again whatever happened.
-  CUresult ended = api().cuStreamEndCapture(cuStream, &graph);
-  if (!status.ok() || ended) {
-    if (graph)
-      api().cuGraphDestroy(graph);
-    if (!status.ok())
-      return status.withContext("during graph capture");
-    return callError(api(), "cuStreamEndCapture", ended);
-  }
-  CUgraphExec exec = nullptr;
-  if (CUresult r = api().cuGraphInstantiateWithFlags(&exec, graph, 0)) {
-    api().cuGraphDestroy(graph);
-    return callError(api(), "cuGraphInstantiateWithFlags", r);
-  }
-  return std::unique_ptr<Graph>(
-      std::make_unique<CudaGraph>(context, graph, exec));
-}
-
-Expected<MemoryInfo> CudaBackend::getMemoryInfo() {
-  ScopedContext scope(*context);
-  MemoryInfo info;
-  if (CUresult r = api().cuMemGetInfo(&info.freeBytes, &info.totalBytes))
-    return callError(api(), "cuMemGetInfo", r);
-  return info;
 }
 
 Expected<std::shared_ptr<Backend>>
@@ -519,13 +385,10 @@ mla::rt::createCudaBackend(const CudaBackendOptions &options) {
   int count = 0;
   if (CUresult r = api.cuDeviceGetCount(&count))
     return callError(api, "cuDeviceGetCount", r);
-  if (count == 0)
-    return Status::error(ErrorCode::Unsupported, "cuda: no CUDA device");
-  if (options.ordinal < 0 || options.ordinal >= count)
-    return Status::error(
-        ErrorCode::Unsupported,
-        "cuda: no CUDA device " + std::to_string(options.ordinal) +
-            " (this machine has " + std::to_string(count) + ")");
+  if (Status status =
+          gpu::checkOrdinal("cuda: no CUDA device", options.ordinal, count);
+      !status.ok())
+    return status;
   CUdevice device = 0;
   if (CUresult r = api.cuDeviceGet(&device, options.ordinal))
     return callError(api, "cuDeviceGet", r);
@@ -550,25 +413,13 @@ mla::rt::createCudaBackend(const CudaBackendOptions &options) {
   context->ccMinor = minor;
   context->maxSharedOptin = optin;
   context->deviceName = deviceName;
-  for (char &c : context->deviceName)
-    if (c == '\n' || c == '\r')
-      c = ' ';
+  dylib::flattenLines(context->deviceName);
   return std::shared_ptr<Backend>(
       std::make_shared<CudaBackend>(std::move(context)));
 }
 
 std::optional<int> mla::rt::parseCudaDeviceName(std::string_view name) {
-  if (name == "cuda")
-    return 0;
-  if (name.substr(0, 5) != "cuda:" || name.size() == 5 || name.size() > 11)
-    return std::nullopt;
-  int ordinal = 0;
-  for (char c : name.substr(5)) {
-    if (c < '0' || c > '9')
-      return std::nullopt;
-    ordinal = ordinal * 10 + (c - '0');
-  }
-  return ordinal;
+  return gpu::parseOrdinalName(name, "cuda");
 }
 
 bool mla::rt::cudaTargetRuns(int major, int minor, std::string_view target) {
@@ -586,9 +437,7 @@ mla::rt::selectCudaTarget(int major, int minor,
     if (cudaTargetRuns(major, minor, preferred) &&
         std::find(targets.begin(), targets.end(), preferred) != targets.end())
       return std::string(preferred);
-  std::string names;
-  for (const std::string &target : targets)
-    names += (names.empty() ? "" : ", ") + target;
+  std::string names = gpu::joinNames(targets);
   std::string runs = major == 9 && minor == 0 ? "sm_90a or sm_80"
                      : major >= 8             ? "sm_80"
                                               : "";
