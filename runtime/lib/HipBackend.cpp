@@ -17,6 +17,8 @@
 #include "mla/runtime/AmdgpuMetadata.h"
 #include "mla/runtime/KernelParams.h"
 
+#include "DynamicLibrary.h"
+#include "GpuBackend.h"
 #include "HipRuntime.h"
 
 #include <algorithm>
@@ -26,10 +28,6 @@ using namespace mla::rt;
 using namespace mla::rt::hip;
 
 namespace {
-
-Status backendError(const std::string &message) {
-  return Status::error(ErrorCode::BackendError, "hip: " + message);
-}
 
 Status argError(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
@@ -75,6 +73,112 @@ private:
   int previous = -1;
 };
 
+/// The HIP runtime API for GpuBackend.
+struct HipTraits {
+  using Api = RuntimeApi;
+  using State = DeviceState;
+  using Scope = ScopedDevice;
+  using Result = hipError_t;
+  using StreamHandle = hipStream_t;
+  using EventHandle = hipEvent_t;
+  using GraphHandle = hipGraph_t;
+  using GraphExecHandle = hipGraphExec_t;
+
+  static constexpr const char *kPrefix = "hip";
+  static constexpr const char *kNoGraphApi =
+      "hip: the HIP runtime has no graph API (hipGraphInstantiateWithFlags)";
+  static constexpr const char *kMemAlloc = "hipMalloc";
+  static constexpr Result kOutOfMemory = hipErrorOutOfMemory;
+
+  static Status callError(const Api &api, const char *call, Result result) {
+    return hip::callError(api, call, result);
+  }
+  static Status check(const Api &api, const char *call, Result result) {
+    return gpu::check<HipTraits>(api, call, result);
+  }
+
+  static Result allocate(const Api &api, void **pointer, size_t bytes) {
+    return api.hipMalloc(pointer, bytes);
+  }
+  static void freeMemory(const Api &api, void *pointer) {
+    api.hipFree(pointer);
+  }
+  static Status copyToHost(const Api &api, void *dst, const void *src,
+                           size_t bytes) {
+    return check(api, "hipMemcpy",
+                 api.hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost));
+  }
+  static Status copyToDevice(const Api &api, void *dst, const void *src,
+                             size_t bytes) {
+    return check(api, "hipMemcpy",
+                 api.hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice));
+  }
+  static Status fillBytes(const Api &api, void *dst, uint8_t value,
+                          size_t bytes) {
+    return check(api, "hipMemset", api.hipMemset(dst, value, bytes));
+  }
+  static Status memoryInfo(const Api &api, size_t *freeBytes,
+                           size_t *totalBytes) {
+    return check(api, "hipMemGetInfo",
+                 api.hipMemGetInfo(freeBytes, totalBytes));
+  }
+  static Status synchronizeStream(const Api &api, hipStream_t stream) {
+    return check(api, "hipStreamSynchronize", api.hipStreamSynchronize(stream));
+  }
+  static Status synchronizeDevice(const Api &api) {
+    return check(api, "hipDeviceSynchronize", api.hipDeviceSynchronize());
+  }
+  static Status createStream(const Api &api, hipStream_t *stream) {
+    return check(api, "hipStreamCreate", api.hipStreamCreate(stream));
+  }
+  static void destroyStream(const Api &api, hipStream_t stream) {
+    api.hipStreamDestroy(stream);
+  }
+  static Status createEvent(const Api &api, hipEvent_t *event) {
+    return check(api, "hipEventCreate", api.hipEventCreate(event));
+  }
+  static void destroyEvent(const Api &api, hipEvent_t event) {
+    api.hipEventDestroy(event);
+  }
+  static Status recordEvent(const Api &api, hipEvent_t event,
+                            hipStream_t stream) {
+    return check(api, "hipEventRecord", api.hipEventRecord(event, stream));
+  }
+  static Status synchronizeEvent(const Api &api, hipEvent_t event) {
+    return check(api, "hipEventSynchronize", api.hipEventSynchronize(event));
+  }
+  static Status elapsedTime(const Api &api, float *ms, hipEvent_t begin,
+                            hipEvent_t end) {
+    return check(api, "hipEventElapsedTime",
+                 api.hipEventElapsedTime(ms, begin, end));
+  }
+  static Status beginCapture(const Api &api, hipStream_t stream) {
+    return check(
+        api, "hipStreamBeginCapture",
+        api.hipStreamBeginCapture(stream, hipStreamCaptureModeThreadLocal));
+  }
+  static Status endCapture(const Api &api, hipStream_t stream,
+                           hipGraph_t *graph) {
+    return check(api, "hipStreamEndCapture",
+                 api.hipStreamEndCapture(stream, graph));
+  }
+  static Status instantiateGraph(const Api &api, hipGraphExec_t *exec,
+                                 hipGraph_t graph) {
+    return check(api, "hipGraphInstantiateWithFlags",
+                 api.hipGraphInstantiateWithFlags(exec, graph, 0));
+  }
+  static Status launchGraph(const Api &api, hipGraphExec_t exec,
+                            hipStream_t stream) {
+    return check(api, "hipGraphLaunch", api.hipGraphLaunch(exec, stream));
+  }
+  static void destroyGraphExec(const Api &api, hipGraphExec_t exec) {
+    api.hipGraphExecDestroy(exec);
+  }
+  static void destroyGraph(const Api &api, hipGraph_t graph) {
+    api.hipGraphDestroy(graph);
+  }
+};
+
 /// One resolved entry and what its launches need from the metadata.
 struct HipEntry {
   hipFunction_t function = nullptr;
@@ -103,100 +207,8 @@ public:
   std::vector<uint8_t> image;
   hipModule_t module = nullptr;
   std::vector<HipEntry> entries;
-};
 
-class HipBuffer : public DeviceBuffer {
-public:
-  HipBuffer(std::shared_ptr<DeviceState> device, void *pointer, size_t bytes)
-      : device(std::move(device)), pointer(pointer), bytes(bytes) {}
-  ~HipBuffer() override {
-    if (!pointer)
-      return;
-    ScopedDevice scope(*device);
-    device->api.hipFree(pointer);
-  }
-  void *data() const override { return pointer; }
-  size_t size() const override { return bytes; }
-
-private:
-  std::shared_ptr<DeviceState> device;
-  void *pointer;
-  size_t bytes;
-};
-
-class HipStream : public Stream {
-public:
-  HipStream(std::shared_ptr<DeviceState> device, hipStream_t stream)
-      : device(std::move(device)), stream(stream) {}
-  ~HipStream() override {
-    ScopedDevice scope(*device);
-    device->api.hipStreamDestroy(stream);
-  }
-  void *handle() const override { return stream; }
-
-private:
-  std::shared_ptr<DeviceState> device;
-  hipStream_t stream;
-};
-
-class HipTimer : public Timer {
-public:
-  HipTimer(std::shared_ptr<DeviceState> device, hipEvent_t begin,
-           hipEvent_t end)
-      : device(std::move(device)), begin(begin), end(end) {}
-  ~HipTimer() override {
-    ScopedDevice scope(*device);
-    device->api.hipEventDestroy(begin);
-    device->api.hipEventDestroy(end);
-  }
-  Status start(void *stream) override { return record(begin, stream); }
-  Status stop(void *stream) override { return record(end, stream); }
-  Expected<double> elapsedMs() override {
-    const RuntimeApi &api = device->api;
-    ScopedDevice scope(*device);
-    if (hipError_t r = api.hipEventSynchronize(end))
-      return callError(api, "hipEventSynchronize", r);
-    float ms = 0;
-    if (hipError_t r = api.hipEventElapsedTime(&ms, begin, end))
-      return callError(api, "hipEventElapsedTime", r);
-    return static_cast<double>(ms);
-  }
-
-private:
-  Status record(hipEvent_t event, void *stream) {
-    ScopedDevice scope(*device);
-    if (hipError_t r =
-            device->api.hipEventRecord(event, static_cast<hipStream_t>(stream)))
-      return callError(device->api, "hipEventRecord", r);
-    return Status::success();
-  }
-
-  std::shared_ptr<DeviceState> device;
-  hipEvent_t begin, end;
-};
-
-class HipGraph : public Graph {
-public:
-  HipGraph(std::shared_ptr<DeviceState> device, hipGraph_t graph,
-           hipGraphExec_t exec)
-      : device(std::move(device)), graph(graph), exec(exec) {}
-  ~HipGraph() override {
-    ScopedDevice scope(*device);
-    device->api.hipGraphExecDestroy(exec);
-    device->api.hipGraphDestroy(graph);
-  }
-  Status launch(void *stream) override {
-    ScopedDevice scope(*device);
-    if (hipError_t r =
-            device->api.hipGraphLaunch(exec, static_cast<hipStream_t>(stream)))
-      return callError(device->api, "hipGraphLaunch", r);
-    return Status::success();
-  }
-
-private:
-  std::shared_ptr<DeviceState> device;
-  hipGraph_t graph;
-  hipGraphExec_t exec;
+  size_t entryCount() const { return entries.size(); }
 };
 
 std::string blockText(const LaunchConfig &config) {
@@ -205,30 +217,22 @@ std::string blockText(const LaunchConfig &config) {
          std::to_string(b[2]);
 }
 
-class HipBackend : public Backend {
+class HipBackend : public gpu::GpuBackend<HipTraits> {
 public:
   explicit HipBackend(std::shared_ptr<DeviceState> device)
-      : device(std::move(device)),
-        name("hip:" + std::to_string(this->device->ordinal)) {}
+      : GpuBackend(std::move(device)) {}
 
-  std::string_view getName() const override { return name; }
   std::string getDescription() const override {
-    return name + " (" + device->deviceName + ", " + device->arch + ", " +
-           std::to_string(device->computeUnits) + " compute units)";
+    return name + " (" + state->deviceName + ", " + state->arch + ", " +
+           std::to_string(state->computeUnits) + " compute units)";
   }
   bool supportsTarget(std::string_view target) const override {
-    return amdgpuProcessor(target) == device->processor;
+    return amdgpuProcessor(target) == state->processor;
   }
   Expected<std::string>
   selectTarget(const std::vector<std::string> &targets) const override {
-    Expected<std::string> target = selectHipTarget(device->arch, targets);
-    if (!target.ok())
-      return target.status().withContext("device '" + name + "' (" +
-                                         device->deviceName + ")");
-    return target;
+    return onThisDevice(selectHipTarget(state->arch, targets));
   }
-  bool usesHostMemory() const override { return false; }
-  bool isAsynchronous() const override { return true; }
 
   Status checkCodeObject(const std::vector<uint8_t> &code,
                          const Manifest &manifest,
@@ -238,27 +242,13 @@ public:
              const std::vector<std::string> &entries) override;
   Status prepareLaunch(Module &module, size_t entryIndex,
                        const LaunchConfig &config) override;
-  Expected<std::unique_ptr<DeviceBuffer>> allocate(size_t bytes) override;
-  Status copyToHost(void *dst, const void *src, size_t bytes) override;
-  Status copyToDevice(void *dst, const void *src, size_t bytes) override;
-  Status fillBytes(void *dst, uint8_t value, size_t bytes) override;
   Status launch(const Module &module, size_t entryIndex,
                 const LaunchConfig &config,
                 const std::vector<const ArgValue *> &args) override;
-  Status synchronize(void *stream) override;
-  Expected<std::unique_ptr<Stream>> createStream() override;
-  Expected<std::unique_ptr<Timer>> createTimer() override;
-  Expected<std::unique_ptr<Graph>>
-  captureGraph(void *stream, const std::function<Status()> &work) override;
-  Expected<MemoryInfo> getMemoryInfo() override;
 
 private:
-  const RuntimeApi &api() const { return device->api; }
   /// The code object's metadata, checked to be for this device.
   Expected<AmdgpuMetadata> readMetadata(const std::vector<uint8_t> &code) const;
-
-  std::shared_ptr<DeviceState> device;
-  std::string name;
 };
 
 } // namespace
@@ -270,10 +260,10 @@ HipBackend::readMetadata(const std::vector<uint8_t> &code) const {
   if (!metadata.ok())
     return Status::error(ErrorCode::InvalidPackage,
                          metadata.status().message());
-  if (!amdgpuTargetRuns(metadata->target, device->arch))
+  if (!amdgpuTargetRuns(metadata->target, state->arch))
     return Status::error(ErrorCode::Unsupported,
                          "hip: the code object is for " + metadata->target +
-                             ", device '" + name + "' is " + device->arch);
+                             ", device '" + name + "' is " + state->arch);
   return metadata;
 }
 
@@ -284,9 +274,9 @@ Status HipBackend::checkCodeObject(const std::vector<uint8_t> &code,
   if (!metadata.ok())
     return metadata.status();
   AmdgpuDeviceLimits limits;
-  limits.ldsBytes = device->ldsBytes;
-  limits.wavefrontSize = device->wavefrontSize;
-  limits.allowScratch = device->allowScratch;
+  limits.ldsBytes = state->ldsBytes;
+  limits.wavefrontSize = state->wavefrontSize;
+  limits.allowScratch = state->allowScratch;
   return checkAmdgpuCodeObject(*metadata, manifest, target, limits);
 }
 
@@ -296,7 +286,7 @@ HipBackend::loadModule(const std::vector<uint8_t> &code,
   Expected<AmdgpuMetadata> metadata = readMetadata(code);
   if (!metadata.ok())
     return metadata.status();
-  auto module = std::make_unique<HipModule>(*this, device, code);
+  auto module = std::make_unique<HipModule>(*this, state, code);
   for (const std::string &entry : entries) {
     const AmdgpuKernelMetadata *kernel = metadata->findKernel(entry);
     if (!kernel)
@@ -314,7 +304,7 @@ HipBackend::loadModule(const std::vector<uint8_t> &code,
     module->entries.push_back(std::move(resolved));
   }
 
-  ScopedDevice scope(*device);
+  ScopedDevice scope(*state);
   if (hipError_t r =
           api().hipModuleLoadData(&module->module, module->image.data())) {
     module->module = nullptr;
@@ -334,89 +324,42 @@ HipBackend::loadModule(const std::vector<uint8_t> &code,
 
 Status HipBackend::prepareLaunch(Module &module, size_t entryIndex,
                                  const LaunchConfig &config) {
-  auto &hipModule = static_cast<HipModule &>(module);
-  if (&module.getBackend() != this || entryIndex >= hipModule.entries.size())
+  auto *hipModule = preparedModule<HipModule>(module, entryIndex);
+  if (!hipModule)
     return backendError("prepareLaunch: not an entry of this device");
-  const HipEntry &entry = hipModule.entries[entryIndex];
+  const HipEntry &entry = hipModule->entries[entryIndex];
   const Block &b = config.block;
   int64_t threads = b[0] * b[1] * b[2];
   int64_t limit =
       std::min<int64_t>(static_cast<int64_t>(entry.maxFlatWorkgroupSize),
-                        device->maxThreadsPerBlock);
+                        state->maxThreadsPerBlock);
   if (threads > limit)
     return backendError(
         "block " + blockText(config) + " has " + std::to_string(threads) +
         " threads, the entry allows at most " + std::to_string(limit));
   if (config.sharedBytes + static_cast<int64_t>(entry.groupSegmentFixedSize) >
-      device->ldsBytes)
+      state->ldsBytes)
     return backendError(
         "shared " + std::to_string(config.sharedBytes) + " bytes (plus " +
         std::to_string(entry.groupSegmentFixedSize) +
-        " static) exceed the device's " + std::to_string(device->ldsBytes) +
+        " static) exceed the device's " + std::to_string(state->ldsBytes) +
         " bytes of LDS per workgroup");
-  return Status::success();
-}
-
-Expected<std::unique_ptr<DeviceBuffer>> HipBackend::allocate(size_t bytes) {
-  void *pointer = nullptr;
-  if (bytes) {
-    ScopedDevice scope(*device);
-    if (hipError_t r = api().hipMalloc(&pointer, bytes)) {
-      if (r == hipErrorOutOfMemory)
-        return backendError("out of device memory allocating " +
-                            std::to_string(bytes) + " bytes");
-      return callError(api(), "hipMalloc", r);
-    }
-  }
-  return std::unique_ptr<DeviceBuffer>(
-      std::make_unique<HipBuffer>(device, pointer, bytes));
-}
-
-Status HipBackend::copyToHost(void *dst, const void *src, size_t bytes) {
-  if (!bytes)
-    return Status::success();
-  ScopedDevice scope(*device);
-  if (hipError_t r = api().hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost))
-    return callError(api(), "hipMemcpy", r);
-  return Status::success();
-}
-
-Status HipBackend::copyToDevice(void *dst, const void *src, size_t bytes) {
-  if (!bytes)
-    return Status::success();
-  ScopedDevice scope(*device);
-  if (hipError_t r = api().hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice))
-    return callError(api(), "hipMemcpy", r);
-  return Status::success();
-}
-
-Status HipBackend::fillBytes(void *dst, uint8_t value, size_t bytes) {
-  if (!bytes)
-    return Status::success();
-  ScopedDevice scope(*device);
-  if (hipError_t r = api().hipMemset(dst, value, bytes))
-    return callError(api(), "hipMemset", r);
   return Status::success();
 }
 
 Status HipBackend::launch(const Module &module, size_t entryIndex,
                           const LaunchConfig &config,
                           const std::vector<const ArgValue *> &args) {
-  if (&module.getBackend() != this)
-    return backendError("module was loaded by another backend");
-  const auto &hipModule = static_cast<const HipModule &>(module);
-  if (entryIndex >= hipModule.entries.size())
-    return backendError("entry index " + std::to_string(entryIndex) +
-                        " is out of range");
-  const HipEntry &entry = hipModule.entries[entryIndex];
+  Expected<const HipModule *> hipModule =
+      launchedModule<HipModule>(module, entryIndex);
+  if (!hipModule.ok())
+    return hipModule.status();
+  const HipEntry &entry = (*hipModule)->entries[entryIndex];
   const Grid &grid = config.grid;
   const Block &block = config.block;
-  for (int64_t dim : grid)
-    if (dim < 0)
-      return argError("invalid grid " +
-                      shapeToString({grid[0], grid[1], grid[2]}));
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
-    return Status::success();
+  bool empty = false;
+  if (Status status = gpu::checkGrid(grid, empty); !status.ok() || empty)
+    return status;
   if (block[0] < 1 || block[1] < 1 || block[2] < 1 || block[0] > 1024 ||
       block[1] > 1024 || block[2] > 1024 || config.sharedBytes < 0 ||
       config.sharedBytes > INT32_MAX)
@@ -443,7 +386,7 @@ Status HipBackend::launch(const Module &module, size_t entryIndex,
   size_t kernargBytes = kernargs.size();
   void *extra[] = {kLaunchParamBufferPointer, kernargs.data(),
                    kLaunchParamBufferSize, &kernargBytes, kLaunchParamEnd};
-  ScopedDevice scope(*device);
+  ScopedDevice scope(*state);
   if (hipError_t r = api().hipModuleLaunchKernel(
           entry.function, static_cast<unsigned>(grid[0]),
           static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
@@ -453,81 +396,6 @@ Status HipBackend::launch(const Module &module, size_t entryIndex,
           static_cast<hipStream_t>(config.stream), nullptr, extra))
     return callError(api(), "hipModuleLaunchKernel", r);
   return Status::success();
-}
-
-Status HipBackend::synchronize(void *stream) {
-  ScopedDevice scope(*device);
-  if (stream) {
-    if (hipError_t r =
-            api().hipStreamSynchronize(static_cast<hipStream_t>(stream)))
-      return callError(api(), "hipStreamSynchronize", r);
-    return Status::success();
-  }
-  if (hipError_t r = api().hipDeviceSynchronize())
-    return callError(api(), "hipDeviceSynchronize", r);
-  return Status::success();
-}
-
-Expected<std::unique_ptr<Stream>> HipBackend::createStream() {
-  ScopedDevice scope(*device);
-  hipStream_t stream = nullptr;
-  if (hipError_t r = api().hipStreamCreate(&stream))
-    return callError(api(), "hipStreamCreate", r);
-  return std::unique_ptr<Stream>(std::make_unique<HipStream>(device, stream));
-}
-
-Expected<std::unique_ptr<Timer>> HipBackend::createTimer() {
-  ScopedDevice scope(*device);
-  hipEvent_t begin = nullptr, end = nullptr;
-  if (hipError_t r = api().hipEventCreate(&begin))
-    return callError(api(), "hipEventCreate", r);
-  if (hipError_t r = api().hipEventCreate(&end)) {
-    api().hipEventDestroy(begin);
-    return callError(api(), "hipEventCreate", r);
-  }
-  return std::unique_ptr<Timer>(std::make_unique<HipTimer>(device, begin, end));
-}
-
-Expected<std::unique_ptr<Graph>>
-HipBackend::captureGraph(void *stream, const std::function<Status()> &work) {
-  if (!api().hasGraphs())
-    return Status::error(ErrorCode::Unsupported,
-                         "hip: the HIP runtime has no graph API "
-                         "(hipGraphInstantiateWithFlags)");
-  if (!stream)
-    return argError("graph capture needs a stream (the default stream "
-                    "cannot be captured)");
-  auto hipStream = static_cast<hipStream_t>(stream);
-  ScopedDevice scope(*device);
-  if (hipError_t r = api().hipStreamBeginCapture(
-          hipStream, hipStreamCaptureModeThreadLocal))
-    return callError(api(), "hipStreamBeginCapture", r);
-  Status status = work();
-  hipGraph_t graph = nullptr;
-  // Always ended, so that the stream is usable again whatever happened.
-  hipError_t ended = api().hipStreamEndCapture(hipStream, &graph);
-  if (!status.ok() || ended) {
-    if (graph)
-      api().hipGraphDestroy(graph);
-    if (!status.ok())
-      return status.withContext("during graph capture");
-    return callError(api(), "hipStreamEndCapture", ended);
-  }
-  hipGraphExec_t exec = nullptr;
-  if (hipError_t r = api().hipGraphInstantiateWithFlags(&exec, graph, 0)) {
-    api().hipGraphDestroy(graph);
-    return callError(api(), "hipGraphInstantiateWithFlags", r);
-  }
-  return std::unique_ptr<Graph>(
-      std::make_unique<HipGraph>(device, graph, exec));
-}
-
-Expected<MemoryInfo> HipBackend::getMemoryInfo() {
-  ScopedDevice scope(*device);
-  MemoryInfo info;
-  if (hipError_t r = api().hipMemGetInfo(&info.freeBytes, &info.totalBytes))
-    return callError(api(), "hipMemGetInfo", r);
-  return info;
 }
 
 Expected<std::shared_ptr<Backend>>
@@ -542,13 +410,10 @@ mla::rt::createHipBackend(const HipBackendOptions &options) {
       return Status::error(ErrorCode::Unsupported, "hip: no AMD GPU");
     return callError(api, "hipGetDeviceCount", r);
   }
-  if (count == 0)
-    return Status::error(ErrorCode::Unsupported, "hip: no AMD GPU");
-  if (options.ordinal < 0 || options.ordinal >= count)
-    return Status::error(ErrorCode::Unsupported,
-                         "hip: no AMD GPU " + std::to_string(options.ordinal) +
-                             " (this machine has " + std::to_string(count) +
-                             ")");
+  if (Status status =
+          gpu::checkOrdinal("hip: no AMD GPU", options.ordinal, count);
+      !status.ok())
+    return status;
   auto device = std::make_shared<DeviceState>(api, options.ordinal);
   device->allowScratch = options.allowScratch;
   hipDevice_t handle = 0;
@@ -559,9 +424,7 @@ mla::rt::createHipBackend(const HipBackendOptions &options) {
           api.hipDeviceGetName(deviceName, sizeof(deviceName) - 1, handle))
     return callError(api, "hipDeviceGetName", r);
   device->deviceName = deviceName;
-  for (char &c : device->deviceName)
-    if (c == '\n' || c == '\r')
-      c = ' ';
+  dylib::flattenLines(device->deviceName);
 
   int lds = 0, warp = 0, threads = 0, units = 0;
   for (auto [attribute, value] :
@@ -608,17 +471,7 @@ mla::rt::createHipBackend(const HipBackendOptions &options) {
 }
 
 std::optional<int> mla::rt::parseHipDeviceName(std::string_view name) {
-  if (name == "hip")
-    return 0;
-  if (name.substr(0, 4) != "hip:" || name.size() == 4 || name.size() > 10)
-    return std::nullopt;
-  int ordinal = 0;
-  for (char c : name.substr(4)) {
-    if (c < '0' || c > '9')
-      return std::nullopt;
-    ordinal = ordinal * 10 + (c - '0');
-  }
-  return ordinal;
+  return gpu::parseOrdinalName(name, "hip");
 }
 
 Expected<std::string>
@@ -628,9 +481,7 @@ mla::rt::selectHipTarget(std::string_view deviceArch,
   for (const std::string &target : targets)
     if (amdgpuProcessor(target) == processor)
       return target;
-  std::string names;
-  for (const std::string &target : targets)
-    names += (names.empty() ? "" : ", ") + target;
+  std::string names = gpu::joinNames(targets);
   return Status::error(ErrorCode::Unsupported,
                        "the package has no target for " + processor +
                            " (its targets: " + names + ")");
