@@ -9,24 +9,31 @@
 namespace mla {
 
 static const ArchInfo kArchs[] = {
-    // name, kind, warp, shared bytes, mma m/n/k, triple, cpu, features
-    {"host", TargetKind::Host, 1, 0, 0, 0, 0, "x86_64-unknown-linux-gnu",
+    // name, kind, warp, shared bytes, mma m/n/k, workgroups that fill the
+    // chip, triple, cpu, features
+    {"host", TargetKind::Host, 1, 0, 0, 0, 0, 0, "x86_64-unknown-linux-gnu",
      "x86-64-v3", ""},
     // Ampere: 163 KB of shared memory per block (opt-in above 48 KB);
     // mma.sync m16n8k16.
-    {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, 16, 8, 16,
+    // Workgroups to fill: two per SM (108 SMs on A100).
+    {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, 16, 8, 16, 216,
      "nvptx64-nvidia-cuda", "sm_80", "+ptx80"},
     // Hopper: 227 KB per block; mma.sync now, wgmma later.
-    {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, 16, 8, 16,
+    // 256 workgroups (about two per SM of an H100/H200) measured best for
+    // decode on the H200 (docs/Performance.md).
+    {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, 16, 8, 16, 256,
      "nvptx64-nvidia-cuda", "sm_90a", "+ptx80"},
     // CDNA2 (MI200): wave64, 64 KB LDS, v_mfma_f32_16x16x16bf16_1k.
-    {"gfx90a", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16,
+    // One LDS-bound workgroup per CU: 110 CUs per MI250X die.
+    {"gfx90a", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 110,
      "amdgcn-amd-amdhsa", "gfx90a", ""},
     // CDNA3 (MI300): wave64, 64 KB LDS, v_mfma_f32_16x16x16_bf16.
-    {"gfx942", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16,
+    // 304 CUs on MI300X.
+    {"gfx942", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 304,
      "amdgcn-amd-amdhsa", "gfx942", ""},
     // CDNA4 (MI350): wave64, 160 KB LDS.
-    {"gfx950", TargetKind::AMD, 64, 160 * 1024, 16, 16, 16,
+    // 256 CUs on MI355X.
+    {"gfx950", TargetKind::AMD, 64, 160 * 1024, 16, 16, 16, 256,
      "amdgcn-amd-amdhsa", "gfx950", ""},
 };
 

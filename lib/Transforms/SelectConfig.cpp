@@ -22,7 +22,7 @@ using namespace mla;
 
 namespace {
 struct ConfigFields {
-  int64_t tileKv, kvSplits, headGroup, warps, stages;
+  int64_t tileKv, kvSplits, headGroup, warps, stages, minWorkgroups = 0;
 };
 
 /// Largest divisor of `n` that is <= `cap`.
@@ -62,12 +62,16 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
 /// accumulator lives in shared memory / LDS); 32-key tiles on NVIDIA (two
 /// workgroups fit an SM: measured faster than 64 on the H200, see
 /// docs/Performance.md), 64 on AMD, halved (and then the head group shrunk)
-/// until the tiles fit the chip's shared memory or LDS; 4 KV splits so that
-/// small batches still fill the chip.
+/// until the tiles fit the chip's shared memory or LDS; up to 8 KV splits,
+/// balanced at run time against the batch size so that every launch has
+/// about `minWorkgroups` workgroups (the arch table).
 ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
   int64_t rowsCap = std::max<int64_t>(1, 32 / op.getQLen());
-  ConfigFields cfg{arch.kind == TargetKind::NVIDIA ? 32 : 64, 4,
-                   largestDivisorAtMost(op.getNumHeads(), rowsCap), 4, 1};
+  // Up to 8 splits, of which each launch uses as many as fill the chip for
+  // its batch size (balanced split-KV, see #mla.config's min_workgroups).
+  ConfigFields cfg{arch.kind == TargetKind::NVIDIA ? 32 : 64, 8,
+                   largestDivisorAtMost(op.getNumHeads(), rowsCap), 4, 1,
+                   arch.minWorkgroups};
   while (decodeTileBytes(op, cfg.tileKv, cfg.headGroup) > arch.sharedBytes) {
     if (cfg.tileKv > 16)
       cfg.tileKv /= 2;
@@ -98,11 +102,13 @@ LogicalResult applyOverrides(Operation *op, StringRef spec,
                         .Case("head_group", &cfg.headGroup)
                         .Case("warps", &cfg.warps)
                         .Case("stages", &cfg.stages)
+                        .Case("min_workgroups", &cfg.minWorkgroups)
                         .Default(nullptr);
     if (!slot)
       return op->emitError()
              << "perf-config: unknown field '" << key
-             << "' (fields: tile_kv, kv_splits, head_group, warps, stages)";
+             << "' (fields: tile_kv, kv_splits, head_group, warps, stages, "
+                "min_workgroups)";
     *slot = v;
   }
   return success();
@@ -125,16 +131,16 @@ struct SelectConfigPass
                              ? hostDecodeConfig(op)
                              : gpuDecodeConfig(op, *arch);
       if (ConfigAttr existing = op.getConfigAttr())
-        cfg = {existing.getTileKv(), existing.getKvSplits(),
+        cfg = {existing.getTileKv(),   existing.getKvSplits(),
                existing.getHeadGroup(), existing.getWarps(),
-               existing.getStages()};
+               existing.getStages(),   existing.getMinWorkgroups()};
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return WalkResult::interrupt();
       auto emitErr = [&]() { return op.emitError() << "perf-config: "; };
       ConfigAttr attr =
           ConfigAttr::getChecked(emitErr, op.getContext(), cfg.tileKv,
                                  cfg.kvSplits, cfg.headGroup, cfg.warps,
-                                 cfg.stages);
+                                 cfg.stages, cfg.minWorkgroups);
       if (!attr)
         return WalkResult::interrupt();
       if (op.getNumHeads() % cfg.headGroup != 0) {

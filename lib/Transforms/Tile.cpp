@@ -112,6 +112,8 @@ void recordDecodeInfo(DecodeOp op) {
                     cfg.getTileKv(), cfg.getKvSplits(), cfg.getHeadGroup(),
                     cfg.getWarps(), cfg.getStages())
           .str();
+  if (cfg.getMinWorkgroups())
+    config += " min_workgroups=" + std::to_string(cfg.getMinWorkgroups());
   NamedAttrList info;
   info.append("kernel", b.getStringAttr("decode"));
   info.append("dtype",
@@ -180,8 +182,19 @@ LogicalResult tileDecode(DecodeOp op) {
     Value len = maxIdx(
         g, arith::IndexCastOp::create(g, g.getIndexType(), lenI32), c0);
     Value numTiles = arith::CeilDivSIOp::create(g, len, cTile);
-    Value tilesPerSplit =
-        arith::CeilDivSIOp::create(g, numTiles, indexConst(g, splits));
+    // Balanced split-KV: with min_workgroups, only as many of the splits as
+    // fill the chip for this batch size hold keys; the rest are empty.
+    Value usedSplits = indexConst(g, splits);
+    if (int64_t minWg = cfg.getMinWorkgroups()) {
+      Value perSplit = arith::MulIOp::create(
+          g, dimValue(g, op.getQ(), 0), indexConst(g, heads / group));
+      usedSplits = minIdx(
+          g, maxIdx(g, arith::CeilDivSIOp::create(g, indexConst(g, minWg),
+                                                  perSplit),
+                    c1),
+          usedSplits);
+    }
+    Value tilesPerSplit = arith::CeilDivSIOp::create(g, numTiles, usedSplits);
     Value chunk = arith::MulIOp::create(g, tilesPerSplit, cTile);
     Value start = arith::MulIOp::create(g, split, chunk);
     Value end = minIdx(g, len, arith::AddIOp::create(g, start, chunk));
@@ -454,13 +467,29 @@ LogicalResult tileMerge(MergeOp op) {
           Value w = math::Exp2Op::create(
               jb, arith::MulFOp::create(jb, arith::SubFOp::create(jb, l, ref),
                                         log2e));
-          SmallVector<Value> at = withPart(n);
-          at.push_back(d);
-          Value part = vector::LoadOp::create(jb, vecType, op.getOParts(), at);
-          Value wv = vector::BroadcastOp::create(jb, vecType, w);
+          // Empty parts (lse = -inf) are not read at all.
+          Value used = arith::CmpFOp::create(jb, arith::CmpFPredicate::OGT, l,
+                                             negInf);
+          auto partIf = scf::IfOp::create(
+              jb, used,
+              [&](OpBuilder &nb2, Location loc2) {
+                ImplicitLocOpBuilder pb(loc2, nb2);
+                SmallVector<Value> at = withPart(n);
+                at.push_back(d);
+                Value part =
+                    vector::LoadOp::create(pb, vecType, op.getOParts(), at);
+                Value wv = vector::BroadcastOp::create(pb, vecType, w);
+                scf::YieldOp::create(
+                    pb, ValueRange{vector::FMAOp::create(pb, part, wv,
+                                                         args[1])});
+              },
+              [&](OpBuilder &nb2, Location loc2) {
+                ImplicitLocOpBuilder pb(loc2, nb2);
+                scf::YieldOp::create(pb, ValueRange{args[1]});
+              });
           scf::YieldOp::create(
               jb, ValueRange{arith::AddFOp::create(jb, args[0], w),
-                             vector::FMAOp::create(jb, part, wv, args[1])});
+                             partIf.getResult(0)});
         });
     Value total = loop.getResult(0);
     Value safeTotal =

@@ -230,3 +230,8 @@ func.func @mm_scale_size(%a: memref<16x64xbf16>, %b: memref<64x32xbf16>, %c: mem
   mla.matmul %a, %b, %c scale %s {accumulate} : memref<16x64xbf16>, memref<64x32xbf16>, memref<16x32xf32>, memref<8xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{min_workgroups must be >= 0, got -1}}
+func.func private @bad_min_workgroups() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, min_workgroups = -1>}

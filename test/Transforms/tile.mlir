@@ -74,3 +74,26 @@ func.func @merge(%op: memref<7x3x2x24xf32>, %lp: memref<7x3x2xf32>, %o: memref<7
   return
 }
 
+
+// -----
+
+// Balanced split-KV: with min_workgroups, a request uses
+// clamp(ceil(256 / (batch * head groups)), 1, 8) of its 8 splits.
+// CHECK-LABEL: func @balanced
+// CHECK: %[[B:.*]] = memref.dim %arg0, %c0
+// CHECK: mla.grid in (%[[B]], %{{.*}}, %{{.*}})
+// CHECK:   %[[N:.*]] = memref.dim %arg0, %c0
+// CHECK:   %[[PER:.*]] = arith.muli %[[N]], %c2
+// CHECK:   %[[WANT:.*]] = arith.ceildivsi %c256, %[[PER]]
+// CHECK:   %[[ATLEAST:.*]] = arith.maxsi %[[WANT]], %c1
+// CHECK:   %[[USED:.*]] = arith.minsi %[[ATLEAST]], %c8
+// CHECK:   arith.ceildivsi %{{.*}}, %[[USED]]
+// The merge reads only the parts that hold keys.
+// CHECK: mla.grid in
+// CHECK:   arith.cmpf ogt, %{{.*}}, %cst
+// CHECK:   scf.if
+// CHECK:     vector.load
+func.func @balanced(%q: memref<?x1x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x4x32xbf16>, %lse: memref<?x1x4xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 1, stages = 1, min_workgroups = 256>} : memref<?x1x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x32xbf16>, memref<?x1x4xf32>
+  return
+}

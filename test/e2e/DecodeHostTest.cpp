@@ -242,6 +242,10 @@ const Case kCases[] = {
      "kv_splits=1,tile_kv=16"},
     {"ds_h16_p3_splits16_f32", 16, 512, 64, 3, 2, "f32", {200, 1, 0, 17},
      "kv_splits=16,tile_kv=8,head_group=4"},
+    // Balanced splits: 3 requests x 4 head groups, 40 workgroups wanted ->
+    // 4 of the 8 splits hold keys, the rest are empty parts.
+    {"ds_h16_p16_balanced_bf16", 16, 512, 64, 16, 1, "bf16", {300, 1, 77},
+     "kv_splits=8,head_group=4,min_workgroups=40"},
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {

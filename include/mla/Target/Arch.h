@@ -19,6 +19,7 @@ struct ArchInfo {
   int64_t warpSize;         ///< threads per warp / wave (1 on the host)
   int64_t sharedBytes;      ///< shared memory / LDS one workgroup may use
   int64_t mmaM, mmaN, mmaK; ///< bf16/f16 matrix-instruction shape (0: none)
+  int64_t minWorkgroups;    ///< workgroups that fill the chip (0: host)
   llvm::StringRef triple;   ///< LLVM target triple
   llvm::StringRef cpu;      ///< LLVM CPU name
   llvm::StringRef features; ///< LLVM target features

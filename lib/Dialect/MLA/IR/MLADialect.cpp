@@ -27,7 +27,7 @@ void MLADialect::initialize() {
 LogicalResult
 ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                    int64_t tileKv, int64_t kvSplits, int64_t headGroup,
-                   int64_t warps, int64_t stages) {
+                   int64_t warps, int64_t stages, int64_t minWorkgroups) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -39,5 +39,7 @@ ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "warps must be in [1, 16], got " << warps;
   if (stages < 1 || stages > 4)
     return emitError() << "stages must be in [1, 4], got " << stages;
+  if (minWorkgroups < 0)
+    return emitError() << "min_workgroups must be >= 0, got " << minWorkgroups;
   return success();
 }

@@ -21,13 +21,19 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
     * `warps`: waves/warps per workgroup on GPU targets (1..16); the host
       runs one workgroup per thread and ignores it.
     * `stages`: KV-tile pipeline depth on GPU targets (1..4).
+    * `min_workgroups` (optional, default 0): balanced split-KV. When
+      non-zero, a request uses only `clamp(ceil(min_workgroups / (batch *
+      head groups)), 1, kv_splits)` of its `kv_splits` splits, chosen at run
+      time from the batch size, so that small batches still fill the chip
+      and large ones do not pay for needless splits; the others are empty.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
   }];
   let parameters = (ins "int64_t":$tile_kv, "int64_t":$kv_splits,
                         "int64_t":$head_group, "int64_t":$warps,
-                        "int64_t":$stages);
+                        "int64_t":$stages,
+                        DefaultValuedParameter<"int64_t", "0">:$min_workgroups);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
