@@ -209,10 +209,6 @@ LogicalResult tileDecode(DecodeOp op) {
     Value acc = paddedTile(g, rows, dv, f32);
     auto mBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
     auto lBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
-    fillBuffer(g, acc, 0.0);
-    fillBuffer(g, mBuf, kNegInf);
-    fillBuffer(g, lBuf, 0.0);
-
     auto corrBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
     auto refBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
     // Per (row, 8-column chunk) partial maxima, then partial sums.
@@ -226,6 +222,28 @@ LogicalResult tileDecode(DecodeOp op) {
       return arith::AddIOp::create(ib, arith::MulIOp::create(ib, i, cGroup),
                                    hh);
     };
+
+    // A split past the used ones (balanced split-KV) holds no key: it only
+    // writes LSE = -inf, which tells the merge not to read its output.
+    // Everything else happens in the `then` branch (uniform per workgroup).
+    auto activeIf = scf::IfOp::create(
+        g, arith::CmpIOp::create(g, arith::CmpIPredicate::slt, split,
+                                 usedSplits),
+        /*withElseRegion=*/true);
+    {
+      ImplicitLocOpBuilder eb(op.getLoc(), activeIf.elseBlock()->getTerminator());
+      Value negInf = f32Const(eb, kNegInf);
+      parallelFor(eb, {cSq, cGroup}, [&](ImplicitLocOpBuilder &rb,
+                                         ValueRange iv) {
+        Value head = arith::AddIOp::create(rb, headBase, iv[1]);
+        memref::StoreOp::create(rb, negInf, wsL,
+                                ValueRange{req, iv[0], head, split});
+      });
+    }
+    g.setInsertionPoint(activeIf.thenBlock()->getTerminator());
+    fillBuffer(g, acc, 0.0);
+    fillBuffer(g, mBuf, kNegInf);
+    fillBuffer(g, lBuf, 0.0);
 
     // Stage this group's queries.
     auto qVec = VectorType::get({qvw}, elem);
