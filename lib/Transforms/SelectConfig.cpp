@@ -58,7 +58,8 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
 }
 
 /// GPU heuristics: 4 warps/waves (on the H200 4 warps beat 8 once the P·V
-/// accumulators live in registers); up to 32 query rows per workgroup (the
+/// accumulators live in registers); up to 16 (NVIDIA) or 32 (AMD) query rows
+/// per workgroup (the
 /// accumulator lives in shared memory / LDS); 32-key tiles on NVIDIA (two
 /// workgroups fit an SM: measured faster than 64 on the H200, see
 /// docs/Performance.md), 64 on AMD, halved (and then the head group shrunk)
@@ -66,7 +67,10 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
 /// balanced at run time against the batch size so that every launch has
 /// about `minWorkgroups` workgroups (the arch table).
 ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
-  int64_t rowsCap = std::max<int64_t>(1, 32 / op.getQLen());
+  // NVIDIA: 16 query rows (one mma.sync M tile) measured faster than 32 at
+  // 128 heads on the H200; AMD: up to 32.
+  int64_t rowsCap = std::max<int64_t>(
+      1, (arch.kind == TargetKind::NVIDIA ? 16 : 32) / op.getQLen());
   // Up to 8 splits, of which each launch uses as many as fill the chip for
   // its batch size (balanced split-KV, see #mla.config's min_workgroups).
   ConfigFields cfg{arch.kind == TargetKind::NVIDIA ? 32 : 64, 8,
