@@ -48,11 +48,18 @@ bool isGlobal(MemRefType t) {
   return space && space.getValue() == gpu::AddressSpace::Global;
 }
 
-/// True for ops that may run unconditionally: pure ops and reads through
-/// bounds-checked buffers.
+bool isWorkgroup(MemRefType t) {
+  auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(t.getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Workgroup;
+}
+
+/// True for ops that may run unconditionally: pure ops, reads through
+/// bounds-checked buffers, and reads of the workgroup's own tiles (their
+/// indices are the tile's rows).
 bool isSpeculatable(Operation &op) {
   if (auto load = dyn_cast<memref::LoadOp>(op))
-    return isFatBuffer(load.getMemRef());
+    return isFatBuffer(load.getMemRef()) ||
+           isWorkgroup(load.getMemRefType());
   if (auto load = dyn_cast<vector::LoadOp>(op))
     return isFatBuffer(load.getBase());
   return isPure(&op);

@@ -8,6 +8,8 @@
 #include "mla/Transforms/Passes.h"
 #include "mla/Transforms/Utils.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #define DEBUG_TYPE "mla-expand-paging"
@@ -39,8 +41,34 @@ void expand(LoadKVTileOp op) {
       DenseElementsAttr::get(vecType,
                              b.getFloatAttr(tileType.getElementType(), 0.0)));
 
+  // The page of each row, looked up once per row (not once per copied
+  // chunk) into a small buffer of the workgroup, placed with the tiles at
+  // the top of the enclosing grid (or function). Rows past `end` look up
+  // entry 0, which every block-table row has.
+  Block *top = op->getBlock();
+  while (!isa<GridOp, func::FuncOp>(top->getParentOp()))
+    top = top->getParentOp()->getBlock();
+  ImplicitLocOpBuilder topBuilder =
+      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), top);
+  auto pagesBuf = memref::AllocaOp::create(
+      topBuilder, MemRefType::get({rows}, b.getI32Type()));
+  Value c0 = indexConst(b, 0);
+  parallelFor(b, {indexConst(b, rows)},
+              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+    Value t = arith::AddIOp::create(rb, op.getStart(), iv[0]);
+    Value inRange =
+        arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, t, op.getEnd());
+    Value pageIdx = arith::SelectOp::create(
+        rb, inRange, arith::DivUIOp::create(rb, t, pageSize), c0);
+    memref::StoreOp::create(
+        rb,
+        memref::LoadOp::create(rb, op.getBlockTable(),
+                               ValueRange{op.getBatch(), pageIdx}),
+        pagesBuf, ValueRange{iv[0]});
+  });
+
   // One iteration per (row, vector chunk): on GPUs each thread copies
-  // 16-byte pieces; the page lookup depends on the row only.
+  // 16-byte pieces.
   parallelFor(b, {indexConst(b, rows), indexConst(b, width / vw)},
               [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
     Value r = iv[0];
@@ -52,10 +80,8 @@ void expand(LoadKVTileOp op) {
         rb, inRange,
         [&](OpBuilder &nb, Location loc) {
           ImplicitLocOpBuilder ib(loc, nb);
-          Value pageIdx = arith::DivUIOp::create(ib, t, pageSize);
           Value slot = arith::RemUIOp::create(ib, t, pageSize);
-          Value entry = memref::LoadOp::create(
-              ib, op.getBlockTable(), ValueRange{op.getBatch(), pageIdx});
+          Value entry = memref::LoadOp::create(ib, pagesBuf, ValueRange{r});
           Value page =
               arith::IndexCastOp::create(ib, ib.getIndexType(), entry);
           Value v = vector::LoadOp::create(ib, vecType, op.getKv(),

@@ -44,7 +44,8 @@ ConfigFields hostDecodeConfig(DecodeOp op) {
 }
 
 /// Shared-memory bytes of the tiles mla-tile allocates for a decode
-/// workgroup (queries, keys, scores, probabilities, accumulator, row state).
+/// workgroup (queries, keys, scores, probabilities, accumulator, row state,
+/// the key tile's page numbers).
 int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
   int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
   int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
@@ -54,7 +55,7 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
          align(rows * (tileKv * 4 + 16)) +
          align(rows * (tileKv * esize + 16)) +
          align(rows * (op.getLatentDim() * 4 + 16)) + 4 * align(rows * 4) +
-         align(rows * (tileKv / 8) * 4);
+         align(rows * (tileKv / 8) * 4) + align(tileKv * 4);
 }
 
 /// GPU heuristics: 4 warps/waves (on the H200 4 warps beat 8 once the P·V
