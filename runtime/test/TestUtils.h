@@ -124,6 +124,22 @@ Expected<std::unique_ptr<Graph>> captureDecode(const Device &device,
                                                const DecodeArgs &args,
                                                const LaunchOptions &options);
 
+/// A compiled package from $MLA_PACKAGE_DIR.
+struct DecodePackage {
+  std::string path;
+  Package package;
+};
+
+/// The decode packages of $MLA_PACKAGE_DIR (not recursing), sorted by path;
+/// when there are none, `why` says why (for GTEST_SKIP).
+std::vector<DecodePackage> decodePackages(std::string &why);
+
+/// The decode shape a package's manifest describes.
+DecodeShape shapeOf(const Manifest &m);
+
+/// `tensor` as `dtype` (a manifest may want i64 indices).
+HostTensor converted(const HostTensor &tensor, DType dtype);
+
 } // namespace mla::rt::test
 
 #endif // MLA_RUNTIME_TEST_TESTUTILS_H

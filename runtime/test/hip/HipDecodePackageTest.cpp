@@ -26,55 +26,6 @@ using namespace mla::rt::test;
 
 namespace {
 
-struct DecodePackage {
-  std::string path;
-  Package package;
-};
-
-std::vector<DecodePackage> decodePackages(std::string &why) {
-  const char *dir = std::getenv("MLA_PACKAGE_DIR");
-  if (!dir || !*dir) {
-    why = "MLA_PACKAGE_DIR is not set";
-    return {};
-  }
-  std::vector<std::string> paths;
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, error))
-    if (entry.path().extension() == ".mlapkg")
-      paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  std::vector<DecodePackage> packages;
-  for (const std::string &path : paths) {
-    Expected<Package> package = readPackage(path);
-    EXPECT_TRUE(package.ok()) << package.status().toString();
-    if (package.ok() && package->manifest.kernel == "decode")
-      packages.push_back({path, package.take()});
-  }
-  if (packages.empty())
-    why = std::string("no decode package in ") + dir;
-  return packages;
-}
-
-DecodeShape shapeOf(const Manifest &m) {
-  DecodeShape shape;
-  shape.dtype = *m.dtype;
-  shape.heads = m.heads;
-  shape.qLen = m.qLen ? m.qLen : 1;
-  shape.latentDim = m.latentDim;
-  shape.ropeDim = m.ropeDim;
-  shape.pageSize = m.pageSize;
-  return shape;
-}
-
-HostTensor converted(const HostTensor &tensor, DType dtype) {
-  Expected<HostTensor> out = HostTensor::allocate(dtype, tensor.getShape());
-  EXPECT_TRUE(out.ok());
-  Status status = convertElements(tensor.data(), tensor.getDType(), out->data(),
-                                  dtype, tensor.numElements());
-  EXPECT_TRUE(status.ok()) << status.toString();
-  return out.take();
-}
-
 class HipDecodePackageTest : public ::testing::Test {
 protected:
   void SetUp() override {
