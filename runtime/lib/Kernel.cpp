@@ -90,7 +90,8 @@ private:
 int64_t evalDim(const DimExpr &expr, const std::vector<ArgValue> &args) {
   if (expr.isConstant())
     return expr.constant;
-  return args[expr.argIndex].tensor().shape[expr.dim];
+  int64_t v = args[expr.argIndex].tensor().shape[expr.dim] + expr.addend;
+  return v <= 0 ? 0 : (v + expr.divisor - 1) / expr.divisor;
 }
 
 } // namespace

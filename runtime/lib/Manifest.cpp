@@ -202,7 +202,8 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
     return parseConfig(tokens);
   if (key == "kernel" || key == "function" || key == "dtype" ||
       key == "heads" || key == "q_len" || key == "latent_dim" ||
-      key == "rope_dim" || key == "page_size")
+      key == "rope_dim" || key == "page_size" || key == "qk_dim" ||
+      key == "v_dim" || key == "causal")
     return parseHeaderKey(tokens);
   if (key == "workspace" || key == "launch" || key == "max-bytes" ||
       key == "end-target")
@@ -258,13 +259,19 @@ Status ManifestParser::parseHeaderKey(const Tokens &tokens) {
   Expected<int64_t> count = parseCount(key, value);
   if (!count.ok())
     return count.status();
-  bool mayBeZero = key == "q_len" || key == "page_size" || key == "rope_dim";
+  bool mayBeZero = key == "q_len" || key == "page_size" ||
+                   key == "rope_dim" || key == "causal";
   if (*count == 0 && !mayBeZero)
     return error(quoted(key) + " must be positive");
+  if (key == "causal" && *count > 1)
+    return error("'causal' must be 0 or 1, got " + quoted(value));
   int64_t *field = key == "heads"        ? &manifest.heads
                    : key == "q_len"      ? &manifest.qLen
                    : key == "latent_dim" ? &manifest.latentDim
                    : key == "rope_dim"   ? &manifest.ropeDim
+                   : key == "qk_dim"     ? &manifest.qkDim
+                   : key == "v_dim"      ? &manifest.vDim
+                   : key == "causal"     ? &manifest.causal
                                          : &manifest.pageSize;
   *field = *count;
   return Status::success();
@@ -552,15 +559,29 @@ Expected<DimExpr> ManifestParser::parseDimExpr(std::string_view token) const {
     expr.constant = *value;
     return expr;
   }
-  size_t dot = token.find('.');
-  std::optional<int64_t> argIndex, dim;
-  if (token.substr(0, 3) == "arg" && dot != std::string_view::npos) {
-    argIndex = parseNonNegative(token.substr(3, dot - 3));
-    dim = parseNonNegative(token.substr(dot + 1));
+  // argI.D, then optionally +C or -C, then optionally /K.
+  std::string_view rest = token;
+  std::optional<int64_t> divisor = 1, addend = 0;
+  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    divisor = parseNonNegative(rest.substr(slash + 1));
+    rest = rest.substr(0, slash);
   }
-  if (!argIndex || !dim)
+  if (size_t sign = rest.find_first_of("+-"); sign != std::string_view::npos) {
+    addend = parseNonNegative(rest.substr(sign + 1));
+    if (addend && rest[sign] == '-')
+      addend = -*addend;
+    rest = rest.substr(0, sign);
+  }
+  size_t dot = rest.find('.');
+  std::optional<int64_t> argIndex, dim;
+  if (rest.substr(0, 3) == "arg" && dot != std::string_view::npos) {
+    argIndex = parseNonNegative(rest.substr(3, dot - 3));
+    dim = parseNonNegative(rest.substr(dot + 1));
+  }
+  if (!argIndex || !dim || !addend || !divisor || *divisor == 0)
     return error("size " + quoted(token) +
-                 " is neither a non-negative integer nor 'argI.D'");
+                 " is neither a non-negative integer nor 'argI.D[+C|-C][/K]' "
+                 "(K > 0)");
   if (*argIndex >= static_cast<int64_t>(manifest.args.size()))
     return error("size " + quoted(token) + " refers to arg " +
                  std::to_string(*argIndex) + ", but there are only " +
@@ -575,6 +596,8 @@ Expected<DimExpr> ManifestParser::parseDimExpr(std::string_view token) const {
                  ", which has rank " + std::to_string(arg.dims.size()));
   expr.argIndex = static_cast<int>(*argIndex);
   expr.dim = static_cast<int>(*dim);
+  expr.addend = *addend;
+  expr.divisor = *divisor;
   return expr;
 }
 

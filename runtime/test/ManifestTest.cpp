@@ -182,6 +182,61 @@ end-target
   EXPECT_EQ(parsed->targets[1].workspaces[0].index, 3);
 }
 
+TEST(ManifestTest, SizeExpressionsWithOffsetAndCeilDivision) {
+  Expected<Manifest> parsed = parseManifest(R"(mla-manifest 1
+kernel prefill
+function prefill
+qk_dim 192
+v_dim 128
+causal 1
+arg 0 q memref bf16 ?,16,192
+arg 1 cu_seqlens_q memref i32 ?
+target host-x86_64 code.host-x86_64
+launch k0 args 0,1 grid arg0.0/64,16,arg1.0-1
+launch k1 args 0,1 grid arg0.0+3/4,arg0.1,1
+end-target
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  EXPECT_EQ(parsed->qkDim, 192);
+  EXPECT_EQ(parsed->vDim, 128);
+  EXPECT_EQ(parsed->causal, 1);
+  const auto &l0 = parsed->targets[0].launches[0].grid;
+  EXPECT_EQ(l0[0].argIndex, 0);
+  EXPECT_EQ(l0[0].divisor, 64);
+  EXPECT_EQ(l0[0].addend, 0);
+  EXPECT_EQ(l0[2].argIndex, 1);
+  EXPECT_EQ(l0[2].addend, -1);
+  EXPECT_EQ(l0[2].divisor, 1);
+  const auto &l1 = parsed->targets[0].launches[1].grid;
+  EXPECT_EQ(l1[0].addend, 3);
+  EXPECT_EQ(l1[0].divisor, 4);
+  for (const char *bad : {"arg0.0/0", "arg0.0/x", "arg0.0+/2", "arg0.0-x"}) {
+    std::string text = R"(mla-manifest 1
+kernel prefill
+function prefill
+arg 0 q memref bf16 ?,16,192
+target host-x86_64 code.host-x86_64
+launch k0 args 0 grid )" + std::string(bad) + R"(,1,1
+end-target
+)";
+    Expected<Manifest> rejected = parseManifest(text);
+    ASSERT_FALSE(rejected.ok()) << bad;
+    EXPECT_EQ(rejected.status().message(),
+              "manifest line 6: size '" + std::string(bad) +
+                  "' is neither a non-negative integer nor "
+                  "'argI.D[+C|-C][/K]' (K > 0)");
+  }
+  EXPECT_FALSE(parseManifest(R"(mla-manifest 1
+kernel prefill
+function prefill
+causal 2
+arg 0 q memref bf16 ?
+target host-x86_64 code.host-x86_64
+launch k0 args 0 grid 1,1,1
+end-target
+)").ok());
+}
+
 namespace {
 struct BadManifest {
   const char *name;
@@ -283,7 +338,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"workspace_bad_size",
                     edited("f32 arg0.0,1,16,4\n", "f32 batch,1,16,4\n"),
                     "manifest line 20: size 'batch' is neither a non-negative "
-                    "integer nor 'argI.D'"},
+                    "integer nor 'argI.D[+C|-C][/K]' (K > 0)"},
         BadManifest{"launch_without_grid", edited(" grid arg0.0,1,16", ""),
                     "manifest line 22: expected 'launch ENTRY args I,J,... "
                     "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]'"},

@@ -30,11 +30,16 @@ constexpr int64_t kDynamicDim = -1;
 
 /// A workspace or grid size: an integer, or `argI.D` (dim D of the actual
 /// shape of memref argument I).
+/// A size: a constant, or `argI.D[+C|-C][/K]` = ceil((dim D of memref
+/// argument I + C) / K), never below 0.
 struct DimExpr {
   int64_t constant = 0;
   /// -1 for a constant; otherwise the memref argument index.
   int argIndex = -1;
   int dim = 0;
+  /// `+C` / `-C` (added before dividing) and `/K` (ceiling division, K > 0).
+  int64_t addend = 0;
+  int64_t divisor = 1;
 
   bool isConstant() const { return argIndex < 0; }
 };
@@ -115,6 +120,11 @@ struct Manifest {
   int64_t latentDim = -1;
   int64_t ropeDim = -1;
   int64_t pageSize = -1;
+  /// Prefill header values (-1 when absent): `qk_dim`, `v_dim`, `causal`
+  /// (0 or 1).
+  int64_t qkDim = -1;
+  int64_t vDim = -1;
+  int64_t causal = -1;
   /// `config key=value ...` (compiler tuning choices, informational).
   std::map<std::string, std::string> config;
   std::vector<ManifestArg> args;
