@@ -203,7 +203,7 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
   if (key == "kernel" || key == "function" || key == "dtype" ||
       key == "heads" || key == "q_len" || key == "latent_dim" ||
       key == "rope_dim" || key == "page_size" || key == "qk_dim" ||
-      key == "v_dim" || key == "causal")
+      key == "v_dim" || key == "causal" || key == "parts")
     return parseHeaderKey(tokens);
   if (key == "workspace" || key == "launch" || key == "max-bytes" ||
       key == "end-target")
@@ -272,6 +272,7 @@ Status ManifestParser::parseHeaderKey(const Tokens &tokens) {
                    : key == "qk_dim"     ? &manifest.qkDim
                    : key == "v_dim"      ? &manifest.vDim
                    : key == "causal"     ? &manifest.causal
+                   : key == "parts"      ? &manifest.parts
                                          : &manifest.pageSize;
   *field = *count;
   return Status::success();

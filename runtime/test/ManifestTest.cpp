@@ -189,6 +189,7 @@ function prefill
 qk_dim 192
 v_dim 128
 causal 1
+parts 3
 arg 0 q memref bf16 ?,16,192
 arg 1 cu_seqlens_q memref i32 ?
 target host-x86_64 code.host-x86_64
@@ -200,6 +201,7 @@ end-target
   EXPECT_EQ(parsed->qkDim, 192);
   EXPECT_EQ(parsed->vDim, 128);
   EXPECT_EQ(parsed->causal, 1);
+  EXPECT_EQ(parsed->parts, 3);
   const auto &l0 = parsed->targets[0].launches[0].grid;
   EXPECT_EQ(l0[0].argIndex, 0);
   EXPECT_EQ(l0[0].divisor, 64);

@@ -120,11 +120,12 @@ struct Manifest {
   int64_t latentDim = -1;
   int64_t ropeDim = -1;
   int64_t pageSize = -1;
-  /// Prefill header values (-1 when absent): `qk_dim`, `v_dim`, `causal`
-  /// (0 or 1).
+  /// Prefill/merge header values (-1 when absent): `qk_dim`, `v_dim`,
+  /// `causal` (0 or 1), `parts` (merged partial results).
   int64_t qkDim = -1;
   int64_t vDim = -1;
   int64_t causal = -1;
+  int64_t parts = -1;
   /// `config key=value ...` (compiler tuning choices, informational).
   std::map<std::string, std::string> config;
   std::vector<ManifestArg> args;
