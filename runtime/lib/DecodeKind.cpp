@@ -241,6 +241,9 @@ static Status validateDecodeArgs(const Manifest &m,
 const KernelKindRules *mla::rt::findKernelKindRules(std::string_view kind) {
   static const KernelKindRules kRules[] = {
       {"decode", checkDecodeManifest, validateDecodeArgs},
+      {"prefill", checkPrefillManifest, validatePrefillArgs},
+      {"merge", checkMergeManifest, validateMergeArgs},
+      {"append_kv", checkAppendKvManifest, validateAppendKvArgs},
   };
   for (const KernelKindRules &rules : kRules)
     if (kind == rules.name)

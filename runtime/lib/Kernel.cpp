@@ -113,6 +113,8 @@ struct Kernel::Impl {
 
   const TargetSpec &target() const { return manifest.targets[targetIndex]; }
   Status checkStructure(const std::vector<ArgValue> &args) const;
+  /// Base-address alignment of the tensors (see kGpuTensorAlignment).
+  Status checkAlignment(const std::vector<ArgValue> &args) const;
   Status validate(const std::vector<ArgValue> &args,
                   const LaunchOptions *options) const;
   /// The workspace views (data relative to the workspace base, i.e. the
@@ -164,9 +166,34 @@ Status Kernel::Impl::checkStructure(const std::vector<ArgValue> &args) const {
   return Status::success();
 }
 
+Status Kernel::Impl::checkAlignment(const std::vector<ArgValue> &args) const {
+  bool gpu = !backend->usesHostMemory();
+  for (const ManifestArg &expected : manifest.args) {
+    if (expected.kind != ArgKind::Memref)
+      continue;
+    const TensorView &t = args[expected.index].tensor();
+    uintptr_t address = reinterpret_cast<uintptr_t>(t.data);
+    size_t element = dtypeSize(t.dtype);
+    bool vectors = gpu && isFloatingPoint(t.dtype);
+    size_t alignment = vectors ? kGpuTensorAlignment : element;
+    if (address % alignment == 0)
+      continue;
+    return argError(
+        expected.role + ": data is not " + std::to_string(alignment) +
+        "-byte aligned (address % " + std::to_string(alignment) + " = " +
+        std::to_string(address % alignment) +
+        (vectors ? "; GPU kernels move floating-point tensors in 16-byte "
+                   "vectors)"
+                 : std::string("; ") + dtypeName(t.dtype) + " elements)"));
+  }
+  return Status::success();
+}
+
 Status Kernel::Impl::validate(const std::vector<ArgValue> &args,
                               const LaunchOptions *options) const {
   if (Status status = checkStructure(args); !status.ok())
+    return status;
+  if (Status status = checkAlignment(args); !status.ok())
     return status;
   for (const ManifestArg &expected : manifest.args) {
     if (expected.kind != ArgKind::Memref)
@@ -189,11 +216,18 @@ Status Kernel::Impl::validate(const std::vector<ArgValue> &args,
   for (const ManifestArg &arg : manifest.args) {
     if (arg.kind != ArgKind::Memref)
       continue;
-    if (backend->usesHostMemory())
+    if (backend->usesHostMemory()) {
       hostData[arg.index] = args[arg.index].tensor().data;
-    else if (options && arg.role == "block_table")
+      continue;
+    }
+    if (!options)
+      continue;
+    if (auto copy = options->hostData.find(arg.role);
+        copy != options->hostData.end())
+      hostData[arg.index] = copy->second;
+    else if (arg.role == "block_table")
       hostData[arg.index] = options->hostBlockTable;
-    else if (options && arg.role == "seq_lens")
+    else if (arg.role == "seq_lens")
       hostData[arg.index] = options->hostSeqLens;
   }
   return rules->validateArgs(manifest, args, hostData);
@@ -301,6 +335,8 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
   Impl &k = *impl;
   Status status =
       options.validate ? k.validate(args, &options) : k.checkStructure(args);
+  if (status.ok() && !options.validate)
+    status = k.checkAlignment(args);
   if (!status.ok())
     return status;
 

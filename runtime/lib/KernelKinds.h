@@ -34,6 +34,21 @@ struct KernelKindRules {
 /// nullptr for kinds without rules.
 const KernelKindRules *findKernelKindRules(std::string_view kind);
 
+/// The rules of `kernel prefill` (PrefillKind.cpp), `kernel merge`
+/// (MergeKind.cpp) and `kernel append_kv` (AppendKvKind.cpp).
+Status checkPrefillManifest(const Manifest &manifest);
+Status validatePrefillArgs(const Manifest &manifest,
+                           const std::vector<ArgValue> &args,
+                           const std::vector<const void *> &hostData);
+Status checkMergeManifest(const Manifest &manifest);
+Status validateMergeArgs(const Manifest &manifest,
+                         const std::vector<ArgValue> &args,
+                         const std::vector<const void *> &hostData);
+Status checkAppendKvManifest(const Manifest &manifest);
+Status validateAppendKvArgs(const Manifest &manifest,
+                            const std::vector<ArgValue> &args,
+                            const std::vector<const void *> &hostData);
+
 } // namespace mla::rt
 
 #endif // MLA_RUNTIME_LIB_KERNELKINDS_H

@@ -159,8 +159,9 @@ TEST(ManifestTest, DynamicPageSize) {
 }
 
 TEST(ManifestTest, OtherKindsAreRoleAgnostic) {
+  // A kind without rules (KernelKinds.h): any roles.
   Expected<Manifest> parsed = parseManifest(R"(mla-manifest 1
-kernel merge
+kernel merge_states
 function merge_states
 arg 0 parts memref f32 ?,?,128
 arg 1 weights_42 memref f32 ?,?
@@ -175,7 +176,7 @@ launch merge_b args 3,2 grid arg2.0,1,1
 end-target
 )");
   ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
-  EXPECT_EQ(parsed->kernel, "merge");
+  EXPECT_EQ(parsed->kernel, "merge_states");
   EXPECT_EQ(parsed->heads, -1);
   EXPECT_FALSE(parsed->dtype.has_value());
   ASSERT_EQ(parsed->targets.size(), 2u);
@@ -183,8 +184,9 @@ end-target
 }
 
 TEST(ManifestTest, SizeExpressionsWithOffsetAndCeilDivision) {
+  // The header keys parse for any kind; `custom` has no kind rules.
   Expected<Manifest> parsed = parseManifest(R"(mla-manifest 1
-kernel prefill
+kernel custom
 function prefill
 qk_dim 192
 v_dim 128
@@ -214,7 +216,7 @@ end-target
   EXPECT_EQ(l1[0].divisor, 4);
   for (const char *bad : {"arg0.0/0", "arg0.0/x", "arg0.0+/2", "arg0.0-x"}) {
     std::string text = R"(mla-manifest 1
-kernel prefill
+kernel custom
 function prefill
 arg 0 q memref bf16 ?,16,192
 target host-x86_64 code.host-x86_64
@@ -229,7 +231,7 @@ end-target
                   "'argI.D[+C|-C][/K]' (K > 0)");
   }
   EXPECT_FALSE(parseManifest(R"(mla-manifest 1
-kernel prefill
+kernel custom
 function prefill
 causal 2
 arg 0 q memref bf16 ?

@@ -23,7 +23,8 @@ struct LaunchOptions {
   /// e.g. block-table entries and lengths for decode) before launching.
   /// Turning it off saves the checks' cost for callers that have already
   /// validated; what the runtime itself relies on is still checked: the
-  /// argument count, tensor vs scalar, dtypes, ranks and non-negative dims.
+  /// argument count, tensor vs scalar, dtypes, ranks, non-negative dims and
+  /// the data alignment (kGpuTensorAlignment).
   bool validate = true;
 
   /// GPU devices: the stream the launches are enqueued on, in manifest order
@@ -47,7 +48,22 @@ struct LaunchOptions {
   /// skipped. The host device reads the tensors and ignores these.
   const void *hostBlockTable = nullptr;
   const void *hostSeqLens = nullptr;
+
+  /// Host-memory copies of any memref arguments, by manifest role (same
+  /// shape and dtype), for the content checks on GPU devices: e.g.
+  /// {"cu_seqlens_q", ...}, {"cu_seqlens_k", ...} for prefill,
+  /// {"slot_mapping", ...} for append_kv, {"seq_lens", ...} for decode. An
+  /// entry here takes precedence over hostBlockTable / hostSeqLens; roles
+  /// the kernel does not have are ignored. The host device ignores it.
+  std::map<std::string, const void *> hostData;
 };
+
+/// Base-address alignment validation requires of tensor arguments: every
+/// tensor's data is aligned to its element size on every device; on GPU
+/// devices floating-point tensors are also aligned to this many bytes (the
+/// kernels move them in 16-byte vectors: cp.async on NVIDIA, dwordx4 buffer
+/// loads on AMD). Checked even when LaunchOptions::validate is false.
+constexpr size_t kGpuTensorAlignment = 16;
 
 /// Arguments of a `kernel decode` manifest, by role.
 struct DecodeArgs {
@@ -80,7 +96,8 @@ public:
   /// Checks `args` (one per manifest `arg`, by index) without launching:
   /// count, kind, dtype, rank, static dims, non-null data, then the rules of
   /// the manifest's kernel kind. The message names the argument. Content
-  /// checks on a GPU device use options.hostBlockTable / hostSeqLens.
+  /// checks on a GPU device use options.hostData (or hostBlockTable /
+  /// hostSeqLens).
   Status validate(const std::vector<ArgValue> &args) const;
   Status validate(const std::vector<ArgValue> &args,
                   const LaunchOptions &options) const;

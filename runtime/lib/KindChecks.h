@@ -1,0 +1,79 @@
+//===- KindChecks.h - Table-driven checks shared by kernel kinds -*- C++ -*-===//
+//
+// Helpers for the prefill, merge and append_kv rules: a kind lists, per role,
+// what its manifest arg must be (kind, dtype, rank, header-implied dims), and
+// checks launch arguments' dims and index contents with messages that name
+// the argument.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_LIB_KINDCHECKS_H
+#define MLA_RUNTIME_LIB_KINDCHECKS_H
+
+#include "mla/runtime/Manifest.h"
+#include "mla/runtime/Status.h"
+#include "mla/runtime/Tensor.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mla::rt::kinds {
+
+/// A dim the header does not constrain.
+constexpr int64_t kAnyDim = -2;
+
+/// One manifest dim: a header value (kDynamicDim when the header says it is
+/// dynamic, e.g. page_size 0) named `what`, or kAnyDim.
+struct DimRule {
+  int64_t value = kAnyDim;
+  const char *what = "";
+};
+
+enum class DTypeRule {
+  Kernel,      ///< the header's dtype
+  KernelOrF32, ///< the header's dtype or f32 (outputs)
+  F32,
+  Index, ///< i32 or i64
+  Float, ///< any floating-point dtype (scalars)
+};
+
+struct RoleRule {
+  const char *role;
+  ArgKind kind;
+  DTypeRule dtype;
+  /// Memrefs: one entry per dim (the rank).
+  std::vector<DimRule> dims;
+};
+
+/// Checks that the header keys are present (value >= 0; `dtype` separately)
+/// and that every role's manifest arg matches its rule. Messages:
+/// "KIND manifest needs a 'KEY' line", "KIND manifest needs an arg with role
+/// 'R'", "manifest line N: KIND arg 'R' ...".
+Status checkManifestRoles(const Manifest &m, const char *kind,
+                          const std::vector<std::pair<const char *, int64_t>>
+                              &requiredKeys,
+                          const std::vector<RoleRule> &roles);
+
+/// The launch tensor of `role` (the generic checks have run: it is a tensor
+/// of the manifest's rank).
+const TensorView &tensorOf(const Manifest &m, const std::vector<ArgValue> &args,
+                           const char *role);
+
+/// "ROLE: dim D is X, expected V (WHAT)" unless dim d of t is `value`.
+Status checkDim(const char *role, const TensorView &t, size_t d, int64_t value,
+                const std::string &what);
+
+/// Checks every dim of `t` that `rules` fixes (header values > 0 only; a
+/// dynamic or unconstrained dim is left alone).
+Status checkHeaderDims(const char *role, const TensorView &t,
+                       const std::vector<DimRule> &rules);
+
+int64_t readIndex(const void *data, DType dtype, int64_t i);
+
+Status argError(const std::string &message);
+
+} // namespace mla::rt::kinds
+
+#endif // MLA_RUNTIME_LIB_KINDCHECKS_H

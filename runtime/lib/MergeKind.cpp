@@ -1,0 +1,55 @@
+//===- MergeKind.cpp - Rules of `kernel merge` ----------------------------===//
+//
+// A merge kernel combines N partial attention results of the same T query
+// rows (chunked prefill: one per chunk of keys) by their log-sum-exp:
+// o_parts f32 [N, T, H, v_dim], lse_parts f32 [N, H, T] -> o [T, H, v_dim],
+// lse f32 [H, T]. N is the header's `parts`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelKinds.h"
+#include "KindChecks.h"
+
+using namespace mla::rt;
+using namespace mla::rt::kinds;
+
+namespace {
+
+std::vector<RoleRule> mergeRoles(const Manifest &m) {
+  DimRule any, heads{m.heads, "heads"}, v{m.vDim, "v_dim"},
+      parts{m.parts, "parts"};
+  return {
+      {"o_parts", ArgKind::Memref, DTypeRule::F32, {parts, any, heads, v}},
+      {"lse_parts", ArgKind::Memref, DTypeRule::F32, {parts, heads, any}},
+      {"o", ArgKind::Memref, DTypeRule::KernelOrF32, {any, heads, v}},
+      {"lse", ArgKind::Memref, DTypeRule::F32, {heads, any}},
+  };
+}
+
+} // namespace
+
+Status mla::rt::checkMergeManifest(const Manifest &m) {
+  return checkManifestRoles(
+      m, "merge", {{"heads", m.heads}, {"v_dim", m.vDim}, {"parts", m.parts}},
+      mergeRoles(m));
+}
+
+Status mla::rt::validateMergeArgs(const Manifest &m,
+                                  const std::vector<ArgValue> &args,
+                                  const std::vector<const void *> &) {
+  for (const RoleRule &rule : mergeRoles(m))
+    if (Status s = checkHeaderDims(rule.role, tensorOf(m, args, rule.role),
+                                   rule.dims);
+        !s.ok())
+      return s;
+  const TensorView &oParts = tensorOf(m, args, "o_parts");
+  int64_t rows = oParts.shape[1];
+  const char *what = "query rows, o_parts dim 1";
+  if (Status s = checkDim("lse_parts", tensorOf(m, args, "lse_parts"), 2, rows,
+                          what);
+      !s.ok())
+    return s;
+  if (Status s = checkDim("o", tensorOf(m, args, "o"), 0, rows, what); !s.ok())
+    return s;
+  return checkDim("lse", tensorOf(m, args, "lse"), 1, rows, what);
+}
