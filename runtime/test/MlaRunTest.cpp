@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KindTestUtils.h"
 #include "TestUtils.h"
 
 #include <gtest/gtest.h>
@@ -122,7 +123,8 @@ TEST_F(MlaRunTest, Help) {
   for (const char *option :
        {"--inputs", "--outputs", "--scale", "--device", "--threads", "--repeat",
         "q.npy", "kv.npy", "block_table.npy", "seq_lens.npy", "o.npy",
-        "lse.npy"})
+        "lse.npy", "k.npy", "v.npy", "cu_seqlens_q.npy", "cu_seqlens_k.npy",
+        "o_parts.npy", "lse_parts.npy", "kv_new.npy", "slot_mapping.npy"})
     EXPECT_NE(result.out.find(option), std::string::npos) << option;
 }
 
@@ -203,7 +205,8 @@ TEST_F(MlaRunTest, CommandLineErrors) {
 
   args = standardArgs();
   args.resize(args.size() - 2);
-  expectFailure(args, "missing required option --scale");
+  expectFailure(args, "missing required option --scale (the softmax scale of "
+                      "the decode kernel)");
 
   args = standardArgs();
   args.erase(args.begin());
@@ -264,4 +267,255 @@ TEST_F(MlaRunTest, AutoDeviceFallsBackToTheHost) {
   const float *values = o->dataAs<float>();
   for (size_t i = 0; i < ref.o.size(); ++i)
     ASSERT_NEAR(values[i], ref.o[i], 1e-2) << "o element " << i;
+}
+
+// ---- prefill, merge and append_kv packages ------------------------------
+
+namespace {
+
+/// mla-run on a package of the reference kind kernels (KindTestUtils.h).
+class MlaRunKindTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::filesystem::create_directory(inputs);
+    std::filesystem::create_directory(outputs);
+  }
+
+  void writePackage(const std::string &manifest) {
+    writeBytes(package, kindPackageBytes(manifest));
+  }
+
+  /// Writes `tensor` as DIR/role.npy, floats as float32.
+  void write(const std::string &role, const HostTensor &tensor) {
+    HostTensor file = isFloatingPoint(tensor.getDType())
+                          ? converted(tensor, DType::F32)
+                          : converted(tensor, tensor.getDType());
+    Status status = writeNpy(inputs + "/" + role + ".npy", file.view());
+    ASSERT_TRUE(status.ok()) << status.toString();
+  }
+
+  std::vector<std::string> baseArgs() const {
+    return {package, "--inputs", inputs, "--outputs", outputs};
+  }
+
+  /// Runs and expects success with the one stdout line.
+  void expectSuccess(const std::vector<std::string> &args) {
+    ToolResult result = runTool(MLA_RUN_PATH, args);
+    ASSERT_EQ(result.exitCode, 0) << result.err;
+    EXPECT_EQ(result.err, "");
+    EXPECT_TRUE(std::regex_match(
+        result.out,
+        std::regex("kernel time: [0-9]+\\.[0-9]{3} ms \\(median of [0-9]+ "
+                   "runs?\\)\n")))
+        << result.out;
+  }
+
+  void expectFailure(const std::vector<std::string> &args,
+                     const std::string &message) {
+    ToolResult result = runTool(MLA_RUN_PATH, args);
+    EXPECT_EQ(result.exitCode, 1);
+    EXPECT_EQ(result.err, "mla-run: error: " + message + "\n");
+    EXPECT_EQ(result.out, "");
+    EXPECT_TRUE(std::filesystem::is_empty(outputs)) << "outputs were written";
+  }
+
+  HostTensor output(const std::string &role, std::vector<int64_t> shape) {
+    Expected<HostTensor> tensor = readNpy(outputs + "/" + role + ".npy");
+    EXPECT_TRUE(tensor.ok()) << tensor.status().toString();
+    if (!tensor.ok())
+      return HostTensor();
+    EXPECT_EQ(tensor->getDType(), DType::F32) << role;
+    EXPECT_EQ(tensor->getShape(), shape) << role;
+    return tensor.take();
+  }
+
+  static void expectNear(const HostTensor &actual,
+                         const std::vector<double> &expected,
+                         double tolerance) {
+    ASSERT_EQ(actual.numElements(), static_cast<int64_t>(expected.size()));
+    const float *values = actual.dataAs<float>();
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_FALSE(std::isnan(values[i])) << i;
+      if (std::isinf(expected[i]))
+        ASSERT_EQ(values[i], expected[i]) << i;
+      else
+        ASSERT_NEAR(values[i], expected[i], tolerance) << i;
+    }
+  }
+
+  TempDir dir;
+  std::string inputs = dir.file("in"), outputs = dir.file("out");
+  std::string package = dir.file("kernel.mlapkg");
+};
+
+class MlaRunPrefillTest : public MlaRunKindTest {
+protected:
+  void SetUp() override {
+    MlaRunKindTest::SetUp();
+    writePackage(prefillManifest(shape));
+    // More keys than queries, an empty request, more queries than keys.
+    data = makePrefillData(shape, {5, 0, 12, 4}, {9, 3, 12, 2}, 31);
+    write("q", data.q);
+    write("k", data.k);
+    write("v", data.v);
+    write("cu_seqlens_q", data.cuSeqlensQ);
+    write("cu_seqlens_k", data.cuSeqlensK);
+  }
+
+  std::vector<std::string> standardArgs() const {
+    std::vector<std::string> args = baseArgs();
+    args.push_back("--scale=" + std::to_string(data.scale));
+    return args;
+  }
+
+  PrefillShape shape; // bf16, causal, 2 heads, 24 / 16
+  PrefillData data;
+};
+
+} // namespace
+
+TEST_F(MlaRunPrefillTest, RunsAPrefillPackage) {
+  std::vector<std::string> args = standardArgs();
+  args.push_back("--repeat=2");
+  expectSuccess(args);
+  // The scale went through the command line's text: use what it parsed to.
+  data.scale = std::stof(std::to_string(data.scale));
+  KindReference ref = referencePrefill(shape, data);
+  expectNear(output("o", {21, 2, 16}), ref.o, 1e-2);
+  expectNear(output("lse", {2, 21}), ref.lse, 1e-4);
+}
+
+TEST_F(MlaRunPrefillTest, ScaleIsRequired) {
+  expectFailure(baseArgs(), "missing required option --scale (the softmax "
+                            "scale of the prefill kernel)");
+}
+
+TEST_F(MlaRunPrefillTest, MissingInputFile) {
+  std::filesystem::remove(inputs + "/cu_seqlens_k.npy");
+  expectFailure(standardArgs(), inputs + "/cu_seqlens_k.npy: cannot open: No "
+                                         "such file or directory");
+}
+
+TEST_F(MlaRunPrefillTest, OffsetsAreChecked) {
+  data.cuSeqlensK.dataAs<int32_t>()[4] = 25; // Tk is 26
+  write("cu_seqlens_k", data.cuSeqlensK);
+  expectFailure(standardArgs(), "cu_seqlens_k[4] = 25, expected 26 (the last "
+                                "offset is the number of key rows, k dim 0)");
+}
+
+TEST_F(MlaRunPrefillTest, KeyAndValueRowsDiffer) {
+  HostTensor v = HostTensor::allocate(DType::F32, {25, 2, 16}).take();
+  write("v", v);
+  expectFailure(standardArgs(), "v: dim 0 is 25, expected 26 (key rows, k "
+                                "dim 0)");
+}
+
+TEST_F(MlaRunPrefillTest, OffsetsMustBeInt32) {
+  write("cu_seqlens_q", converted(data.cuSeqlensQ, DType::I64));
+  expectFailure(standardArgs(),
+                inputs + "/cu_seqlens_q.npy: expected int32 data, got int64");
+}
+
+namespace {
+
+class MlaRunMergeTest : public MlaRunKindTest {
+protected:
+  void SetUp() override {
+    MlaRunKindTest::SetUp();
+    writePackage(mergeManifest(shape));
+    data = makeMergeData(shape, 9, 12);
+    write("o_parts", data.oParts);
+    write("lse_parts", data.lseParts);
+  }
+
+  MergeShape shape; // bf16 o, 2 heads, v_dim 16, 3 parts
+  MergeData data;
+};
+
+} // namespace
+
+TEST_F(MlaRunMergeTest, RunsAMergePackageWithoutScale) {
+  expectSuccess(baseArgs());
+  KindReference ref = referenceMerge(shape, data);
+  expectNear(output("o", {9, 2, 16}), ref.o, 1e-2);
+  expectNear(output("lse", {2, 9}), ref.lse, 1e-5);
+}
+
+TEST_F(MlaRunMergeTest, ScaleIsRejected) {
+  std::vector<std::string> args = baseArgs();
+  args.push_back("--scale=0.5");
+  expectFailure(args, "--scale does not apply to a merge kernel (it has no "
+                      "scale argument)");
+}
+
+TEST_F(MlaRunMergeTest, PartsMustAgreeOnRows) {
+  HostTensor lse = HostTensor::allocate(DType::F32, {3, 2, 8}).take();
+  write("lse_parts", lse);
+  expectFailure(baseArgs(), "lse_parts: dim 2 is 8, expected 9 (query rows, "
+                            "o_parts dim 1)");
+}
+
+namespace {
+
+class MlaRunAppendKvTest : public MlaRunKindTest {
+protected:
+  void SetUp() override {
+    MlaRunKindTest::SetUp();
+    writePackage(appendKvManifest(shape));
+    data = makeAppendKvData(shape, {5, -1, 0, 22, 13}, 6, 21);
+    write("kv_new", data.kvNew);
+    write("slot_mapping", data.slotMapping);
+    write("kv", data.kv);
+  }
+
+  AppendKvShape shape; // bf16, 24 + 8, page size 4
+  AppendKvData data;
+};
+
+} // namespace
+
+TEST_F(MlaRunAppendKvTest, WritesTheUpdatedCache) {
+  expectSuccess(baseArgs());
+  HostTensor kv = output("kv", {6, 4, 32});
+  std::vector<float> expected = referenceAppendKv(data);
+  ASSERT_EQ(kv.numElements(), static_cast<int64_t>(expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i)
+    ASSERT_EQ(kv.dataAs<float>()[i], expected[i]) << i;
+  // Only kv.npy is written; the input file is left alone.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(outputs),
+                          std::filesystem::directory_iterator()),
+            1);
+  Expected<HostTensor> input = readNpy(inputs + "/kv.npy");
+  ASSERT_TRUE(input.ok());
+  EXPECT_EQ(toFloats(*input), toFloats(data.kv));
+}
+
+TEST_F(MlaRunAppendKvTest, SlotOutsideThePool) {
+  data.slotMapping.dataAs<int32_t>()[3] = 24;
+  write("slot_mapping", data.slotMapping);
+  expectFailure(baseArgs(), "slot_mapping[3] = 24 is outside the page pool "
+                            "(kv has 6 pages x 4 = 24 slots)");
+}
+
+TEST_F(MlaRunAppendKvTest, ScaleIsRejected) {
+  std::vector<std::string> args = baseArgs();
+  args.push_back("--scale=1");
+  expectFailure(args, "--scale does not apply to a append_kv kernel (it has "
+                      "no scale argument)");
+}
+
+TEST_F(MlaRunKindTest, PackageWithoutATargetForTheHost) {
+  std::string manifest = mergeManifest(MergeShape());
+  std::string hostTarget = "target host-x86_64 code.host-x86_64";
+  manifest.replace(manifest.find(hostTarget), hostTarget.size(),
+                   "target gfx942 code.gfx942");
+  Expected<std::vector<uint8_t>> bytes =
+      encodePackage(manifest, {{"code.gfx942", {7}}});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+  writeBytes(package, *bytes);
+  MergeData data = makeMergeData(MergeShape(), 2, 1);
+  write("o_parts", data.oParts);
+  write("lse_parts", data.lseParts);
+  expectFailure(baseArgs(), "the package has no target for device 'host' "
+                            "(its targets: gfx942)");
 }

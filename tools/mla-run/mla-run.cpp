@@ -1,11 +1,12 @@
 //===- mla-run.cpp - Run an .mlapkg kernel on .npy files ------------------===//
 //
-// mla-run PKG --inputs DIR --outputs DIR --scale X [--device=NAME]
+// mla-run PKG --inputs DIR --outputs DIR [--scale X] [--device=NAME]
 //         [--threads=N] [--repeat=N]
 //
 // Reads the kernel's input roles from DIR/<role>.npy, runs the kernel on the
 // host or a GPU (inputs uploaded, outputs downloaded), writes its output
-// roles to DIR/<role>.npy as float32 and prints the median kernel time. Every
+// roles (and the inputs it updates, e.g. append_kv's kv) to DIR/<role>.npy,
+// floats as float32, and prints the median kernel time. Every
 // error is one "mla-run: error: ..." line on stderr, exit code 1, and no output
 // file. docs/FileContract.md is the contract.
 //
@@ -31,14 +32,17 @@ using namespace mla::rt;
 namespace {
 
 const char *const kHelp =
-    R"help(usage: mla-run PKG --inputs DIR --outputs DIR --scale X [options]
+    R"help(usage: mla-run PKG --inputs DIR --outputs DIR [--scale X] [options]
 
 Runs the kernel of the mla package PKG on .npy inputs and writes .npy outputs.
+Kernel kinds: decode, prefill, merge, append_kv (the package's manifest says
+which); the files of each are listed below.
 
 options:
   --inputs DIR     directory holding the input files (see below)
   --outputs DIR    directory for the output files; created if missing
-  --scale X        softmax scale applied to q.k (a finite number)
+  --scale X        softmax scale applied to q.k (a finite number); required
+                   for decode and prefill, not accepted for merge, append_kv
   --device=NAME    device to run on: host (default), cuda (device 0),
                    cuda:N, hip (AMD GPU 0), hip:N, or auto (cuda when
                    usable, else hip, else host)
@@ -56,33 +60,90 @@ files for a decode kernel (B batch, Sq query length, H heads, D = latent_dim
            seq_lens.npy     [B]                    int32
   outputs  o.npy            [B, Sq, H, Dv]         float32
            lse.npy          [B, Sq, H]             float32 (natural log)
+Every used block_table entry (pages below ceil(seq_len / page_size)) must
+lie in [0, pages), and each seq_len in [0, max_pages * page_size].
+
+files for a prefill kernel (T query rows, Tk key rows, B requests, H heads,
+Dqk = qk_dim, Dv = v_dim):
+  inputs   q.npy            [T, H, Dqk]            float32 or float16
+           k.npy            [Tk, H, Dqk]           float32 or float16
+           v.npy            [Tk, H, Dv]            float32 or float16
+           cu_seqlens_q.npy [B + 1]                int32
+           cu_seqlens_k.npy [B + 1]                int32
+  outputs  o.npy            [T, H, Dv]             float32
+           lse.npy          [H, T]                 float32 (natural log)
+Request b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] of q, its
+keys rows cu_seqlens_k[b] .. cu_seqlens_k[b+1] of k and v; the offsets start
+at 0, never decrease and end at T (resp. Tk). Causal kernels align the mask
+bottom-right; a query that sees no key gets o = 0, lse = -inf.
+
+files for a merge kernel (N = parts partial results of T query rows):
+  inputs   o_parts.npy      [N, T, H, Dv]          float32
+           lse_parts.npy    [N, H, T]              float32 (-inf: empty part)
+  outputs  o.npy            [T, H, Dv]             float32
+           lse.npy          [H, T]                 float32
+
+files for an append_kv kernel (T new tokens, D = latent_dim + rope_dim):
+  inputs   kv_new.npy       [T, D]                 float32 or float16
+           slot_mapping.npy [T]                    int32
+           kv.npy           [pages, page_size, D]  float32 or float16
+  outputs  kv.npy           [pages, page_size, D]  float32: kv with row t of
+                                                   kv_new at slot_mapping[t]
+Slot s is row s % page_size of page s / page_size; -1 skips the token; any
+other slot outside [0, pages * page_size) is an error.
+
 Float inputs are converted to the kernel's dtype (round to nearest even).
-Dims fixed by the package's manifest must match it exactly. Every used
-block_table entry (pages below ceil(seq_len / page_size)) must lie in
-[0, pages), and each seq_len in [0, max_pages * page_size].
+Dims fixed by the package's manifest must match it exactly.
 
 On success mla-run prints one line: "kernel time: T ms (median of N runs)".
 On any error it prints one line "mla-run: error: MESSAGE" on stderr, exits
 with status 1 and writes no output file.
 )help";
 
-/// How mla-run feeds a kernel kind: which roles are read from and written to
-/// files, which scalar role --scale sets, and which input's dims fill the
-/// dynamic dims of the outputs.
+/// Where a dynamic output dim comes from: dim `dim` of input `role`
+/// (nullptr: the manifest must fix the dim).
+struct DimSource {
+  const char *role;
+  int dim;
+};
+
+struct OutputFile {
+  const char *role;
+  /// One per dim of the output.
+  std::vector<DimSource> dims;
+};
+
+/// How mla-run feeds a kernel kind: which roles are read from files, which
+/// inputs the kernel updates (written back to --outputs), which outputs are
+/// allocated and written, and which scalar role --scale sets (nullptr: the
+/// kind takes no --scale).
 struct KindFiles {
   const char *kind;
   std::vector<const char *> inputs;
-  std::vector<const char *> outputs;
+  std::vector<const char *> updated;
+  std::vector<OutputFile> outputs;
   const char *scaleRole;
-  const char *shapeSource;
 };
 
 const KindFiles kKindFiles[] = {
     {"decode",
      {"q", "kv", "block_table", "seq_lens"},
-     {"o", "lse"},
-     "scale",
-     "q"},
+     {},
+     {{"o", {{"q", 0}, {"q", 1}, {"q", 2}, {nullptr, 3}}},
+      {"lse", {{"q", 0}, {"q", 1}, {"q", 2}}}},
+     "scale"},
+    {"prefill",
+     {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"},
+     {},
+     {{"o", {{"q", 0}, {"q", 1}, {"v", 2}}}, {"lse", {{"q", 1}, {"q", 0}}}},
+     "scale"},
+    {"merge",
+     {"o_parts", "lse_parts"},
+     {},
+     {{"o", {{"o_parts", 1}, {"o_parts", 2}, {"o_parts", 3}}},
+      {"lse", {{"o_parts", 2}, {"o_parts", 1}}}},
+     nullptr},
+    {"append_kv", {"kv_new", "slot_mapping", "kv"}, {"kv"}, {}, nullptr},
 };
 
 struct Options {
@@ -175,8 +236,6 @@ Expected<Options> parseOptions(int argc, char **argv) {
     return usageError("missing required option --inputs");
   if (options.outputs.empty())
     return usageError("missing required option --outputs");
-  if (!options.scale)
-    return usageError("missing required option --scale");
   return options;
 }
 
@@ -223,21 +282,33 @@ Expected<HostTensor> readInput(const std::string &dir, const ManifestArg &arg) {
   return converted;
 }
 
-/// An output of the manifest's shape, dynamic dims taken from `source`.
-Expected<HostTensor> allocateOutput(const ManifestArg &arg,
-                                    const ManifestArg &sourceArg,
-                                    const TensorView &source) {
+/// An output of the manifest's shape, dynamic dims taken from the inputs
+/// the kind's table names.
+Expected<HostTensor>
+allocateOutput(const ManifestArg &arg, const OutputFile &file,
+               const std::map<std::string, HostTensor> &inputs) {
   std::vector<int64_t> shape = arg.dims;
+  if (shape.size() != file.dims.size())
+    return Status::error(ErrorCode::Unsupported,
+                         "cannot size output '" + arg.role + "': it has rank " +
+                             std::to_string(shape.size()) + ", expected " +
+                             std::to_string(file.dims.size()));
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] != kDynamicDim)
       continue;
-    if (d >= source.shape.size())
+    DimSource source = file.dims[d];
+    if (!source.role)
       return Status::error(ErrorCode::Unsupported,
                            "cannot size output '" + arg.role + "': dim " +
-                               std::to_string(d) + " is dynamic and '" +
-                               sourceArg.role + "' has no dim " +
-                               std::to_string(d));
-    shape[d] = source.shape[d];
+                               std::to_string(d) +
+                               " is dynamic in the manifest");
+    const std::vector<int64_t> &from = inputs.at(source.role).getShape();
+    if (static_cast<size_t>(source.dim) >= from.size())
+      return Status::error(ErrorCode::InvalidArgument,
+                           "cannot size output '" + arg.role + "': '" +
+                               source.role + "' has no dim " +
+                               std::to_string(source.dim));
+    shape[d] = from[source.dim];
   }
   return HostTensor::allocate(arg.dtype, shape);
 }
@@ -310,20 +381,32 @@ Status run(const Options &options) {
         ErrorCode::Unsupported,
         "kernel kind '" + manifest.kernel +
             "' is not supported by mla-run (supported: " + kinds + ")");
+  if (files->scaleRole && !options.scale)
+    return usageError("missing required option --scale (the softmax scale of "
+                      "the " +
+                      manifest.kernel + " kernel)");
+  if (!files->scaleRole && options.scale)
+    return usageError("--scale does not apply to a " + manifest.kernel +
+                      " kernel (it has no scale argument)");
   std::vector<const char *> roles = files->inputs;
-  roles.insert(roles.end(), files->outputs.begin(), files->outputs.end());
-  roles.push_back(files->scaleRole);
+  for (const OutputFile &output : files->outputs)
+    roles.push_back(output.role);
+  if (files->scaleRole)
+    roles.push_back(files->scaleRole);
   for (const char *role : roles)
     if (!manifest.findArg(role))
       return Status::error(ErrorCode::Unsupported,
                            "the manifest has no arg with role '" +
                                std::string(role) + "'");
-  DType scaleType = manifest.findArg(files->scaleRole)->dtype;
-  if (!isFloatingPoint(scaleType))
-    return Status::error(ErrorCode::Unsupported,
-                         "--scale cannot set the " +
-                             std::string(dtypeName(scaleType)) + " arg '" +
-                             files->scaleRole + "'");
+  DType scaleType = DType::F32;
+  if (files->scaleRole) {
+    scaleType = manifest.findArg(files->scaleRole)->dtype;
+    if (!isFloatingPoint(scaleType))
+      return Status::error(ErrorCode::Unsupported,
+                           "--scale cannot set the " +
+                               std::string(dtypeName(scaleType)) + " arg '" +
+                               files->scaleRole + "'");
+  }
 
   Expected<Device> device = Device::open(options.device, {options.threads});
   if (!device.ok())
@@ -346,17 +429,16 @@ Status run(const Options &options) {
     args.emplace(role, input->view());
     inputs.emplace(role, input.take());
   }
-  args.emplace(files->scaleRole, Scalar::ofFloat(scaleType, *options.scale));
-  const ManifestArg &sourceArg = *manifest.findArg(files->shapeSource);
-  const TensorView &source = args.at(files->shapeSource).tensor();
+  if (files->scaleRole)
+    args.emplace(files->scaleRole, Scalar::ofFloat(scaleType, *options.scale));
   std::vector<std::pair<std::string, HostTensor>> outputs;
-  for (const char *role : files->outputs) {
+  for (const OutputFile &file : files->outputs) {
     Expected<HostTensor> output =
-        allocateOutput(*manifest.findArg(role), sourceArg, source);
+        allocateOutput(*manifest.findArg(file.role), file, inputs);
     if (!output.ok())
       return output.status();
-    args.emplace(role, output->view());
-    outputs.emplace_back(role, output.take());
+    args.emplace(file.role, output->view());
+    outputs.emplace_back(file.role, output.take());
   }
 
   LaunchOptions launchOptions;
@@ -378,11 +460,11 @@ Status run(const Options &options) {
       arg = tensor->view();
       deviceTensors.emplace(role, tensor.take());
     }
-    // The content checks read the host copies of the index inputs.
-    if (inputs.count("block_table"))
-      launchOptions.hostBlockTable = inputs.at("block_table").data();
-    if (inputs.count("seq_lens"))
-      launchOptions.hostSeqLens = inputs.at("seq_lens").data();
+    // The content checks read the host copies of the index inputs
+    // (block_table, seq_lens, cu_seqlens_*, slot_mapping).
+    for (const auto &[role, tensor] : inputs)
+      if (!isFloatingPoint(tensor.getDType()))
+        launchOptions.hostData[role] = tensor.data();
   }
 
   Expected<std::vector<ArgValue>> bound = kernel->bindByRole(args);
@@ -414,6 +496,13 @@ Status run(const Options &options) {
   }
   if (Status status = backend.synchronize(); !status.ok())
     return status;
+  // Inputs the kernel updated are outputs too (their host copies receive
+  // the device's contents below).
+  for (const char *role : files->updated) {
+    auto it = inputs.find(role);
+    outputs.emplace_back(role, std::move(it->second));
+    inputs.erase(it);
+  }
   for (auto &[role, tensor] : outputs) {
     auto it = deviceTensors.find(role);
     if (it == deviceTensors.end())

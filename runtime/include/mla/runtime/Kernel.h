@@ -55,7 +55,7 @@ struct LaunchOptions {
   /// {"slot_mapping", ...} for append_kv, {"seq_lens", ...} for decode. An
   /// entry here takes precedence over hostBlockTable / hostSeqLens; roles
   /// the kernel does not have are ignored. The host device ignores it.
-  std::map<std::string, const void *> hostData;
+  std::map<std::string, const void *> hostData = {};
 };
 
 /// Base-address alignment validation requires of tensor arguments: every
