@@ -12,14 +12,12 @@ static Status cacheError(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
 }
 
-PagedKVCache::PagedKVCache(const PagedKVCacheConfig &config, HostTensor pool,
+PagedKVCache::PagedKVCache(const PagedKVCacheConfig &config,
+                           PagePool pagePool, HostTensor pool,
                            HostTensor table, HostTensor lengths)
     : config(config), pool(std::move(pool)), table(std::move(table)),
-      lengths(std::move(lengths)) {
+      lengths(std::move(lengths)), pagePool(std::move(pagePool)) {
   std::fill_n(this->table.dataAs<int32_t>(), this->table.numElements(), -1);
-  // Hand out page 0 first.
-  for (int64_t page = config.numPages; page-- > 0;)
-    freePages.push_back(static_cast<int32_t>(page));
 }
 
 Expected<PagedKVCache> PagedKVCache::create(const PagedKVCacheConfig &config) {
@@ -37,6 +35,10 @@ Expected<PagedKVCache> PagedKVCache::create(const PagedKVCacheConfig &config) {
     return cacheError("paged KV cache: numPages " +
                       std::to_string(config.numPages) +
                       " does not fit in an i32 block table");
+  Expected<PagePool> pagePool =
+      PagePool::create(config.numPages, config.pageSize);
+  if (!pagePool.ok())
+    return pagePool.status().withContext("paged KV cache");
   Expected<HostTensor> pool = HostTensor::allocate(
       config.dtype, {config.numPages, config.pageSize, config.rowDim});
   if (!pool.ok())
@@ -49,7 +51,8 @@ Expected<PagedKVCache> PagedKVCache::create(const PagedKVCacheConfig &config) {
       HostTensor::allocate(DType::I32, {config.batch});
   if (!lengths.ok())
     return lengths.status().withContext("paged KV cache lengths");
-  return PagedKVCache(config, pool.take(), table.take(), lengths.take());
+  return PagedKVCache(config, pagePool.take(), pool.take(), table.take(),
+                      lengths.take());
 }
 
 Status PagedKVCache::checkSeq(int64_t seq) const {
@@ -89,11 +92,14 @@ Status PagedKVCache::append(int64_t seq, int64_t count) {
                       std::to_string(seq) + " needs " +
                       std::to_string(newPages - oldPages) + " more pages, " +
                       std::to_string(numFreePages()) + " are free");
+  // The checks above cover the pool's (same lengths, same free pages).
+  Status appended = pagePool.appendTokens(seq, count).status();
+  if (!appended.ok())
+    return appended;
   int32_t *row = table.dataAs<int32_t>() + seq * config.maxPagesPerSeq;
-  for (int64_t p = oldPages; p < newPages; ++p) {
-    row[p] = freePages.back();
-    freePages.pop_back();
-  }
+  const std::vector<int32_t> &pages = pagePool.pages(seq);
+  for (int64_t p = oldPages; p < newPages; ++p)
+    row[p] = pages[p];
   lengths.dataAs<int32_t>()[seq] = static_cast<int32_t>(newLength);
   return Status::success();
 }
@@ -102,11 +108,11 @@ Status PagedKVCache::release(int64_t seq) {
   if (Status status = checkSeq(seq); !status.ok())
     return status;
   int64_t pages = (length(seq) + config.pageSize - 1) / config.pageSize;
+  if (pagePool.hasRequest(seq))
+    if (Status status = pagePool.freeRequest(seq); !status.ok())
+      return status;
   int32_t *row = table.dataAs<int32_t>() + seq * config.maxPagesPerSeq;
-  for (int64_t p = pages; p-- > 0;) {
-    freePages.push_back(row[p]);
-    row[p] = -1;
-  }
+  std::fill_n(row, pages, -1);
   lengths.dataAs<int32_t>()[seq] = 0;
   return Status::success();
 }

@@ -4,6 +4,7 @@
 #define MLA_RUNTIME_PAGEDKVCACHE_H
 
 #include "mla/runtime/DType.h"
+#include "mla/runtime/PagePool.h"
 #include "mla/runtime/Status.h"
 #include "mla/runtime/Tensor.h"
 
@@ -30,7 +31,8 @@ struct PagedKVCacheConfig {
 ///               row t % pageSize of page blockTable[s][t / pageSize];
 ///               entries past a sequence's pages are -1;
 ///   seqLens     i32 [batch].
-/// Pages are handed out from a free list (lowest index first). Movable, not
+/// Pages come from a PagePool (sequence s is request s): page 0 first on a
+/// fresh cache, then the most recently released page first. Movable, not
 /// copyable; not synchronized: guard concurrent mutation yourself, and do not
 /// mutate while a launch reads the views.
 class PagedKVCache {
@@ -45,9 +47,9 @@ public:
 
   /// Tokens in sequence `seq`; -1 if `seq` is out of range.
   int64_t length(int64_t seq) const;
-  int64_t numFreePages() const {
-    return static_cast<int64_t>(freePages.size());
-  }
+  int64_t numFreePages() const { return pagePool.numFreePages(); }
+  /// The page allocator behind the block table.
+  const PagePool &getPagePool() const { return pagePool; }
 
   /// Grows sequence `seq` by `count` tokens, taking pages from the free list
   /// as needed. On error nothing changes.
@@ -61,16 +63,15 @@ public:
   Expected<void *> tokenRow(int64_t seq, int64_t pos) const;
 
 private:
-  PagedKVCache(const PagedKVCacheConfig &config, HostTensor pool,
-               HostTensor table, HostTensor lengths);
+  PagedKVCache(const PagedKVCacheConfig &config, PagePool pagePool,
+               HostTensor pool, HostTensor table, HostTensor lengths);
   Status checkSeq(int64_t seq) const;
 
   PagedKVCacheConfig config;
   HostTensor pool;
   HostTensor table;
   HostTensor lengths;
-  /// Free page indices; the back is handed out next.
-  std::vector<int32_t> freePages;
+  PagePool pagePool;
 };
 
 } // namespace mla::rt

@@ -1,0 +1,1158 @@
+//===- CApiTest.cpp - The C API (mla_runtime.h) ---------------------------===//
+//
+// Every function of mla_runtime.h, its results and its error paths (codes
+// and messages), and that mla_last_error() is per thread. Decode runs the
+// reference decode kernel; prefill, merge and append_kv run the f32
+// stand-ins of KindTestKernels.cpp, checked against references here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtils.h"
+
+#include "mla/runtime/mla_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+
+using namespace mla::rt;
+using namespace mla::rt::test;
+
+namespace {
+
+std::string lastError() { return mla_last_error(); }
+
+mla_dtype toC(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+    return MLA_DTYPE_BF16;
+  case DType::F16:
+    return MLA_DTYPE_F16;
+  case DType::F32:
+    return MLA_DTYPE_F32;
+  case DType::I32:
+    return MLA_DTYPE_I32;
+  case DType::I64:
+    return MLA_DTYPE_I64;
+  }
+  return MLA_DTYPE_F32;
+}
+
+mla_tensor toC(const HostTensor &t) {
+  mla_tensor c{};
+  c.data = t.data();
+  c.dtype = toC(t.getDType());
+  c.rank = static_cast<int32_t>(t.getShape().size());
+  for (size_t d = 0; d < t.getShape().size(); ++d)
+    c.shape[d] = t.getShape()[d];
+  return c;
+}
+
+mla_arg tensorArg(const char *role, const HostTensor &t) {
+  mla_arg a{};
+  a.role = role;
+  a.kind = MLA_ARG_TENSOR;
+  a.tensor = toC(t);
+  return a;
+}
+
+mla_arg floatArg(const char *role, float value) {
+  mla_arg a{};
+  a.role = role;
+  a.kind = MLA_ARG_F32;
+  a.f32 = value;
+  return a;
+}
+
+mla_decode_args decodeArgs(const DecodeData &d) {
+  return {toC(d.q),       toC(d.kv), toC(d.blockTable), toC(d.seqLens),
+          d.scale,        toC(d.o),  toC(d.lse)};
+}
+
+std::vector<mla_arg> decodeRoles(const DecodeData &d) {
+  return {tensorArg("q", d.q),
+          tensorArg("kv", d.kv),
+          tensorArg("block_table", d.blockTable),
+          tensorArg("seq_lens", d.seqLens),
+          floatArg("scale", d.scale),
+          tensorArg("o", d.o),
+          tensorArg("lse", d.lse)};
+}
+
+HostTensor f32Tensor(std::vector<int64_t> shape, std::mt19937 &rng) {
+  HostTensor t = HostTensor::allocate(DType::F32, std::move(shape)).take();
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.dataAs<float>()[i] = dist(rng);
+  return t;
+}
+
+HostTensor i32Tensor(const std::vector<int32_t> &values) {
+  HostTensor t =
+      HostTensor::allocate(DType::I32, {static_cast<int64_t>(values.size())})
+          .take();
+  std::copy(values.begin(), values.end(), t.dataAs<int32_t>());
+  return t;
+}
+
+/// Loads `manifest` with the kind test kernels as its host code.
+struct Loaded {
+  mla_device *device = nullptr;
+  mla_package *package = nullptr;
+  mla_kernel *kernel = nullptr;
+  ~Loaded() {
+    mla_kernel_close(kernel);
+    mla_package_close(package);
+    mla_device_close(device);
+  }
+};
+
+void loadKindKernel(const std::string &manifest, Loaded &out) {
+  Expected<std::vector<uint8_t>> bytes = encodePackage(
+      manifest,
+      {{"code.host-x86_64", readBytes(MLA_TEST_KIND_KERNELS_PATH)}});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+  ASSERT_EQ(mla_device_open("host", nullptr, &out.device), MLA_OK)
+      << lastError();
+  ASSERT_EQ(mla_package_load_memory(bytes->data(), bytes->size(),
+                                    &out.package),
+            MLA_OK)
+      << lastError();
+  ASSERT_EQ(mla_kernel_load(out.device, out.package, nullptr, &out.kernel),
+            MLA_OK)
+      << lastError();
+}
+
+/// A loaded reference decode kernel (bf16, 4 heads, 32 + 8, page 16).
+class CApiDecodeTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    shape.pageSize = 16;
+    bytes = decodePackageBytes(shape);
+    mla_device_options options{2};
+    ASSERT_EQ(mla_device_open("host", &options, &device), MLA_OK)
+        << lastError();
+    ASSERT_EQ(mla_package_load_memory(bytes.data(), bytes.size(), &package),
+              MLA_OK)
+        << lastError();
+    ASSERT_EQ(mla_kernel_load(device, package, nullptr, &kernel), MLA_OK)
+        << lastError();
+    data = makeDecodeData(shape, {5, 0, 40}, 4, 17);
+  }
+  void TearDown() override {
+    mla_kernel_close(kernel);
+    mla_package_close(package);
+    mla_device_close(device);
+  }
+
+  DecodeShape shape;
+  std::vector<uint8_t> bytes;
+  mla_device *device = nullptr;
+  mla_package *package = nullptr;
+  mla_kernel *kernel = nullptr;
+  DecodeData data;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Errors, versions, dtypes
+//===----------------------------------------------------------------------===//
+
+TEST(CApiTest, VersionsAndNames) {
+  EXPECT_EQ(mla_version(), MLA_RUNTIME_VERSION_MAJOR * 10000 +
+                               MLA_RUNTIME_VERSION_MINOR * 100 +
+                               MLA_RUNTIME_VERSION_PATCH);
+  EXPECT_STREQ(mla_version_string(), "1.0.0");
+  EXPECT_EQ(mla_package_format_version(), kPackageFormatVersion);
+  EXPECT_STREQ(mla_status_name(MLA_OK), "ok");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_ARGUMENT),
+               "invalid argument");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_PACKAGE), "invalid package");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_MANIFEST),
+               "invalid manifest");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_UNSUPPORTED), "unsupported");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_IO), "I/O error");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_BACKEND), "backend error");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_INTERNAL), "internal error");
+  EXPECT_STREQ(mla_status_name(static_cast<mla_status>(42)), "unknown status");
+  // The C names agree with the runtime's.
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_BACKEND),
+               errorCodeName(ErrorCode::BackendError));
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_IO),
+               errorCodeName(ErrorCode::IOError));
+
+  EXPECT_EQ(mla_dtype_size(MLA_DTYPE_BF16), 2u);
+  EXPECT_EQ(mla_dtype_size(MLA_DTYPE_F16), 2u);
+  EXPECT_EQ(mla_dtype_size(MLA_DTYPE_F32), 4u);
+  EXPECT_EQ(mla_dtype_size(MLA_DTYPE_I32), 4u);
+  EXPECT_EQ(mla_dtype_size(MLA_DTYPE_I64), 8u);
+  EXPECT_EQ(mla_dtype_size(static_cast<mla_dtype>(9)), 0u);
+  EXPECT_STREQ(mla_dtype_name(MLA_DTYPE_BF16), "bf16");
+  EXPECT_STREQ(mla_dtype_name(MLA_DTYPE_I64), "i64");
+  EXPECT_STREQ(mla_dtype_name(static_cast<mla_dtype>(-1)), "unknown");
+}
+
+TEST(CApiTest, LastErrorIsClearedBySuccessAndIsPerThread) {
+  mla_device *device = nullptr;
+  EXPECT_EQ(mla_device_open("tpu", nullptr, &device), MLA_ERROR_UNSUPPORTED);
+  EXPECT_EQ(device, nullptr);
+  std::string mine = lastError();
+  EXPECT_EQ(mine, "device 'tpu' is not available in this build (available: "
+                  "host, cuda, cuda:N, hip, hip:N, auto)");
+
+  // Another thread's failures and successes leave this thread's message.
+  std::string theirs, theirsAfterSuccess;
+  std::thread other([&] {
+    EXPECT_STREQ(mla_last_error(), "");
+    mla_package *package = nullptr;
+    EXPECT_EQ(mla_package_load_memory("xx", 2, &package),
+              MLA_ERROR_INVALID_PACKAGE);
+    theirs = mla_last_error();
+    EXPECT_EQ(mla_page_pool_create(0, 1, nullptr),
+              MLA_ERROR_INVALID_ARGUMENT);
+    mla_page_pool *pool = nullptr;
+    EXPECT_EQ(mla_page_pool_create(2, 2, &pool), MLA_OK);
+    theirsAfterSuccess = mla_last_error();
+    mla_page_pool_destroy(pool);
+  });
+  other.join();
+  EXPECT_EQ(theirs, "not an mla package (bad magic)");
+  EXPECT_EQ(theirsAfterSuccess, "");
+  EXPECT_EQ(lastError(), mine);
+
+  // Success clears this thread's message.
+  ASSERT_EQ(mla_device_open("host", nullptr, &device), MLA_OK);
+  EXPECT_EQ(lastError(), "");
+  mla_device_close(device);
+}
+
+//===----------------------------------------------------------------------===//
+// Devices
+//===----------------------------------------------------------------------===//
+
+TEST(CApiTest, Devices) {
+  mla_device *device = nullptr;
+  mla_device_options options{3};
+  ASSERT_EQ(mla_device_open("host", &options, &device), MLA_OK);
+  const char *name = nullptr;
+  ASSERT_EQ(mla_device_name(device, &name), MLA_OK);
+  EXPECT_STREQ(name, "host");
+  EXPECT_EQ(mla_device_synchronize(device, nullptr), MLA_OK);
+  mla_device_close(device);
+  mla_device_close(nullptr);
+
+  // "auto" opens something; on this machine a GPU or the host.
+  ASSERT_EQ(mla_device_open("auto", nullptr, &device), MLA_OK) << lastError();
+  ASSERT_EQ(mla_device_name(device, &name), MLA_OK);
+  EXPECT_TRUE(std::string(name) == "host" ||
+              std::string(name).rfind("cuda:", 0) == 0 ||
+              std::string(name).rfind("hip:", 0) == 0)
+      << name;
+  mla_device_close(device);
+
+  // "cuda" opens on a machine with a driver and device, else says why.
+  device = nullptr;
+  mla_status cuda = mla_device_open("cuda:0", nullptr, &device);
+  if (cuda == MLA_OK) {
+    ASSERT_EQ(mla_device_name(device, &name), MLA_OK);
+    EXPECT_STREQ(name, "cuda:0");
+    mla_device_close(device);
+  } else {
+    EXPECT_EQ(cuda, MLA_ERROR_UNSUPPORTED);
+    EXPECT_EQ(lastError().rfind("cuda: ", 0), 0u) << lastError();
+    EXPECT_EQ(lastError().find('\n'), std::string::npos);
+    EXPECT_EQ(device, nullptr);
+  }
+
+  EXPECT_EQ(mla_device_open(nullptr, nullptr, &device),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_device_open: name is null");
+  EXPECT_EQ(mla_device_open("host", nullptr, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_device_open: out is null");
+  EXPECT_EQ(mla_device_open("cuda:x", nullptr, &device),
+            MLA_ERROR_UNSUPPORTED);
+  EXPECT_EQ(lastError().rfind("device 'cuda:x' is not available", 0), 0u)
+      << lastError();
+  EXPECT_EQ(mla_device_open("", nullptr, &device), MLA_ERROR_UNSUPPORTED);
+  EXPECT_EQ(mla_device_name(nullptr, &name), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_device_name: device is null");
+  EXPECT_EQ(mla_device_synchronize(nullptr, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_device_synchronize: device is null");
+}
+
+//===----------------------------------------------------------------------===//
+// Packages
+//===----------------------------------------------------------------------===//
+
+TEST(CApiTest, PackagesFromFileAndMemory) {
+  DecodeShape shape;
+  std::vector<uint8_t> bytes = decodePackageBytes(shape);
+  TempDir dir;
+  writeBytes(dir.file("decode.mlapkg"), bytes);
+
+  mla_package *fromFile = nullptr, *fromMemory = nullptr;
+  ASSERT_EQ(mla_package_load_file(dir.file("decode.mlapkg").c_str(),
+                                  &fromFile),
+            MLA_OK)
+      << lastError();
+  std::vector<uint8_t> copy = bytes;
+  ASSERT_EQ(mla_package_load_memory(copy.data(), copy.size(), &fromMemory),
+            MLA_OK);
+  std::fill(copy.begin(), copy.end(), 0); // the package keeps its own copy
+  for (mla_package *package : {fromFile, fromMemory}) {
+    const char *kind = nullptr, *target = nullptr;
+    size_t targets = 0;
+    ASSERT_EQ(mla_package_kind(package, &kind), MLA_OK);
+    EXPECT_STREQ(kind, "decode");
+    ASSERT_EQ(mla_package_num_targets(package, &targets), MLA_OK);
+    EXPECT_EQ(targets, 1u);
+    ASSERT_EQ(mla_package_target(package, 0, &target), MLA_OK);
+    EXPECT_STREQ(target, "host-x86_64");
+    EXPECT_EQ(mla_package_target(package, 1, &target),
+              MLA_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(lastError(), "mla_package_target: index 1 is out of range (the "
+                           "package has 1 targets)");
+  }
+  mla_package_close(fromFile);
+  mla_package_close(nullptr);
+
+  // A kernel from a package closed right after loading.
+  mla_device *device = nullptr;
+  mla_kernel *kernel = nullptr;
+  ASSERT_EQ(mla_device_open("host", nullptr, &device), MLA_OK);
+  ASSERT_EQ(mla_kernel_load(device, fromMemory, nullptr, &kernel), MLA_OK);
+  mla_package_close(fromMemory);
+  mla_device_close(device);
+  DecodeData data = makeDecodeData(shape, {3, 20}, 2, 4);
+  mla_decode_args args = decodeArgs(data);
+  ASSERT_EQ(mla_launch_decode(kernel, &args, nullptr), MLA_OK) << lastError();
+  expectMatchesReference(shape, data);
+  mla_kernel_close(kernel);
+}
+
+TEST(CApiTest, PackageErrors) {
+  mla_package *package = nullptr;
+  std::vector<uint8_t> good = decodePackageBytes(DecodeShape());
+
+  std::string missing = "/nonexistent/dir/decode.mlapkg";
+  EXPECT_EQ(mla_package_load_file(missing.c_str(), &package), MLA_ERROR_IO);
+  EXPECT_EQ(lastError().rfind(missing, 0), 0u) << lastError();
+
+  std::vector<uint8_t> bad = good;
+  bad[0] = 'X';
+  EXPECT_EQ(mla_package_load_memory(bad.data(), bad.size(), &package),
+            MLA_ERROR_INVALID_PACKAGE);
+  EXPECT_EQ(lastError(), "not an mla package (bad magic)");
+
+  bad = good;
+  bad[8] = 2; // format version 2
+  EXPECT_EQ(mla_package_load_memory(bad.data(), bad.size(), &package),
+            MLA_ERROR_INVALID_PACKAGE);
+  EXPECT_EQ(lastError(),
+            "package format version 2 is not supported (this runtime reads 1)");
+
+  EXPECT_EQ(mla_package_load_memory(good.data(), 100, &package),
+            MLA_ERROR_INVALID_PACKAGE);
+  EXPECT_EQ(lastError().rfind("package truncated: ", 0), 0u) << lastError();
+
+  bad = good;
+  bad[good.size() / 2] ^= 0x55;
+  EXPECT_EQ(mla_package_load_memory(bad.data(), bad.size(), &package),
+            MLA_ERROR_INVALID_PACKAGE);
+  EXPECT_EQ(lastError(), "package corrupted: checksum mismatch");
+
+  // A well-formed container with a bad manifest (checksum recomputed).
+  std::string manifest = "mla-manifest 1\nkernel decode\nbogus 1\n";
+  std::vector<uint8_t> raw = {'M', 'L', 'A', 'P', 'K', 'G', 0, 1};
+  auto put = [&](uint64_t value, int n) {
+    for (int i = 0; i < n; ++i)
+      raw.push_back(static_cast<uint8_t>(value >> (8 * i)));
+  };
+  put(1, 4);
+  put(1, 4);
+  put(8, 4);
+  raw.insert(raw.end(), {'m', 'a', 'n', 'i', 'f', 'e', 's', 't'});
+  put(manifest.size(), 8);
+  raw.insert(raw.end(), manifest.begin(), manifest.end());
+  put(fnv1a64(raw.data(), raw.size()), 8);
+  EXPECT_EQ(mla_package_load_memory(raw.data(), raw.size(), &package),
+            MLA_ERROR_INVALID_MANIFEST);
+  EXPECT_EQ(lastError().rfind("manifest line 3: ", 0), 0u) << lastError();
+
+  EXPECT_EQ(mla_package_load_memory(nullptr, 0, &package),
+            MLA_ERROR_INVALID_PACKAGE);
+  EXPECT_EQ(mla_package_load_memory(nullptr, 16, &package),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_package_load_memory: data is null");
+  EXPECT_EQ(mla_package_load_memory(good.data(), good.size(), nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_package_load_memory: out is null");
+  EXPECT_EQ(mla_package_load_file(nullptr, &package),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_package_load_file: path is null");
+  EXPECT_EQ(mla_package_load_file("x", nullptr), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_package_load_file: out is null");
+  EXPECT_EQ(package, nullptr);
+
+  const char *text = nullptr;
+  size_t count = 0;
+  EXPECT_EQ(mla_package_kind(nullptr, &text), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_package_kind: package is null");
+  EXPECT_EQ(mla_package_num_targets(nullptr, &count),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_package_num_targets: package is null");
+  EXPECT_EQ(mla_package_target(nullptr, 0, &text),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_package_target: package is null");
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+TEST_F(CApiDecodeTest, Queries) {
+  const char *text = nullptr;
+  ASSERT_EQ(mla_kernel_kind(kernel, &text), MLA_OK);
+  EXPECT_STREQ(text, "decode");
+  ASSERT_EQ(mla_kernel_target(kernel, &text), MLA_OK);
+  EXPECT_STREQ(text, "host-x86_64");
+
+  size_t count = 0;
+  ASSERT_EQ(mla_kernel_num_args(kernel, &count), MLA_OK);
+  EXPECT_EQ(count, 7u);
+  mla_arg_info info;
+  ASSERT_EQ(mla_kernel_arg(kernel, 0, &info), MLA_OK);
+  EXPECT_EQ(info.index, 0);
+  EXPECT_STREQ(info.role, "q");
+  EXPECT_EQ(info.is_scalar, 0);
+  EXPECT_EQ(info.dtype, MLA_DTYPE_BF16);
+  ASSERT_EQ(info.rank, 4);
+  EXPECT_EQ(info.dims[0], MLA_DYNAMIC_DIM);
+  EXPECT_EQ(info.dims[1], 1);
+  EXPECT_EQ(info.dims[2], 4);
+  EXPECT_EQ(info.dims[3], 40);
+  ASSERT_EQ(mla_kernel_arg(kernel, 4, &info), MLA_OK);
+  EXPECT_STREQ(info.role, "scale");
+  EXPECT_EQ(info.is_scalar, 1);
+  EXPECT_EQ(info.dtype, MLA_DTYPE_F32);
+  EXPECT_EQ(info.rank, 0);
+  ASSERT_EQ(mla_kernel_find_arg(kernel, "lse", &info), MLA_OK);
+  EXPECT_EQ(info.index, 6);
+  EXPECT_EQ(info.dtype, MLA_DTYPE_F32);
+  EXPECT_EQ(info.rank, 3);
+  ASSERT_EQ(mla_kernel_find_arg(kernel, "block_table", &info), MLA_OK);
+  EXPECT_EQ(info.dtype, MLA_DTYPE_I32);
+  EXPECT_EQ(info.dims[1], MLA_DYNAMIC_DIM);
+
+  int64_t value = 0;
+  for (auto [key, expected] :
+       {std::pair{"heads", 4}, std::pair{"q_len", 1},
+        std::pair{"latent_dim", 32}, std::pair{"rope_dim", 8},
+        std::pair{"page_size", 16}}) {
+    ASSERT_EQ(mla_kernel_header_int(kernel, key, &value), MLA_OK) << key;
+    EXPECT_EQ(value, expected) << key;
+  }
+  ASSERT_EQ(mla_kernel_header_string(kernel, "kernel", &text), MLA_OK);
+  EXPECT_STREQ(text, "decode");
+  ASSERT_EQ(mla_kernel_header_string(kernel, "function", &text), MLA_OK);
+  EXPECT_STREQ(text, "decode");
+  ASSERT_EQ(mla_kernel_header_string(kernel, "dtype", &text), MLA_OK);
+  EXPECT_STREQ(text, "bf16");
+  ASSERT_EQ(mla_kernel_header_string(kernel, "target", &text), MLA_OK);
+  EXPECT_STREQ(text, "host-x86_64");
+  ASSERT_EQ(mla_kernel_header_string(kernel, "config.kv_splits", &text),
+            MLA_OK);
+  EXPECT_STREQ(text, "3");
+}
+
+TEST_F(CApiDecodeTest, QueryErrors) {
+  const char *text = nullptr;
+  size_t count = 0;
+  int64_t value = 0;
+  mla_arg_info info;
+  EXPECT_EQ(mla_kernel_kind(nullptr, &text), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_kind: kernel is null");
+  EXPECT_EQ(mla_kernel_kind(kernel, nullptr), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_kind: out is null");
+  EXPECT_EQ(mla_kernel_target(nullptr, &text), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_target: kernel is null");
+  EXPECT_EQ(mla_kernel_num_args(nullptr, &count), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_num_args: kernel is null");
+  EXPECT_EQ(mla_kernel_arg(kernel, 7, &info), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_arg: index 7 is out of range (the "
+                         "kernel has 7 arguments)");
+  EXPECT_EQ(mla_kernel_arg(kernel, 0, nullptr), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_arg: out is null");
+  EXPECT_EQ(mla_kernel_find_arg(kernel, "slot_mapping", &info),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_find_arg: kernel 'decode' has no "
+                         "argument with role 'slot_mapping'");
+  EXPECT_EQ(mla_kernel_find_arg(kernel, nullptr, &info),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_find_arg: role is null");
+  EXPECT_EQ(mla_kernel_header_int(kernel, "qk_dim", &value),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "mla_kernel_header_int: the manifest has no 'qk_dim' line");
+  EXPECT_EQ(mla_kernel_header_int(kernel, "dtype", &value),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_header_int: unknown key 'dtype' "
+                         "(integer keys: heads, q_len, latent_dim, rope_dim, "
+                         "page_size, qk_dim, v_dim, causal, parts)");
+  EXPECT_EQ(mla_kernel_header_int(kernel, nullptr, &value),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_header_int: key is null");
+  EXPECT_EQ(mla_kernel_header_string(kernel, "heads", &text),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_header_string: unknown key 'heads' "
+                         "(string keys: kernel, function, dtype, target, "
+                         "config.NAME)");
+  EXPECT_EQ(mla_kernel_header_string(kernel, "config.warps", &text),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_header_string: the manifest's config "
+                         "has no 'warps'");
+  EXPECT_EQ(mla_kernel_header_string(nullptr, "kernel", &text),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_header_string: kernel is null");
+}
+
+TEST_F(CApiDecodeTest, LoadErrors) {
+  mla_kernel *other = nullptr;
+  EXPECT_EQ(mla_kernel_load(device, package, "sm_90a", &other),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "the package has no target 'sm_90a'");
+  EXPECT_EQ(mla_kernel_load(nullptr, package, nullptr, &other),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_load: device is null");
+  EXPECT_EQ(mla_kernel_load(device, nullptr, nullptr, &other),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_load: package is null");
+  EXPECT_EQ(mla_kernel_load(device, package, nullptr, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_load: out is null");
+  EXPECT_EQ(other, nullptr);
+  // An explicit target.
+  ASSERT_EQ(mla_kernel_load(device, package, "host-x86_64", &other), MLA_OK);
+  mla_kernel_close(other);
+  mla_kernel_close(nullptr);
+
+  // A package without a host target on the host device.
+  Expected<std::vector<uint8_t>> gpuOnly = encodePackage(
+      "mla-manifest 1\nkernel custom\nfunction f\narg 0 x memref f32 ?\n"
+      "target sm_90a code.sm_90a\nlaunch f args 0 grid 1,1,1\nend-target\n",
+      {{"code.sm_90a", {'/', '/', '\n'}}});
+  ASSERT_TRUE(gpuOnly.ok()) << gpuOnly.status().toString();
+  mla_package *gpuPackage = nullptr;
+  ASSERT_EQ(mla_package_load_memory(gpuOnly->data(), gpuOnly->size(),
+                                    &gpuPackage),
+            MLA_OK);
+  EXPECT_EQ(mla_kernel_load(device, gpuPackage, nullptr, &other),
+            MLA_ERROR_UNSUPPORTED);
+  EXPECT_NE(lastError().find("sm_90a"), std::string::npos) << lastError();
+  mla_package_close(gpuPackage);
+}
+
+//===----------------------------------------------------------------------===//
+// Launching
+//===----------------------------------------------------------------------===//
+
+TEST_F(CApiDecodeTest, LaunchDecodeMatchesTheReference) {
+  mla_decode_args args = decodeArgs(data);
+  ASSERT_EQ(mla_launch_decode(kernel, &args, nullptr), MLA_OK) << lastError();
+  EXPECT_EQ(lastError(), "");
+  expectMatchesReference(shape, data);
+
+  // The generic launch, roles in any order, with zeroed options.
+  DecodeData again = makeDecodeData(shape, {1, 33, 64}, 4, 18);
+  std::vector<mla_arg> roles = decodeRoles(again);
+  std::reverse(roles.begin(), roles.end());
+  mla_launch_options options{};
+  ASSERT_EQ(mla_launch(kernel, roles.data(), roles.size(), &options), MLA_OK)
+      << lastError();
+  expectMatchesReference(shape, again);
+
+  // Validation alone.
+  EXPECT_EQ(mla_kernel_validate(kernel, roles.data(), roles.size(), nullptr),
+            MLA_OK);
+  again.seqLens.dataAs<int32_t>()[2] = 65;
+  EXPECT_EQ(mla_kernel_validate(kernel, roles.data(), roles.size(), nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "seq_lens[2] = 65 exceeds the block table's capacity "
+                         "(4 pages x 16 = 64 tokens)");
+}
+
+TEST_F(CApiDecodeTest, WorkspaceQueriesAndCallerWorkspaces) {
+  std::vector<mla_arg> roles = decodeRoles(data);
+  size_t bytes = 0;
+  ASSERT_EQ(
+      mla_kernel_workspace_bytes(kernel, roles.data(), roles.size(), &bytes),
+      MLA_OK);
+  // [3,1,4,3,32] + [3,1,4,3] f32, each rounded up to 256.
+  EXPECT_EQ(bytes, 4608u + 256u);
+  // Only shapes are read.
+  for (mla_arg &arg : roles)
+    arg.tensor.data = nullptr;
+  size_t again = 0;
+  ASSERT_EQ(
+      mla_kernel_workspace_bytes(kernel, roles.data(), roles.size(), &again),
+      MLA_OK);
+  EXPECT_EQ(again, bytes);
+  EXPECT_EQ(mla_kernel_reserve_workspace(kernel, bytes), MLA_OK);
+  EXPECT_EQ(mla_kernel_reserve_workspace(nullptr, bytes),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_reserve_workspace: kernel is null");
+  EXPECT_EQ(mla_kernel_workspace_bytes(kernel, roles.data(), roles.size(),
+                                       nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_workspace_bytes: out is null");
+  EXPECT_EQ(mla_kernel_workspace_bytes(kernel, roles.data(), 6, &again),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "missing argument for role 'lse'");
+
+  // A caller workspace: too small, misaligned, then right.
+  HostTensor workspace =
+      HostTensor::allocate(DType::F32, {static_cast<int64_t>(bytes / 4 + 64)})
+          .take();
+  uint8_t *aligned = workspace.dataAs<uint8_t>();
+  aligned += (256 - reinterpret_cast<uintptr_t>(aligned) % 256) % 256;
+  mla_launch_options options{};
+  mla_decode_args args = decodeArgs(data);
+  options.workspace = aligned;
+  options.workspace_bytes = bytes - 1;
+  EXPECT_EQ(mla_launch_decode(kernel, &args, &options),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "workspace too small: this launch needs " +
+                             std::to_string(bytes) +
+                             " bytes, LaunchOptions::workspace has " +
+                             std::to_string(bytes - 1));
+  options.workspace = aligned + 64;
+  options.workspace_bytes = bytes;
+  EXPECT_EQ(mla_launch_decode(kernel, &args, &options),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "LaunchOptions::workspace must be 256-byte aligned");
+  options.workspace = aligned;
+  ASSERT_EQ(mla_launch_decode(kernel, &args, &options), MLA_OK) << lastError();
+  expectMatchesReference(shape, data);
+}
+
+TEST_F(CApiDecodeTest, LaunchErrorsNameTheArgument) {
+  mla_decode_args args = decodeArgs(data);
+  std::vector<mla_arg> roles = decodeRoles(data);
+
+  auto expectLaunchError = [&](std::vector<mla_arg> a, mla_status code,
+                               const std::string &message) {
+    EXPECT_EQ(mla_launch(kernel, a.data(), a.size(), nullptr), code)
+        << message;
+    EXPECT_EQ(lastError(), message);
+  };
+  // Wrong roles.
+  std::vector<mla_arg> a = roles;
+  a.pop_back();
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "missing argument for role 'lse'");
+  a = roles;
+  a.push_back(floatArg("softcap", 30.0f));
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "unknown role 'softcap' (kernel 'decode' has no such "
+                    "argument)");
+  a = roles;
+  a[6].role = "o";
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "args[6]: role 'o' is given twice");
+  a = roles;
+  a[2].role = nullptr;
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT, "args[2].role is null");
+  // Wrong kinds and types.
+  a = roles;
+  a[4].kind = MLA_ARG_INT;
+  a[4].i64 = 1;
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "scale: expected a floating-point scalar (f32, "
+                    "MLA_ARG_F32), got MLA_ARG_INT");
+  a = roles;
+  a[1] = floatArg("kv", 1.0f);
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "kv: expected a tensor, got a scalar");
+  a = roles;
+  a[4] = tensorArg("scale", data.lse);
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "scale: expected a scalar, got a tensor");
+  a = roles;
+  a[0].kind = static_cast<mla_arg_kind>(7);
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "args[0] ('q'): kind 7 is not an mla_arg_kind");
+  a = roles;
+  a[0].tensor.dtype = static_cast<mla_dtype>(12);
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "q: dtype 12 is not an mla_dtype");
+  a = roles;
+  a[0].tensor.rank = MLA_MAX_RANK + 1;
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "q: rank 9 is outside [0, 8]");
+  a = roles;
+  a[3].tensor.dtype = MLA_DTYPE_I64;
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "seq_lens: expected dtype i32, got i64");
+  a = roles;
+  a[5].tensor.rank = 3;
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "o: expected rank 4, got 3");
+  a = roles;
+  a[5].tensor.shape[3] = 31;
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
+                    "o: dim 3 is 31, expected 32");
+  a = roles;
+  a[6].tensor.data = nullptr;
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT, "lse: data is null");
+  expectLaunchError({}, MLA_ERROR_INVALID_ARGUMENT,
+                    "missing argument for role 'q'");
+  EXPECT_EQ(mla_launch(kernel, nullptr, 3, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "args is null (num_args is 3)");
+  EXPECT_EQ(mla_launch(nullptr, roles.data(), roles.size(), nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_launch: kernel is null");
+  EXPECT_EQ(mla_kernel_validate(nullptr, roles.data(), roles.size(), nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_validate: kernel is null");
+
+  // Content checks: a block-table entry outside the pool.
+  int32_t saved = data.blockTable.dataAs<int32_t>()[0];
+  data.blockTable.dataAs<int32_t>()[0] = 1000;
+  EXPECT_EQ(mla_launch_decode(kernel, &args, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "block_table[0][0] = 1000 is outside the page pool "
+                         "(kv has 12 pages)");
+  data.blockTable.dataAs<int32_t>()[0] = saved;
+
+  // Nothing was written by the failed launches.
+  std::vector<uint8_t> before(data.o.dataAs<uint8_t>(),
+                              data.o.dataAs<uint8_t>() + data.o.sizeInBytes());
+  EXPECT_EQ(std::vector<uint8_t>(before.size(), 0), before);
+
+  // The convenience launchers check the kind and their arguments.
+  EXPECT_EQ(mla_launch_decode(kernel, nullptr, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_launch_decode: args is null");
+  EXPECT_EQ(mla_launch_decode(nullptr, &args, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_launch_decode: kernel is null");
+  mla_merge_args merge{};
+  EXPECT_EQ(mla_launch_merge(kernel, &merge, nullptr), MLA_ERROR_UNSUPPORTED);
+  EXPECT_EQ(lastError(),
+            "mla_launch_merge needs a 'merge' kernel, this one is 'decode'");
+  mla_prefill_args prefill{};
+  EXPECT_EQ(mla_launch_prefill(kernel, &prefill, nullptr),
+            MLA_ERROR_UNSUPPORTED);
+  EXPECT_EQ(lastError(), "mla_launch_prefill needs a 'prefill' kernel, this "
+                         "one is 'decode'");
+  mla_append_kv_args append{};
+  EXPECT_EQ(mla_launch_append_kv(kernel, &append, nullptr),
+            MLA_ERROR_UNSUPPORTED);
+  EXPECT_EQ(lastError(), "mla_launch_append_kv needs an 'append_kv' kernel, "
+                         "this one is 'decode'");
+  args.kv.rank = 2;
+  EXPECT_EQ(mla_launch_decode(kernel, &args, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "kv: expected rank 3, got 2");
+}
+
+//===----------------------------------------------------------------------===//
+// Prefill, merge and append_kv through their convenience launchers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+const char *const kMergeManifest = R"(mla-manifest 1
+kernel merge
+function merge
+dtype f32
+heads 2
+v_dim 8
+parts 2
+arg 0 o_parts memref f32 2,?,2,8
+arg 1 lse_parts memref f32 2,2,?
+arg 2 o memref f32 ?,2,8
+arg 3 lse memref f32 2,?
+target host-x86_64 code.host-x86_64
+launch mla_test_merge args 0,1,2,3 grid arg2.0,2,1
+end-target
+)";
+
+const char *const kAppendManifest = R"(mla-manifest 1
+kernel append_kv
+function append_kv
+dtype f32
+latent_dim 16
+rope_dim 8
+page_size 3
+arg 0 kv_new memref f32 ?,24
+arg 1 slot_mapping memref i32 ?
+arg 2 kv memref f32 ?,3,24
+target host-x86_64 code.host-x86_64
+launch mla_test_append_kv args 0,1,2 grid arg0.0,1,1
+end-target
+)";
+
+const char *const kPrefillManifest = R"(mla-manifest 1
+kernel prefill
+function prefill
+dtype f32
+heads 3
+qk_dim 12
+v_dim 8
+causal 1
+arg 0 q memref f32 ?,3,12
+arg 1 k memref f32 ?,3,12
+arg 2 v memref f32 ?,3,8
+arg 3 cu_seqlens_q memref i32 ?
+arg 4 cu_seqlens_k memref i32 ?
+arg 5 scale scalar f32
+arg 6 o memref f32 ?,3,8
+arg 7 lse memref f32 3,?
+target host-x86_64 code.host-x86_64
+launch mla_test_prefill args 0,1,2,3,4,5,6,7 grid arg3.0-1,3,1
+end-target
+)";
+
+} // namespace
+
+namespace {
+
+/// float64 merge of `parts` partial results: o [T,H,D], lse [H,T].
+void expectMerged(const HostTensor &oParts, const HostTensor &lseParts,
+                  const HostTensor &o, const HostTensor &lse) {
+  const auto &shape = oParts.getShape();
+  int64_t parts = shape[0], rows = shape[1], heads = shape[2], dim = shape[3];
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      std::vector<double> l(parts);
+      double m = -INFINITY, sum = 0;
+      for (int64_t s = 0; s < parts; ++s) {
+        l[s] = lseParts.dataAs<float>()[(s * heads + h) * rows + t];
+        m = std::max(m, l[s]);
+      }
+      for (int64_t s = 0; s < parts; ++s)
+        sum += std::exp(l[s] - m);
+      double total = m + std::log(sum);
+      EXPECT_NEAR(lse.dataAs<float>()[h * rows + t], total, 1e-5)
+          << t << "," << h;
+      for (int64_t d = 0; d < dim; ++d) {
+        double ref = 0;
+        for (int64_t s = 0; s < parts; ++s)
+          ref += std::exp(l[s] - total) *
+                 oParts.dataAs<float>()[((s * rows + t) * heads + h) * dim + d];
+        EXPECT_NEAR(o.dataAs<float>()[(t * heads + h) * dim + d], ref, 1e-5)
+            << t << "," << h << "," << d;
+      }
+    }
+}
+
+} // namespace
+
+TEST(CApiKindsTest, MergeMatchesTheReference) {
+  Loaded k;
+  loadKindKernel(kMergeManifest, k);
+  std::mt19937 rng(5);
+  const int64_t rows = 5, heads = 2, dim = 8;
+  HostTensor oParts = f32Tensor({2, rows, heads, dim}, rng);
+  HostTensor lseParts = f32Tensor({2, heads, rows}, rng);
+  lseParts.dataAs<float>()[heads * rows + 3] = -INFINITY; // an empty part
+  HostTensor o = f32Tensor({rows, heads, dim}, rng);
+  HostTensor lse = f32Tensor({heads, rows}, rng);
+  mla_merge_args args{toC(oParts), toC(lseParts), toC(o), toC(lse)};
+  ASSERT_EQ(mla_launch_merge(k.kernel, &args, nullptr), MLA_OK) << lastError();
+  expectMerged(oParts, lseParts, o, lse);
+
+  // Validation names the argument; skip_validation skips the static dims
+  // (this kernel merges any number of parts).
+  HostTensor threeParts = f32Tensor({3, rows, heads, dim}, rng);
+  HostTensor threeLse = f32Tensor({3, heads, rows}, rng);
+  args.o_parts = toC(threeParts);
+  args.lse_parts = toC(threeLse);
+  EXPECT_EQ(mla_launch_merge(k.kernel, &args, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "o_parts: dim 0 is 3, expected 2");
+  mla_launch_options options{};
+  options.skip_validation = 1;
+  ASSERT_EQ(mla_launch_merge(k.kernel, &args, &options), MLA_OK)
+      << lastError();
+  expectMerged(threeParts, threeLse, o, lse);
+  // Skipping validation keeps the checks the runtime relies on.
+  args.lse = toC(oParts);
+  EXPECT_EQ(mla_launch_merge(k.kernel, &args, &options),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "lse: expected rank 2, got 4");
+  EXPECT_EQ(mla_launch_merge(k.kernel, nullptr, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_launch_merge: args is null");
+  EXPECT_EQ(mla_launch_merge(nullptr, &args, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_launch_merge: kernel is null");
+}
+
+TEST(CApiKindsTest, AppendKvWritesTheSlotsAPagePoolHandsOut) {
+  Loaded k;
+  loadKindKernel(kAppendManifest, k);
+  const int64_t numPages = 6, pageSize = 3, row = 24;
+  mla_page_pool *pool = nullptr;
+  ASSERT_EQ(mla_page_pool_create(numPages, pageSize, &pool), MLA_OK);
+  HostTensor kv = HostTensor::allocate(DType::F32, {numPages, pageSize, row})
+                      .take();
+  std::mt19937 rng(9);
+  // Two requests grow in turns; each turn's rows go in with one launch.
+  std::map<int64_t, std::vector<std::vector<float>>> written;
+  for (auto [request, count] : {std::pair<int64_t, int64_t>{1, 4},
+                                {2, 2},
+                                {1, 3},
+                                {2, 5}}) {
+    std::vector<int32_t> slots(count);
+    ASSERT_EQ(mla_page_pool_append_tokens(pool, request, count, slots.data()),
+              MLA_OK)
+        << lastError();
+    HostTensor kvNew = f32Tensor({count, row}, rng);
+    HostTensor mapping = i32Tensor(slots);
+    mla_append_kv_args args{toC(kvNew), toC(mapping), toC(kv)};
+    ASSERT_EQ(mla_launch_append_kv(k.kernel, &args, nullptr), MLA_OK)
+        << lastError();
+    for (int64_t t = 0; t < count; ++t)
+      written[request].emplace_back(kvNew.dataAs<float>() + t * row,
+                                    kvNew.dataAs<float>() + (t + 1) * row);
+  }
+  // Every token's row is where the exported block table says.
+  int64_t requests[2] = {1, 2};
+  int32_t table[2 * 4], lens[2];
+  ASSERT_EQ(mla_page_pool_export_block_table(pool, requests, 2, 4, table,
+                                             lens),
+            MLA_OK)
+      << lastError();
+  for (int b = 0; b < 2; ++b) {
+    ASSERT_EQ(lens[b], static_cast<int32_t>(written[requests[b]].size()));
+    for (int32_t t = 0; t < lens[b]; ++t) {
+      int64_t slot = table[b * 4 + t / pageSize] * pageSize + t % pageSize;
+      for (int64_t d = 0; d < row; ++d)
+        ASSERT_EQ(kv.dataAs<float>()[slot * row + d],
+                  written[requests[b]][t][d])
+            << "request " << requests[b] << " token " << t;
+    }
+  }
+  mla_page_pool_destroy(pool);
+
+  mla_append_kv_args bad{};
+  HostTensor kvNew = f32Tensor({2, 16}, rng);
+  HostTensor mapping = i32Tensor({0, 1});
+  bad = {toC(kvNew), toC(mapping), toC(kv)};
+  EXPECT_EQ(mla_launch_append_kv(k.kernel, &bad, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "kv_new: dim 1 is 16, expected 24");
+}
+
+TEST(CApiKindsTest, PrefillMatchesTheReference) {
+  Loaded k;
+  loadKindKernel(kPrefillManifest, k);
+  int64_t value = 0;
+  ASSERT_EQ(mla_kernel_header_int(k.kernel, "qk_dim", &value), MLA_OK);
+  EXPECT_EQ(value, 12);
+  ASSERT_EQ(mla_kernel_header_int(k.kernel, "causal", &value), MLA_OK);
+  EXPECT_EQ(value, 1);
+  std::mt19937 rng(13);
+  const int64_t heads = 3, dqk = 12, dv = 8;
+  // Two requests: 3 queries over 7 keys (chunked: keys longer), 4 over 4.
+  std::vector<int32_t> cuQ = {0, 3, 7}, cuK = {0, 7, 11};
+  const int64_t tq = 7, tk = 11;
+  HostTensor q = f32Tensor({tq, heads, dqk}, rng);
+  HostTensor kT = f32Tensor({tk, heads, dqk}, rng);
+  HostTensor v = f32Tensor({tk, heads, dv}, rng);
+  HostTensor cuQT = i32Tensor(cuQ), cuKT = i32Tensor(cuK);
+  HostTensor o = f32Tensor({tq, heads, dv}, rng);
+  HostTensor lse = f32Tensor({heads, tq}, rng);
+  float scale = 0.3f;
+  mla_prefill_args args{toC(q),    toC(kT),   toC(v),  toC(cuQT),
+                        toC(cuKT), scale,     toC(o),  toC(lse)};
+  ASSERT_EQ(mla_launch_prefill(k.kernel, &args, nullptr), MLA_OK)
+      << lastError();
+  for (int b = 0; b < 2; ++b) {
+    int64_t lq = cuQ[b + 1] - cuQ[b], lk = cuK[b + 1] - cuK[b];
+    for (int64_t i = 0; i < lq; ++i)
+      for (int64_t h = 0; h < heads; ++h) {
+        int64_t qi = cuQ[b] + i;
+        int64_t visible = i + lk - lq + 1; // bottom-right causal
+        std::vector<double> s(visible);
+        double m = -INFINITY;
+        for (int64_t j = 0; j < visible; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < dqk; ++d)
+            dot += double(q.dataAs<float>()[(qi * heads + h) * dqk + d]) *
+                   kT.dataAs<float>()[((cuK[b] + j) * heads + h) * dqk + d];
+          s[j] = dot * scale;
+          m = std::max(m, s[j]);
+        }
+        double sum = 0;
+        std::vector<double> acc(dv, 0.0);
+        for (int64_t j = 0; j < visible; ++j) {
+          double w = std::exp(s[j] - m);
+          sum += w;
+          for (int64_t d = 0; d < dv; ++d)
+            acc[d] += w * v.dataAs<float>()[((cuK[b] + j) * heads + h) * dv + d];
+        }
+        EXPECT_NEAR(lse.dataAs<float>()[h * tq + qi], m + std::log(sum), 1e-4);
+        for (int64_t d = 0; d < dv; ++d)
+          EXPECT_NEAR(o.dataAs<float>()[(qi * heads + h) * dv + d],
+                      acc[d] / sum, 1e-5);
+      }
+  }
+  args.cu_seqlens_k.dtype = MLA_DTYPE_I64;
+  EXPECT_EQ(mla_launch_prefill(k.kernel, &args, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "cu_seqlens_k: expected dtype i32, got i64");
+  args.cu_seqlens_k.dtype = MLA_DTYPE_I32;
+  args.lse.shape[0] = 2;
+  EXPECT_EQ(mla_launch_prefill(k.kernel, &args, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "lse: dim 0 is 2, expected 3");
+}
+
+//===----------------------------------------------------------------------===//
+// Page pool
+//===----------------------------------------------------------------------===//
+
+TEST(CApiPagePoolTest, EveryFunction) {
+  mla_page_pool *pool = nullptr;
+  EXPECT_EQ(mla_page_pool_create(0, 16, &pool), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "page pool: numPages is 0, must be at least 1");
+  EXPECT_EQ(mla_page_pool_create(8, 0, &pool), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "page pool: pageSize is 0, must be at least 1");
+  EXPECT_EQ(mla_page_pool_create(8, 2, nullptr), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_create: out is null");
+  EXPECT_EQ(pool, nullptr);
+  ASSERT_EQ(mla_page_pool_create(8, 2, &pool), MLA_OK);
+
+  mla_page_pool_info info;
+  ASSERT_EQ(mla_page_pool_get_info(pool, &info), MLA_OK);
+  EXPECT_EQ(info.num_pages, 8);
+  EXPECT_EQ(info.page_size, 2);
+  EXPECT_EQ(info.free_pages, 8);
+  EXPECT_EQ(info.num_requests, 0);
+
+  int32_t slots[16];
+  ASSERT_EQ(mla_page_pool_append_tokens(pool, 5, 3, slots), MLA_OK);
+  EXPECT_EQ(std::vector<int32_t>(slots, slots + 3),
+            (std::vector<int32_t>{0, 1, 2}));
+  ASSERT_EQ(mla_page_pool_append_tokens(pool, 6, 0, nullptr), MLA_OK);
+  int32_t loose[2];
+  ASSERT_EQ(mla_page_pool_allocate_pages(pool, 2, loose), MLA_OK);
+  EXPECT_EQ(loose[0], 2);
+  EXPECT_EQ(loose[1], 3);
+  ASSERT_EQ(mla_page_pool_append_tokens(pool, 5, 2, slots), MLA_OK);
+  EXPECT_EQ(std::vector<int32_t>(slots, slots + 2),
+            (std::vector<int32_t>{3, 8}));
+
+  mla_request_info r;
+  ASSERT_EQ(mla_page_pool_request_info(pool, 5, &r), MLA_OK);
+  EXPECT_EQ(r.exists, 1);
+  EXPECT_EQ(r.length, 5);
+  EXPECT_EQ(r.num_pages, 3);
+  EXPECT_EQ(r.tokens_without_new_pages, 1);
+  EXPECT_EQ(r.tokens_that_fit, 1 + 3 * 2);
+  ASSERT_EQ(mla_page_pool_request_info(pool, 99, &r), MLA_OK);
+  EXPECT_EQ(r.exists, 0);
+  EXPECT_EQ(r.length, 0);
+  EXPECT_EQ(r.tokens_that_fit, 6);
+  ASSERT_EQ(mla_page_pool_get_info(pool, &info), MLA_OK);
+  EXPECT_EQ(info.free_pages, 3);
+  EXPECT_EQ(info.num_requests, 2);
+
+  int64_t ids[2] = {6, 5}, most = 0;
+  ASSERT_EQ(mla_page_pool_max_pages(pool, ids, 2, &most), MLA_OK);
+  EXPECT_EQ(most, 3);
+  int32_t table[2 * 3], lens[2];
+  ASSERT_EQ(mla_page_pool_export_block_table(pool, ids, 2, 3, table, lens),
+            MLA_OK);
+  EXPECT_EQ(std::vector<int32_t>(table, table + 6),
+            (std::vector<int32_t>{0, 0, 0, 0, 1, 4}));
+  EXPECT_EQ(lens[0], 0);
+  EXPECT_EQ(lens[1], 5);
+  ASSERT_EQ(mla_page_pool_export_block_table(pool, ids, 2, 3, nullptr, lens),
+            MLA_OK);
+
+  // Exhaustion changes nothing.
+  EXPECT_EQ(mla_page_pool_append_tokens(pool, 6, 7, slots),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "page pool: the pool is exhausted: request 6 needs 4 "
+                         "more pages for 7 tokens, 3 of 8 are free");
+  ASSERT_EQ(mla_page_pool_request_info(pool, 6, &r), MLA_OK);
+  EXPECT_EQ(r.length, 0);
+  EXPECT_EQ(mla_page_pool_allocate_pages(pool, 4, loose),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "page pool: the pool is exhausted: 4 pages "
+                         "requested, 3 of 8 are free");
+
+  // Errors name the argument.
+  EXPECT_EQ(mla_page_pool_export_block_table(pool, ids, 2, 2, table, lens),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "page pool: requests[1] (request 5) holds 3 pages, "
+                         "more than maxPagesPerSeq 2");
+  int64_t unknown[1] = {77};
+  EXPECT_EQ(mla_page_pool_export_block_table(pool, unknown, 1, 2, table, lens),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "page pool: requests[0] (request 77) is not in the pool");
+  EXPECT_EQ(mla_page_pool_export_block_table(pool, nullptr, 1, 2, table, lens),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_export_block_table: requests is null");
+  EXPECT_EQ(mla_page_pool_append_tokens(pool, 5, 2, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_append_tokens: slots is null");
+  EXPECT_EQ(mla_page_pool_append_tokens(pool, 5, -2, slots),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "page pool: cannot append -2 tokens to request 5");
+  EXPECT_EQ(mla_page_pool_free_request(pool, 77), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "page pool: request 77 is not in the pool");
+  int32_t notLoose[1] = {0};
+  EXPECT_EQ(mla_page_pool_free_pages(pool, notLoose, 1),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "page pool: pages[0] = 0 belongs to a request (free "
+                         "it with freeRequest)");
+  EXPECT_EQ(mla_page_pool_free_pages(pool, nullptr, 1),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_free_pages: pages is null");
+  EXPECT_EQ(mla_page_pool_free_pages(pool, loose, -1),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_free_pages: count is -1");
+  EXPECT_EQ(mla_page_pool_allocate_pages(pool, 1, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_allocate_pages: pages is null");
+  EXPECT_EQ(mla_page_pool_max_pages(pool, nullptr, 1, &most),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_max_pages: requests is null");
+  for (mla_status status :
+       {mla_page_pool_append_tokens(nullptr, 1, 0, nullptr),
+        mla_page_pool_free_request(nullptr, 1),
+        mla_page_pool_allocate_pages(nullptr, 0, nullptr),
+        mla_page_pool_free_pages(nullptr, nullptr, 0),
+        mla_page_pool_get_info(nullptr, &info),
+        mla_page_pool_request_info(nullptr, 1, &r),
+        mla_page_pool_max_pages(nullptr, ids, 1, &most),
+        mla_page_pool_export_block_table(nullptr, ids, 1, 1, table, lens)})
+    EXPECT_EQ(status, MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_export_block_table: pool is null");
+  EXPECT_EQ(mla_page_pool_get_info(pool, nullptr), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_page_pool_get_info: out is null");
+
+  // Freeing returns the pages.
+  ASSERT_EQ(mla_page_pool_free_pages(pool, loose, 2), MLA_OK);
+  ASSERT_EQ(mla_page_pool_free_request(pool, 5), MLA_OK);
+  ASSERT_EQ(mla_page_pool_get_info(pool, &info), MLA_OK);
+  EXPECT_EQ(info.free_pages, 8);
+  EXPECT_EQ(info.num_requests, 1);
+  mla_page_pool_destroy(pool);
+  mla_page_pool_destroy(nullptr);
+}
