@@ -58,8 +58,20 @@ public:
     dlclose(handle);
     // Closed only after dlclose: while the library is loaded its
     // /proc/self/fd/N name must not be reused by another code object, or
-    // dlopen would hand back this one.
-    close(fd);
+    // dlopen would hand back this one. dlclose may leave it loaded (objects
+    // with STB_GNU_UNIQUE symbols or DF_1_NODELETE): then the descriptor,
+    // and so the name, is kept for the life of the process.
+    if (!isLoaded(fd))
+      close(fd);
+  }
+
+  /// Whether a library loaded from /proc/self/fd/FD is in the process.
+  static bool isLoaded(int fd) {
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    void *loaded = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (loaded)
+      dlclose(loaded);
+    return loaded != nullptr;
   }
 
   int fd;
@@ -142,6 +154,24 @@ HostBackend::loadModule(const std::vector<uint8_t> &code,
     }
     done += static_cast<size_t>(wrote);
   }
+  // A name still held by a library that stayed loaded (not one of ours,
+  // see ~HostModule) would make dlopen hand that one back: move to another
+  // descriptor number.
+  std::vector<int> stale;
+  while (HostModule::isLoaded(fd)) {
+    int other = dup(fd);
+    if (other < 0) {
+      int err = errno;
+      for (int f : stale)
+        close(f);
+      close(fd);
+      return backendError(std::string("dup failed: ") + std::strerror(err));
+    }
+    stale.push_back(fd);
+    fd = other;
+  }
+  for (int f : stale)
+    close(f);
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

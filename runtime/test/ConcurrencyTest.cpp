@@ -168,6 +168,62 @@ TEST(ConcurrencyTest, LoadingAndDroppingKernelsWhileOthersLaunch) {
     EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
+// A host code object that stays loaded after dlclose (linked -z nodelete,
+// like objects with STB_GNU_UNIQUE symbols) must not be handed back by
+// dlopen for a code object loaded later under a reused /proc/self/fd/N
+// name; loads and drops from 8 threads at once.
+TEST(ConcurrencyTest, CodeObjectsThatStayLoadedDoNotShadowNewOnes) {
+  DecodeShape shape;
+  shape.pageSize = 4;
+  Package decode = decodePackage(shape);
+  Expected<Package> merge = parsePackage(nullptr, 0);
+  {
+    Expected<std::vector<uint8_t>> bytes = encodePackage(
+        "mla-manifest 1\nkernel custom\nfunction merge\n"
+        "arg 0 o_parts memref f32 ?,?,?,?\narg 1 lse_parts memref f32 ?,?,?\n"
+        "arg 2 o memref f32 ?,?,?\narg 3 lse memref f32 ?,?\n"
+        "target host-x86_64 code.host-x86_64\n"
+        "launch mla_test_merge args 0,1,2,3 grid arg2.0,arg2.1,1\n"
+        "end-target\n",
+        {{"code.host-x86_64", readBytes(MLA_TEST_KIND_KERNELS_PATH)}});
+    ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+    merge = parsePackage(bytes->data(), bytes->size());
+    ASSERT_TRUE(merge.ok()) << merge.status().toString();
+  }
+  Device device = Device::open("host", {2}).take();
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ThreadData td = makeThreadData(shape, t);
+      for (int i = 0; i < 10 && failures[t].empty(); ++i) {
+        // Load and drop the object that stays loaded, then a new one.
+        {
+          Expected<Kernel> stays = device.loadKernel(*merge);
+          if (!stays.ok()) {
+            failures[t] = "merge: " + stays.status().toString();
+            break;
+          }
+        }
+        Expected<Kernel> kernel = device.loadKernel(decode);
+        if (!kernel.ok()) {
+          failures[t] = "decode: " + kernel.status().toString();
+          break;
+        }
+        poison(td.data);
+        Status status = kernel->launchDecode(td.data.args());
+        if (!status.ok())
+          failures[t] = status.toString();
+        else if (std::string diff = compare(shape, td); !diff.empty())
+          failures[t] = diff;
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(failures[t], "") << "thread " << t;
+}
+
 // The C API from 8 threads on shared handles: every thread launches, and
 // also fails a call of its own, whose message only it sees.
 TEST(ConcurrencyTest, CApiFromEightThreads) {
