@@ -300,3 +300,89 @@ TEST(GenericKindTest, LaunchesByRoleWithoutKindRules) {
                                  {"lse", a.lse}});
   EXPECT_TRUE(status.ok()) << status.toString();
 }
+
+namespace {
+
+/// The validation test's decode kernel with '?' for every dim the header
+/// fixes (q_len, heads, row sizes): the decode rules check them at launch.
+class DynamicDimsValidationTest : public ValidationTest {
+protected:
+  void SetUp() override {
+    ValidationTest::SetUp();
+    std::string manifest = decodeManifest(shape);
+    for (auto [from, to] : {std::pair<std::string, std::string>{
+                                "bf16 ?,1,4,40", "bf16 ?,?,?,?"},
+                            {"bf16 ?,16,40", "bf16 ?,16,?"},
+                            {"bf16 ?,1,4,32", "bf16 ?,?,?,?"},
+                            {"f32 ?,1,4\n", "f32 ?,?,?\n"}}) {
+      ASSERT_NE(manifest.find(from), std::string::npos) << from;
+      manifest.replace(manifest.find(from), from.size(), to);
+    }
+    Expected<std::vector<uint8_t>> bytes =
+        encodePackage(manifest, {{"code.host-x86_64", testKernelCode()}});
+    ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+    Expected<Kernel> loaded =
+        Device::open("host", {1})
+            ->loadKernel(*parsePackage(bytes->data(), bytes->size()));
+    ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+    kernel = loaded.take();
+  }
+};
+
+} // namespace
+
+TEST_F(DynamicDimsValidationTest, ValidArgumentsLaunch) {
+  Status status = kernel->launchDecode(args);
+  ASSERT_TRUE(status.ok()) << status.toString();
+}
+
+TEST_F(DynamicDimsValidationTest, OutputQueryLength) {
+  args.o.shape[1] = 2;
+  expectError("o: dim 1 is 2, expected 1 (q_len, q dim 1)");
+}
+
+TEST_F(DynamicDimsValidationTest, LseHeads) {
+  args.lse.shape[2] = 3;
+  expectError("lse: dim 2 is 3, expected 4 (heads, q dim 2)");
+}
+
+TEST_F(DynamicDimsValidationTest, CacheRowSize) {
+  args.kv.shape[2] = 36;
+  expectError("kv: dim 2 is 36, expected 40 (the row size, q dim 3)");
+}
+
+TEST_F(DynamicDimsValidationTest, QueryRowSize) {
+  args.q.shape[3] = 36;
+  args.kv.shape[2] = 36;
+  expectError("q: dim 3 is 36, expected 40 (latent_dim + rope_dim)");
+}
+
+TEST_F(DynamicDimsValidationTest, OutputLatentDim) {
+  args.o.shape[3] = 16;
+  expectError("o: dim 3 is 16, expected 32 (latent_dim)");
+}
+
+TEST_F(ValidationTest, ShapeTooLarge) {
+  args.kv.shape[0] = INT64_MAX / 64;
+  std::string message =
+      "kv: shape " + shapeToString(args.kv.shape) + " is too large";
+  expectError(message);
+  // Checked even when validation is off: the runtime computes byte sizes.
+  EXPECT_EQ(kernel->launchDecode(args, {/*validate=*/false}).message(),
+            message);
+  expectNotLaunched();
+}
+
+TEST_F(ValidationTest, WorkspaceTooLarge) {
+  // Every tensor's size fits in an int64, workspace 7 (f32 [batch, 1, 4
+  // heads, 3 splits, 32]) does not.
+  int64_t batch = INT64_MAX / 1000;
+  for (TensorView *t : {&args.q, &args.blockTable, &args.seqLens, &args.o,
+                        &args.lse})
+    t->shape[0] = batch;
+  Expected<size_t> bytes = kernel->workspaceBytes(args);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_EQ(bytes.status().message(),
+            "workspace 7: shape " +
+                shapeToString({batch, 1, 4, 3, 32}) + " is too large");
+}
