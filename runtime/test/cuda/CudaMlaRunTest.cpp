@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtils.h"
+#include "../KindTestUtils.h"
 
 #include <gtest/gtest.h>
 
@@ -130,4 +131,109 @@ TEST_F(CudaMlaRunTest, BenchOnTheCudaDevice) {
   // 3 x 60 MB of L2 over the copies' bytes, well within the fake's 8 GiB.
   EXPECT_NE(result.out.find(" nonfinite=0"), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(csv));
+}
+
+// ---- prefill and append_kv on the fake driver -----------------------------
+
+namespace {
+
+/// `manifest` (a host package of KindTestUtils.h) retargeted to sm_80 with
+/// one do-nothing launch over every arg.
+std::string noopKindPackage(const std::string &hostManifest,
+                            const std::string &path) {
+  Expected<Manifest> host = parseManifest(hostManifest);
+  EXPECT_TRUE(host.ok()) << host.status().toString();
+  std::string manifest = hostManifest.substr(0, hostManifest.find("target ")) +
+                         "target sm_80 code.sm_80\nlaunch mla_test_noop args ";
+  for (size_t i = 0; i < host->args.size(); ++i)
+    manifest += (i ? "," : "") + std::to_string(i);
+  manifest += " grid 1,1,1 block 32,1,1\nend-target\n";
+  Expected<Manifest> parsed = parseManifest(manifest);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().toString();
+  std::string ptx = noopPtx(*parsed, "mla_test_noop");
+  Status status =
+      writePackage(path, manifest, {{"code.sm_80", {ptx.begin(), ptx.end()}}});
+  EXPECT_TRUE(status.ok()) << status.toString();
+  return manifest;
+}
+
+class CudaMlaRunKindTest : public ::testing::Test {
+protected:
+  void SetUp() override { std::filesystem::create_directory(inputs); }
+
+  void write(const std::string &role, const HostTensor &tensor) {
+    HostTensor file = converted(tensor, isFloatingPoint(tensor.getDType())
+                                            ? DType::F32
+                                            : tensor.getDType());
+    ASSERT_TRUE(writeNpy(inputs + "/" + role + ".npy", file.view()).ok());
+  }
+
+  ToolResult run(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {package, "--inputs", inputs,
+                                     "--outputs", outputs, "--device=cuda"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runTool(MLA_RUN_PATH, args,
+                   {std::string("MLA_CUDA_DRIVER=") + MLA_TEST_CUDA_DRIVER});
+  }
+
+  TempDir dir;
+  std::string inputs = dir.file("in"), outputs = dir.file("out");
+  std::string package = dir.file("kernel.mlapkg");
+};
+
+} // namespace
+
+TEST_F(CudaMlaRunKindTest, PrefillOffsetsCheckedFromTheHostInputs) {
+  PrefillShape shape;
+  noopKindPackage(prefillManifest(shape), package);
+  PrefillData data = makePrefillData(shape, {4, 6}, {5, 6}, 3);
+  for (auto [role, tensor] :
+       {std::pair<const char *, const HostTensor *>{"q", &data.q},
+        {"k", &data.k},
+        {"v", &data.v},
+        {"cu_seqlens_q", &data.cuSeqlensQ},
+        {"cu_seqlens_k", &data.cuSeqlensK}})
+    write(role, *tensor);
+  ToolResult result = run({"--scale=0.5"});
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  // The do-nothing kernel leaves the zeroed outputs, sized [T,H,Dv], [H,T].
+  Expected<HostTensor> o = readNpy(outputs + "/o.npy");
+  Expected<HostTensor> lse = readNpy(outputs + "/lse.npy");
+  ASSERT_TRUE(o.ok() && lse.ok());
+  EXPECT_EQ(o->getShape(), (std::vector<int64_t>{10, 2, 16}));
+  EXPECT_EQ(lse->getShape(), (std::vector<int64_t>{2, 10}));
+
+  std::filesystem::remove_all(outputs);
+  data.cuSeqlensQ.dataAs<int32_t>()[1] = 11;
+  write("cu_seqlens_q", data.cuSeqlensQ);
+  result = run({"--scale=0.5"});
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_EQ(result.err, "mla-run: error: cu_seqlens_q[2] = 10 is less than "
+                        "cu_seqlens_q[1] = 11 (offsets must not decrease)\n");
+  EXPECT_FALSE(std::filesystem::exists(outputs));
+}
+
+TEST_F(CudaMlaRunKindTest, AppendKvDownloadsTheCacheAndChecksSlots) {
+  AppendKvShape shape;
+  noopKindPackage(appendKvManifest(shape), package);
+  AppendKvData data = makeAppendKvData(shape, {3, -1, 8}, 3, 5);
+  write("kv_new", data.kvNew);
+  write("slot_mapping", data.slotMapping);
+  write("kv", data.kv);
+  ToolResult result = run();
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  // The kernel did nothing: the pool comes back as it was uploaded.
+  Expected<HostTensor> kv = readNpy(outputs + "/kv.npy");
+  ASSERT_TRUE(kv.ok()) << kv.status().toString();
+  EXPECT_EQ(kv->getDType(), DType::F32);
+  EXPECT_EQ(toFloats(*kv), toFloats(data.kv));
+
+  std::filesystem::remove_all(outputs);
+  data.slotMapping.dataAs<int32_t>()[2] = 12;
+  write("slot_mapping", data.slotMapping);
+  result = run();
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_EQ(result.err, "mla-run: error: slot_mapping[2] = 12 is outside the "
+                        "page pool (kv has 3 pages x 4 = 12 slots)\n");
+  EXPECT_FALSE(std::filesystem::exists(outputs));
 }
