@@ -4,12 +4,14 @@
 // 8 threads share one Kernel; each has its own stream, caller workspace,
 // inputs and outputs (and batch size), launches many times (outputs
 // poisoned before each launch) and checks every result against the float64
-// reference. Skips with the one-line reason without a CUDA driver or device,
-// or without packages.
+// reference. Also the same packages through the C API. Skips with the
+// one-line reason without a CUDA driver or device, or without packages.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtils.h"
+
+#include "mla/runtime/mla_runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -154,4 +156,110 @@ TEST(CudaConcurrencyTest, DecodeFromEightThreadsOnEightStreams) {
   if (!ran)
     GTEST_SKIP() << "no package in $MLA_PACKAGE_DIR has a target for "
                  << device.getBackend().getDescription();
+}
+
+// The C API on the GPU: device pointers, a stream, a workspace reserved
+// through mla_kernel_reserve_workspace, host copies for validation (which
+// must reject a bad length without launching).
+TEST(CudaCApiTest, DecodePackagesThroughTheCApi) {
+  mla_device *device = nullptr;
+  if (mla_device_open("cuda", nullptr, &device) != MLA_OK)
+    GTEST_SKIP() << mla_last_error();
+  std::string why;
+  std::vector<DecodePackage> packages = decodePackages(why);
+  if (packages.empty()) {
+    mla_device_close(device);
+    GTEST_SKIP() << why;
+  }
+  Device cpp = Device::open("cuda").take(); // uploads and streams
+  Expected<std::unique_ptr<Stream>> stream = cpp.getBackend().createStream();
+  ASSERT_TRUE(stream.ok()) << stream.status().toString();
+  for (const DecodePackage &p : packages) {
+    SCOPED_TRACE(p.path);
+    mla_package *package = nullptr;
+    mla_kernel *kernel = nullptr;
+    ASSERT_EQ(mla_package_load_file(p.path.c_str(), &package), MLA_OK)
+        << mla_last_error();
+    mla_status loaded = mla_kernel_load(device, package, nullptr, &kernel);
+    mla_package_close(package);
+    if (loaded == MLA_ERROR_UNSUPPORTED)
+      continue;
+    ASSERT_EQ(loaded, MLA_OK) << mla_last_error();
+    const Manifest &m = p.package.manifest;
+    DecodeShape shape = shapeOf(m);
+    int64_t page = shape.actualPageSize();
+    int64_t longest = std::max<int64_t>(17, 3 * page + 2);
+    DecodeData host = makeDecodeData(shape, {17, 0, 3 * int32_t(page) + 2},
+                                     (longest + page - 1) / page + 1, 77);
+    HostTensor table = converted(host.blockTable,
+                                 m.findArg("block_table")->dtype);
+    HostTensor lens = converted(host.seqLens, m.findArg("seq_lens")->dtype);
+    std::vector<DeviceTensor> d;
+    for (const HostTensor *t : {&host.q, &host.kv, &table, &lens, &host.o,
+                                &host.lse})
+      d.push_back(DeviceTensor::upload(cpp, t->view()).take());
+    auto toC = [](const DeviceTensor &t) {
+      mla_tensor c{};
+      c.data = t.data();
+      c.dtype = t.getDType() == DType::BF16  ? MLA_DTYPE_BF16
+                : t.getDType() == DType::F16 ? MLA_DTYPE_F16
+                : t.getDType() == DType::F32 ? MLA_DTYPE_F32
+                : t.getDType() == DType::I32 ? MLA_DTYPE_I32
+                                             : MLA_DTYPE_I64;
+      c.rank = static_cast<int32_t>(t.getShape().size());
+      for (size_t i = 0; i < t.getShape().size(); ++i)
+        c.shape[i] = t.getShape()[i];
+      return c;
+    };
+    mla_decode_args args{toC(d[0]), toC(d[1]), toC(d[2]), toC(d[3]),
+                         host.scale, toC(d[4]), toC(d[5])};
+    mla_arg roles[7] = {};
+    const char *names[7] = {"q", "kv", "block_table", "seq_lens", "scale",
+                            "o", "lse"};
+    const mla_tensor *tensors[7] = {&args.q, &args.kv, &args.block_table,
+                                    &args.seq_lens, nullptr, &args.o,
+                                    &args.lse};
+    for (int i = 0; i < 7; ++i) {
+      roles[i].role = names[i];
+      roles[i].kind = tensors[i] ? MLA_ARG_TENSOR : MLA_ARG_F32;
+      if (tensors[i])
+        roles[i].tensor = *tensors[i];
+      roles[i].f32 = host.scale;
+    }
+    size_t bytes = 0;
+    ASSERT_EQ(mla_kernel_workspace_bytes(kernel, roles, 7, &bytes), MLA_OK)
+        << mla_last_error();
+    ASSERT_EQ(mla_kernel_reserve_workspace(kernel, bytes), MLA_OK)
+        << mla_last_error();
+    mla_host_copy copies[2] = {{"block_table", table.data()},
+                               {"seq_lens", lens.data()}};
+    mla_launch_options options{};
+    options.stream = (*stream)->handle();
+    options.host_copies = copies;
+    options.num_host_copies = 2;
+    ASSERT_EQ(mla_launch_decode(kernel, &args, &options), MLA_OK)
+        << mla_last_error();
+    ASSERT_EQ(mla_device_synchronize(device, options.stream), MLA_OK)
+        << mla_last_error();
+    ASSERT_TRUE(d[4].copyToHost(host.o.data()).ok());
+    ASSERT_TRUE(d[5].copyToHost(host.lse.data()).ok());
+    expectMatchesReference(shape, host);
+
+    // Validation reads the host copies, never device memory.
+    HostTensor badLens = converted(lens, lens.getDType());
+    if (badLens.getDType() == DType::I32)
+      badLens.dataAs<int32_t>()[0] = 1 << 30;
+    else
+      badLens.dataAs<int64_t>()[0] = 1 << 30;
+    copies[1].data = badLens.data();
+    EXPECT_EQ(mla_launch_decode(kernel, &args, &options),
+              MLA_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(mla_last_error()).rfind("seq_lens[0] = 1073741824 "
+                                                  "exceeds",
+                                                  0),
+              0u)
+        << mla_last_error();
+    mla_kernel_close(kernel);
+  }
+  mla_device_close(device);
 }
