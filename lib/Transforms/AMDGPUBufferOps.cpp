@@ -12,6 +12,9 @@
 //     when %in is false: the hardware bounds check returns zeros, with no
 //     branch (the page lookup feeding the index is hoisted too: it is a
 //     bounds-checked buffer load itself);
+//   * masked writes `scf.if %in { ...; vector.store %v, %buf[i, ...] }`
+//     become unconditional stores sent one past the end the same way: the
+//     hardware drops out-of-bounds buffer stores (KV append's slot check);
 //   * because offsets are 32-bit, each buffer argument gets a byte limit in
 //     the launch plan (`max-bytes INDEX BYTES`) that the runtime enforces:
 //     2^32 - 1 minus the largest masked overshoot (one page of the pool).
@@ -101,6 +104,34 @@ LogicalResult maskByBounds(scf::IfOp ifOp) {
   return success();
 }
 
+/// scf.if %c { ...; vector.store %v, %buf[i, ...] } (no results, no else)
+/// => hoisted ops and store, first index = select(%c, i, dim0): a masked
+/// buffer store is dropped by the hardware bounds check.
+LogicalResult maskStoreByBounds(scf::IfOp ifOp) {
+  if (ifOp.getNumResults() != 0 ||
+      (!ifOp.getElseRegion().empty() &&
+       !llvm::hasSingleElement(ifOp.elseBlock()->getOperations())))
+    return failure();
+  Block *thenBlock = ifOp.thenBlock();
+  Operation *terminator = thenBlock->getTerminator();
+  auto store = dyn_cast_or_null<vector::StoreOp>(terminator->getPrevNode());
+  if (!store || !isFatBuffer(store.getBase()) ||
+      !llvm::all_of(llvm::make_range(thenBlock->begin(),
+                                     Block::iterator(store)),
+                    isSpeculatable))
+    return failure();
+  for (Operation &op : llvm::make_early_inc_range(
+           llvm::make_range(thenBlock->begin(), Block::iterator(terminator))))
+    op.moveBefore(ifOp);
+  ImplicitLocOpBuilder b(store.getLoc(), store);
+  Value end = memref::DimOp::create(b, store.getBase(), 0);
+  Value first = arith::SelectOp::create(b, ifOp.getCondition(),
+                                        store.getIndices()[0], end);
+  store.getIndicesMutable()[0].set(first);
+  ifOp.erase();
+  return success();
+}
+
 /// Plan indices of a kernel's parameters, from its launch line.
 SmallVector<int64_t> planIndices(ArrayAttr lines, StringRef kernel) {
   SmallVector<int64_t> out;
@@ -146,7 +177,8 @@ struct AMDGPUBufferOpsPass
       SmallVector<scf::IfOp> ifs;
       kernel.walk([&](scf::IfOp op) { ifs.push_back(op); });
       for (scf::IfOp op : ifs)
-        (void)maskByBounds(op);
+        if (failed(maskByBounds(op)))
+          (void)maskStoreByBounds(op);
     });
     if (!plans)
       return;

@@ -27,16 +27,34 @@ FailureOr<std::string> dtypeName(Operation *op, Type t) {
 FailureOr<std::string> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
   if (std::optional<int64_t> c = getConstantIntValue(v))
     return std::to_string(*c);
+  // argI.D[+C|-C][/K]: ceildiv(dim (+|-) C, K).
+  std::string divisor, addend;
+  if (auto div = v.getDefiningOp<arith::CeilDivSIOp>()) {
+    std::optional<int64_t> k = getConstantIntValue(div.getRhs());
+    if (k && *k > 0) {
+      divisor = "/" + std::to_string(*k);
+      v = div.getLhs();
+    }
+  }
+  if (isa_and_nonnull<arith::AddIOp, arith::SubIOp>(v.getDefiningOp())) {
+    Operation *def = v.getDefiningOp();
+    std::optional<int64_t> c = getConstantIntValue(def->getOperand(1));
+    if (c && *c >= 0) {
+      addend = (isa<arith::AddIOp>(def) ? "+" : "-") + std::to_string(*c);
+      v = def->getOperand(0);
+    }
+  }
   if (auto dim = v.getDefiningOp<memref::DimOp>()) {
     auto arg = dyn_cast<BlockArgument>(dim.getSource());
     std::optional<int64_t> d = dim.getConstantIndex();
     if (arg && arg.getOwner()->getParentOp() == func && d)
       return "arg" + std::to_string(arg.getArgNumber()) + "." +
-             std::to_string(*d);
+             std::to_string(*d) + addend + divisor;
   }
   return user->emitError()
          << "size must be a constant or memref.dim of a function argument "
-            "with a constant dim, so that the launcher can compute it";
+            "with a constant dim (optionally plus or minus a constant, then "
+            "ceil-divided by a constant), so that the launcher can compute it";
 }
 
 FailureOr<std::string> LaunchPlanBuilder::dimsExpr(MemRefType type,
@@ -117,6 +135,11 @@ FailureOr<LaunchPlanBuilder::Captures> LaunchPlanBuilder::captures(GridOp grid) 
     bool isDimOfPlanValue = def && isa<memref::DimOp>(def) &&
                             index.count(def->getOperand(0)) &&
                             getConstantIntValue(def->getOperand(1));
+    // A transposed view of an argument (e.g. merge's [H, T] LSE seen as
+    // [T, H]) is rebuilt inside the kernel.
+    bool isViewOfPlanValue = def && isa<memref::TransposeOp>(def) &&
+                             index.count(def->getOperand(0));
+    isDimOfPlanValue |= isViewOfPlanValue;
     if (def && (isa<arith::ConstantOp>(def) || isDimOfPlanValue)) {
       caps.clones.push_back(def);
       if (isDimOfPlanValue && !llvm::is_contained(caps.params,

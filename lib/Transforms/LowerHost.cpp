@@ -4,12 +4,16 @@
 // level is a 16-wide (or narrower) f32 vector FMA over the contiguous dim:
 //   transpose_b (Q·Kᵀ): per (m, n) a vector dot product along k, reduced;
 //   otherwise   (P·V) : per (m, k) a broadcast of A[m, k] times row B[k, :].
+// The masked-copy idiom `store(cond ? load : 0)` of 16-bit floats becomes
+// `store(0); if (cond) store(load)`: x86 has no bf16 vector registers, and
+// LLVM would convert a bf16 phi through f32 with library calls.
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Transforms/Passes.h"
 #include "mla/Transforms/Utils.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
 
 #define DEBUG_TYPE "mla-lower-host"
 
@@ -110,8 +114,52 @@ void lowerMatmul(MatmulOp op) {
   op.erase();
 }
 
+/// `store(cond ? v : zeros)` of a 16-bit float vector becomes `store(zeros);
+/// if (cond) store(v)`: no 16-bit float value crosses control flow.
+void storeInBranch(vector::StoreOp store) {
+  auto ifOp = store.getValueToStore().getDefiningOp<scf::IfOp>();
+  VectorType vt = store.getVectorType();
+  if (!ifOp || ifOp.getNumResults() != 1 || ifOp.getElseRegion().empty() ||
+      !ifOp->getResult(0).hasOneUse() || !isa<FloatType>(vt.getElementType()) ||
+      vt.getElementTypeBitWidth() != 16)
+    return;
+  auto elseYield = cast<scf::YieldOp>(ifOp.elseBlock()->getTerminator());
+  DenseElementsAttr zeros;
+  if (!matchPattern(elseYield.getOperand(0), m_Constant(&zeros)) ||
+      !zeros.isSplat() ||
+      !cast<FloatAttr>(zeros.getSplatValue<Attribute>()).getValue().isZero())
+    return;
+  // The store's memref and indices must be available before the if.
+  for (Value v : store->getOperands())
+    if (v != ifOp.getResult(0) && v.getDefiningOp() &&
+        v.getParentBlock() == store->getBlock() &&
+        !v.getDefiningOp()->isBeforeInBlock(ifOp))
+      return;
+  OpBuilder b(ifOp);
+  Value zeroVec = arith::ConstantOp::create(b, store.getLoc(), zeros);
+  vector::StoreOp::create(b, store.getLoc(), zeroVec, store.getBase(),
+                          store.getIndices());
+  auto newIf = scf::IfOp::create(b, ifOp.getLoc(), TypeRange{},
+                                 ifOp.getCondition(), /*withElse=*/false);
+  Block *thenBlock = newIf.thenBlock();
+  thenBlock->getTerminator()->erase();
+  thenBlock->getOperations().splice(thenBlock->end(),
+                                    ifOp.thenBlock()->getOperations());
+  auto yield = cast<scf::YieldOp>(thenBlock->getTerminator());
+  b.setInsertionPoint(yield);
+  vector::StoreOp::create(b, store.getLoc(), yield.getOperand(0),
+                          store.getBase(), store.getIndices());
+  yield->setOperands({});
+  store.erase();
+  ifOp.erase();
+}
+
 struct LowerHostPass : public mla::impl::MLALowerHostBase<LowerHostPass> {
   void runOnOperation() override {
+    SmallVector<vector::StoreOp> stores;
+    getOperation().walk([&](vector::StoreOp op) { stores.push_back(op); });
+    for (vector::StoreOp op : stores)
+      storeInBranch(op);
     SmallVector<MatmulOp> ops;
     getOperation().walk([&](MatmulOp op) { ops.push_back(op); });
     for (MatmulOp op : ops)

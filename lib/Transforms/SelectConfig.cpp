@@ -22,7 +22,8 @@ using namespace mla;
 
 namespace {
 struct ConfigFields {
-  int64_t tileKv, kvSplits, headGroup, warps, stages, minWorkgroups = 0;
+  int64_t tileKv, kvSplits, headGroup, warps, stages, minWorkgroups = 0,
+      tileQ = 0;
 };
 
 /// Largest divisor of `n` that is <= `cap`.
@@ -89,6 +90,41 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
   return cfg;
 }
 
+/// Shared-memory bytes of a prefill workgroup's tiles (queries, keys,
+/// values, scores, probabilities, accumulator, row state).
+int64_t prefillTileBytes(PrefillOp op, int64_t tileQ, int64_t tileKv) {
+  int64_t dqk = op.getQkDim(), dv = op.getVDim();
+  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
+  auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
+  return align(tileQ * (dqk * esize + 16)) +
+         align(tileKv * (dqk * esize + 16)) +
+         align(tileKv * (dv * esize + 16)) + align(tileQ * (tileKv * 4 + 16)) +
+         align(tileQ * (tileKv * esize + 16)) +
+         align(tileQ * (dv * 4 + 16)) + 4 * align(tileQ * 4) +
+         align(tileQ * (tileKv / 8) * 4);
+}
+
+/// Prefill: one head per workgroup, no split (queries tiles x heads give
+/// the parallelism). Host: 32 x 64 tiles (they stay in L1/L2). GPUs: 64
+/// query rows (four 16-row MMA tiles, one per warp) and 64-key tiles on
+/// NVIDIA, 32 x 32 on AMD (LDS), halved until they fit the chip.
+ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch) {
+  if (arch.kind == TargetKind::Host)
+    return {/*tileKv=*/64, /*kvSplits=*/1, /*headGroup=*/1, /*warps=*/1,
+            /*stages=*/1, /*minWorkgroups=*/0, /*tileQ=*/32};
+  bool nvidia = arch.kind == TargetKind::NVIDIA;
+  ConfigFields cfg{nvidia ? 64 : 32, 1, 1, 4, 1, 0, nvidia ? 64 : 32};
+  while (prefillTileBytes(op, cfg.tileQ, cfg.tileKv) > arch.sharedBytes) {
+    if (cfg.tileKv > 16)
+      cfg.tileKv /= 2;
+    else if (cfg.tileQ > 16)
+      cfg.tileQ /= 2;
+    else
+      break;
+  }
+  return cfg;
+}
+
 /// Applies `field=value,...` overrides; reports errors at `op`.
 LogicalResult applyOverrides(Operation *op, StringRef spec,
                              ConfigFields &cfg) {
@@ -108,12 +144,13 @@ LogicalResult applyOverrides(Operation *op, StringRef spec,
                         .Case("warps", &cfg.warps)
                         .Case("stages", &cfg.stages)
                         .Case("min_workgroups", &cfg.minWorkgroups)
+                        .Case("tile_q", &cfg.tileQ)
                         .Default(nullptr);
     if (!slot)
       return op->emitError()
              << "perf-config: unknown field '" << key
              << "' (fields: tile_kv, kv_splits, head_group, warps, stages, "
-                "min_workgroups)";
+                "min_workgroups, tile_q)";
     *slot = v;
   }
   return success();
@@ -131,25 +168,54 @@ struct SelectConfigPass
           << "' (known: " << archNames() << ")";
       return signalPassFailure();
     }
-    WalkResult result = getOperation().walk([&](DecodeOp op) {
+    // The config of one op: heuristics unless it has one, then overrides.
+    auto select = [&](Operation *op, ConfigFields cfg,
+                      ConfigAttr existing) -> ConfigAttr {
+      if (existing)
+        cfg = {existing.getTileKv(),   existing.getKvSplits(),
+               existing.getHeadGroup(), existing.getWarps(),
+               existing.getStages(),   existing.getMinWorkgroups(),
+               existing.getTileQ()};
+      if (failed(applyOverrides(op, perfConfig, cfg)))
+        return {};
+      auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
+      return ConfigAttr::getChecked(emitErr, op->getContext(), cfg.tileKv,
+                                    cfg.kvSplits, cfg.headGroup, cfg.warps,
+                                    cfg.stages, cfg.minWorkgroups, cfg.tileQ);
+    };
+    WalkResult result = getOperation().walk([&](Operation *o) {
+      if (auto op = dyn_cast<PrefillOp>(o)) {
+        ConfigAttr attr =
+            select(op, prefillConfig(op, *arch), op.getConfigAttr());
+        if (!attr)
+          return WalkResult::interrupt();
+        if (attr.getKvSplits() != 1 || attr.getHeadGroup() != 1 ||
+            attr.getTileQ() == 0) {
+          op.emitError() << "config for prefill needs kv_splits = 1, "
+                            "head_group = 1 and tile_q > 0, got "
+                         << attr;
+          return WalkResult::interrupt();
+        }
+        LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr
+                                << "\n");
+        op.setConfigAttr(attr);
+        return WalkResult::advance();
+      }
+      auto op = dyn_cast<DecodeOp>(o);
+      if (!op)
+        return WalkResult::advance();
       ConfigFields cfg = arch->kind == TargetKind::Host
                              ? hostDecodeConfig(op)
                              : gpuDecodeConfig(op, *arch);
-      if (ConfigAttr existing = op.getConfigAttr())
-        cfg = {existing.getTileKv(),   existing.getKvSplits(),
-               existing.getHeadGroup(), existing.getWarps(),
-               existing.getStages(),   existing.getMinWorkgroups()};
-      if (failed(applyOverrides(op, perfConfig, cfg)))
-        return WalkResult::interrupt();
-      auto emitErr = [&]() { return op.emitError() << "perf-config: "; };
-      ConfigAttr attr =
-          ConfigAttr::getChecked(emitErr, op.getContext(), cfg.tileKv,
-                                 cfg.kvSplits, cfg.headGroup, cfg.warps,
-                                 cfg.stages, cfg.minWorkgroups);
+      ConfigAttr attr = select(op, cfg, op.getConfigAttr());
       if (!attr)
         return WalkResult::interrupt();
-      if (op.getNumHeads() % cfg.headGroup != 0) {
-        op.emitError() << "config head_group " << cfg.headGroup
+      if (attr.getTileQ() != 0) {
+        op.emitError() << "config tile_q applies to prefill only";
+        return WalkResult::interrupt();
+      }
+      if (op.getNumHeads() % attr.getHeadGroup() != 0) {
+        op.emitError() << "config head_group " << attr.getHeadGroup()
                        << " does not divide the head count "
                        << op.getNumHeads();
         return WalkResult::interrupt();

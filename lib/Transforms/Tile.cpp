@@ -1,8 +1,12 @@
 //===- Tile.cpp - mla-tile: split-KV tiling with online softmax ------------===//
 //
 // mla.decode  -> workspace + mla.grid(request, head group, KV split) + mla.merge
+// mla.prefill -> mla.grid(query tile, head, request)
 // mla.merge   -> mla.grid over the merge's leading dims
 //
+// Decode and prefill share one online-softmax core (emitOnlineSoftmax): they
+// differ only in how queries, keys and values reach the tiles, which keys a
+// query row sees, and where the result goes.
 // The grid bodies are blockwise programs: tiles live in memref.alloca buffers
 // (LDS/shared memory on GPUs, the stack on the host), key tiles arrive through
 // the logical mla.load_kv_tile and products go through mla.matmul. The online
@@ -12,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Transforms/Passes.h"
+#include "mla/Transforms/TileAppendKV.h"
 #include "mla/Transforms/Utils.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -69,12 +74,53 @@ createGrid(ImplicitLocOpBuilder &b, Value gx, Value gy, Value gz) {
   return {grid, ids};
 }
 
-/// Size of dim `d` of `memref` as an index value (constant when static).
+/// Size of dim `d` of `memref` as an index value (constant when static; for
+/// a transposed view, the dim of its source, so that launchers can compute
+/// grid sizes from argument shapes).
 Value dimValue(ImplicitLocOpBuilder &b, Value memref, int64_t d) {
   auto type = cast<MemRefType>(memref.getType());
   if (!type.isDynamicDim(d))
     return indexConst(b, type.getDimSize(d));
+  if (auto transpose = memref.getDefiningOp<memref::TransposeOp>())
+    return dimValue(b, transpose.getIn(),
+                    transpose.getPermutation().getDimPosition(d));
   return memref::DimOp::create(b, memref, d);
+}
+
+/// A parallel copy of `rows x width` elements into `tile` (a 2-D buffer):
+/// row r < `limit` reads `src` at `srcIndex(r, col)`, other rows get zeros.
+/// Written as `tile[r, c] = r < limit ? load : 0` so that mla-distribute can
+/// make it an asynchronous copy on NVIDIA.
+void maskedRowCopy(
+    ImplicitLocOpBuilder &b, Value tile, int64_t rows, int64_t width,
+    Value limit, Value src,
+    function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, Value)>
+        srcIndex) {
+  Type elem = cast<MemRefType>(tile.getType()).getElementType();
+  const int64_t vw = vectorWidthFor(width);
+  auto vecType = VectorType::get({vw}, elem);
+  Value zeros = arith::ConstantOp::create(
+      b, vecType, DenseElementsAttr::get(vecType, b.getFloatAttr(elem, 0.0)));
+  Value cVw = indexConst(b, vw);
+  parallelFor(b, {indexConst(b, rows), indexConst(b, width / vw)},
+              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+    Value d = arith::MulIOp::create(rb, iv[1], cVw);
+    Value inRange =
+        arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, iv[0], limit);
+    auto ifOp = scf::IfOp::create(
+        rb, inRange,
+        [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          Value v = vector::LoadOp::create(ib, vecType, src,
+                                           srcIndex(ib, iv[0], d));
+          scf::YieldOp::create(ib, v);
+        },
+        [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          scf::YieldOp::create(ib, zeros);
+        });
+    vector::StoreOp::create(rb, ifOp.getResult(0), tile, ValueRange{iv[0], d});
+  });
 }
 
 /// Records which semantic operand a function argument is, so that launchers
@@ -135,6 +181,218 @@ void recordDecodeInfo(DecodeOp op) {
         {op.getO(), "o"},
         {op.getLse(), "lse"}})
     tagRole(v, role);
+}
+
+//===----------------------------------------------------------------------===//
+// The online-softmax core shared by decode and prefill
+//===----------------------------------------------------------------------===//
+
+/// The fast-memory buffers of one workgroup's attention: `rows` query rows
+/// of width `dim`, key tiles of `tile` rows, values of width `dv` (a view of
+/// the key tile when values are the keys' first columns, as in the absorbed
+/// decode; a tile of their own otherwise).
+struct AttentionTiles {
+  int64_t rows, tile, dim, dv;
+  Type elem;
+  Value qTile, kTile, vTile, sTile, pTile, acc;
+  Value mBuf, lBuf, corrBuf, refBuf, partial;
+};
+
+/// Per (row, 8-column chunk) partial maxima, then partial sums.
+constexpr int64_t kChunk = 8;
+
+AttentionTiles allocateTiles(ImplicitLocOpBuilder &g, int64_t rows,
+                             int64_t tile, int64_t dim, int64_t dv, Type elem,
+                             bool separateValues) {
+  Type f32 = g.getF32Type();
+  AttentionTiles t{rows, tile, dim, dv, elem, {}, {}, {}, {}, {}, {},
+                   {}, {}, {}, {}, {}};
+  // Matrix tiles get 16 bytes of padding per row: their natural row strides
+  // are multiples of 128 bytes, which would put the same column of
+  // consecutive rows in one shared-memory bank.
+  t.qTile = paddedTile(g, rows, dim, elem);
+  t.kTile = paddedTile(g, tile, dim, elem);
+  if (separateValues)
+    t.vTile = paddedTile(g, tile, dv, elem);
+  else
+    t.vTile = memref::SubViewOp::create(
+        g, t.kTile,
+        ArrayRef<OpFoldResult>{g.getIndexAttr(0), g.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{g.getIndexAttr(tile), g.getIndexAttr(dv)},
+        ArrayRef<OpFoldResult>{g.getIndexAttr(1), g.getIndexAttr(1)});
+  t.sTile = paddedTile(g, rows, tile, f32);
+  t.pTile = paddedTile(g, rows, tile, elem);
+  t.acc = paddedTile(g, rows, dv, f32);
+  auto rowBuf = [&]() {
+    return memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
+  };
+  t.mBuf = rowBuf();
+  t.lBuf = rowBuf();
+  t.corrBuf = rowBuf();
+  t.refBuf = rowBuf();
+  t.partial = memref::AllocaOp::create(
+      g, MemRefType::get({rows, tile / kChunk}, f32));
+  return t;
+}
+
+/// acc = 0, m = -inf, l = 0.
+void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t) {
+  fillBuffer(g, t.acc, 0.0);
+  fillBuffer(g, t.mBuf, kNegInf);
+  fillBuffer(g, t.lBuf, 0.0);
+}
+
+/// The online softmax over the key tiles starting at `start`, `start +
+/// tile`, ... below `end`. `loadTiles(b, t0)` stages keys (and values)
+/// t0, t0 + 1, ... into the key (and value) tile, zeros past `end`;
+/// `visibleEnd(b, row)` is the exclusive bound of the keys query row `row`
+/// sees (its causal limit; keys at or past `end` are never seen). Leaves
+/// the unnormalised output in `acc`, the running max (log2 domain) in `mBuf`
+/// and the sum of exponentials in `lBuf`.
+void emitOnlineSoftmax(
+    ImplicitLocOpBuilder &g, const AttentionTiles &t, Value start, Value end,
+    Value scaleLog2,
+    function_ref<void(ImplicitLocOpBuilder &, Value)> loadTiles,
+    function_ref<Value(ImplicitLocOpBuilder &, Value)> visibleEnd) {
+  const int64_t chunks = t.tile / kChunk;
+  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value cTile = indexConst(g, t.tile), cRows = indexConst(g, t.rows);
+  Value negInf = f32Const(g, kNegInf);
+  Value zeroF = f32Const(g, 0.0);
+  forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &tb, Value t0) {
+    loadTiles(tb, t0);
+    auto qk = MatmulOp::create(tb, t.qTile, t.kTile, t.sTile, Value());
+    qk.setTransposeB(true);
+    // The online-softmax update, as four parallel phases over (row,
+    // 8-column chunk) and rows, so that every thread of a GPU workgroup
+    // has work: chunk maxima, row maxima and corrections, chunk
+    // exponentials and sums, row sums. Columns past `end` are padding.
+    auto validCols = [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
+      Value visEnd = minIdx(rb, end, visibleEnd(rb, row));
+      return minIdx(
+          rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0), cTile);
+    };
+    Value cChunks = indexConst(tb, chunks), cChunk = indexConst(tb, kChunk);
+    // Columns [c * 8, c * 8 + 8) of the row that are visible.
+    auto chunkCols = [&](ImplicitLocOpBuilder &rb, Value row, Value c)
+        -> std::pair<Value, Value> {
+      Value lo = arith::MulIOp::create(rb, c, cChunk);
+      Value hi = minIdx(rb, arith::AddIOp::create(rb, lo, cChunk),
+                        validCols(rb, row));
+      return {lo, maxIdx(rb, hi, lo)};
+    };
+    parallelFor(tb, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb,
+                                          ValueRange iv) {
+      Value row = iv[0];
+      auto [lo, hi] = chunkCols(rb, row, iv[1]);
+      Value mx = reduceLoop(
+          rb, lo, hi, c1, negInf,
+          [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
+            Value sc = memref::LoadOp::create(cb, t.sTile, ValueRange{row, c});
+            return arith::MaximumFOp::create(
+                cb, m, arith::MulFOp::create(cb, sc, scaleLog2));
+          });
+      memref::StoreOp::create(rb, mx, t.partial, ValueRange{row, iv[1]});
+    });
+    parallelFor(tb, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+      Value row = iv[0];
+      Value mOld = memref::LoadOp::create(rb, t.mBuf, ValueRange{row});
+      Value mNew = reduceLoop(
+          rb, c0, cChunks, c1, mOld,
+          [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
+            return arith::MaximumFOp::create(
+                cb, m,
+                memref::LoadOp::create(cb, t.partial, ValueRange{row, c}));
+          });
+      // While no key has been seen, keep the reference at 0 so that
+      // exp2(-inf - ref) = 0 instead of NaN.
+      Value isEmpty = arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
+                                            mNew, negInf);
+      Value ref = arith::SelectOp::create(rb, isEmpty, zeroF, mNew);
+      memref::StoreOp::create(
+          rb, math::Exp2Op::create(rb, arith::SubFOp::create(rb, mOld, ref)),
+          t.corrBuf, ValueRange{row});
+      memref::StoreOp::create(rb, mNew, t.mBuf, ValueRange{row});
+      memref::StoreOp::create(rb, ref, t.refBuf, ValueRange{row});
+    });
+    parallelFor(tb, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb,
+                                          ValueRange iv) {
+      Value row = iv[0];
+      auto [lo, hi] = chunkCols(rb, row, iv[1]);
+      Value ref = memref::LoadOp::create(rb, t.refBuf, ValueRange{row});
+      Value first = arith::MulIOp::create(rb, iv[1], cChunk);
+      Value sum = reduceLoop(
+          rb, c0, cChunk, c1, zeroF,
+          [&](ImplicitLocOpBuilder &cb, Value k, Value total) -> Value {
+            Value c = arith::AddIOp::create(cb, first, k);
+            Value sc = memref::LoadOp::create(cb, t.sTile, ValueRange{row, c});
+            Value e = math::Exp2Op::create(
+                cb, arith::SubFOp::create(
+                        cb, arith::MulFOp::create(cb, sc, scaleLog2), ref));
+            Value valid = arith::AndIOp::create(
+                cb,
+                arith::CmpIOp::create(cb, arith::CmpIPredicate::sge, c, lo),
+                arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, c, hi));
+            Value p = arith::SelectOp::create(cb, valid, e, zeroF);
+            memref::StoreOp::create(cb, castFloat(cb, p, t.elem), t.pTile,
+                                    ValueRange{row, c});
+            return arith::AddFOp::create(cb, total, p);
+          });
+      memref::StoreOp::create(rb, sum, t.partial, ValueRange{row, iv[1]});
+    });
+    parallelFor(tb, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+      Value row = iv[0];
+      Value sum = reduceLoop(
+          rb, c0, cChunks, c1, zeroF,
+          [&](ImplicitLocOpBuilder &cb, Value c, Value total) -> Value {
+            return arith::AddFOp::create(
+                cb, total,
+                memref::LoadOp::create(cb, t.partial, ValueRange{row, c}));
+          });
+      Value lOld = memref::LoadOp::create(rb, t.lBuf, ValueRange{row});
+      Value corr = memref::LoadOp::create(rb, t.corrBuf, ValueRange{row});
+      memref::StoreOp::create(
+          rb,
+          arith::AddFOp::create(rb, arith::MulFOp::create(rb, lOld, corr), sum),
+          t.lBuf, ValueRange{row});
+    });
+    // acc = diag(exp2(m_old - m_new)) * acc + P * V.
+    auto pv = MatmulOp::create(tb, t.pTile, t.vTile, t.acc, t.corrBuf);
+    pv.setAccumulate(true);
+  });
+}
+
+/// The normalised output chunk of `row` (acc[row, d : d + vw] / l, 0 for a
+/// row that saw no key) and, through `writeLse`, its natural-log LSE
+/// (-inf for such a row).
+struct RowResult {
+  Value scaled; // vector<vw x f32>
+  Value safeL, empty;
+};
+
+RowResult normalisedRow(ImplicitLocOpBuilder &rb, const AttentionTiles &t,
+                        Value row, Value d, int64_t vw) {
+  Value zeroF = f32Const(rb, 0.0);
+  Value l = memref::LoadOp::create(rb, t.lBuf, ValueRange{row});
+  Value empty = arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, l, zeroF);
+  Value safeL = arith::SelectOp::create(rb, empty, f32Const(rb, 1.0), l);
+  Value inv = arith::SelectOp::create(
+      rb, empty, zeroF, arith::DivFOp::create(rb, f32Const(rb, 1.0), safeL));
+  auto accVec = VectorType::get({vw}, rb.getF32Type());
+  Value a = vector::LoadOp::create(rb, accVec, t.acc, ValueRange{row, d});
+  Value scaled = arith::MulFOp::create(
+      rb, a, vector::BroadcastOp::create(rb, accVec, inv));
+  return {scaled, safeL, empty};
+}
+
+/// lse = (m + log2 l) * ln 2, or -inf for a row that saw no key.
+Value rowLse(ImplicitLocOpBuilder &ib, const AttentionTiles &t, Value row,
+             const RowResult &r) {
+  Value m = memref::LoadOp::create(ib, t.mBuf, ValueRange{row});
+  Value lse = arith::MulFOp::create(
+      ib, arith::AddFOp::create(ib, m, math::Log2Op::create(ib, r.safeL)),
+      f32Const(ib, kLn2));
+  return arith::SelectOp::create(ib, r.empty, f32Const(ib, kNegInf), lse);
 }
 
 //===----------------------------------------------------------------------===//
@@ -199,23 +457,9 @@ LogicalResult tileDecode(DecodeOp op) {
     Value start = arith::MulIOp::create(g, split, chunk);
     Value end = minIdx(g, len, arith::AddIOp::create(g, start, chunk));
 
-    // Tiles (fast memory). Matrix tiles get 16 bytes of padding per row:
-    // their natural row strides are multiples of 128 bytes, which would put
-    // the same column of consecutive rows in one shared-memory bank.
-    Value qTile = paddedTile(g, rows, dim, elem);
-    Value kTile = paddedTile(g, tile, dim, elem);
-    Value sTile = paddedTile(g, rows, tile, f32);
-    Value pTile = paddedTile(g, rows, tile, elem);
-    Value acc = paddedTile(g, rows, dv, f32);
-    auto mBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
-    auto lBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
-    auto corrBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
-    auto refBuf = memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
-    // Per (row, 8-column chunk) partial maxima, then partial sums.
-    constexpr int64_t kChunk = 8;
-    const int64_t chunks = tile / kChunk;
-    auto partial =
-        memref::AllocaOp::create(g, MemRefType::get({rows, chunks}, f32));
+    // Values are the first `dv` columns of the staged key rows.
+    AttentionTiles t =
+        allocateTiles(g, rows, tile, dim, dv, elem, /*separateValues=*/false);
 
     // Row `i * group + hh` of the tiles is query token i, head headBase + hh.
     auto rowOf = [&](ImplicitLocOpBuilder &ib, Value i, Value hh) {
@@ -241,9 +485,7 @@ LogicalResult tileDecode(DecodeOp op) {
       });
     }
     g.setInsertionPoint(activeIf.thenBlock()->getTerminator());
-    fillBuffer(g, acc, 0.0);
-    fillBuffer(g, mBuf, kNegInf);
-    fillBuffer(g, lBuf, 0.0);
+    initSoftmaxState(g, t);
 
     // Stage this group's queries.
     auto qVec = VectorType::get({qvw}, elem);
@@ -254,134 +496,27 @@ LogicalResult tileDecode(DecodeOp op) {
                   Value d = arith::MulIOp::create(ib, iv[2], cQvw);
                   Value v = vector::LoadOp::create(
                       ib, qVec, op.getQ(), ValueRange{req, iv[0], head, d});
-                  vector::StoreOp::create(ib, v, qTile,
+                  vector::StoreOp::create(ib, v, t.qTile,
                                           ValueRange{rowOf(ib, iv[0], iv[1]),
                                                      d});
                 });
 
     Value scaleLog2 =
         arith::MulFOp::create(g, op.getScale(), f32Const(g, kLog2e));
-    Value negInf = f32Const(g, kNegInf);
-    Value zeroF = f32Const(g, 0.0);
-    // V is the first `dv` columns of the staged key rows.
-    Value vTile = memref::SubViewOp::create(
-        g, kTile, ArrayRef<OpFoldResult>{g.getIndexAttr(0), g.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{g.getIndexAttr(tile), g.getIndexAttr(dv)},
-        ArrayRef<OpFoldResult>{g.getIndexAttr(1), g.getIndexAttr(1)});
-
-    // Online softmax over this split's key tiles.
-    forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &tb, Value t0) {
-      LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0, end,
-                           kTile);
-      auto qk = MatmulOp::create(tb, qTile, kTile, sTile, Value());
-      qk.setTransposeB(true);
-      // The online-softmax update, as four parallel phases over (row,
-      // 8-column chunk) and rows, so that every thread of a GPU workgroup
-      // has work: chunk maxima, row maxima and corrections, chunk
-      // exponentials and sums, row sums.
-      // Query i sees keys t <= len - sq + i; columns past `end` are padding.
-      auto validCols = [&](ImplicitLocOpBuilder &rb, Value i) -> Value {
-        Value visEnd = minIdx(
-            rb, end,
-            arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq),
-                                  arith::AddIOp::create(rb, i, c1)));
-        return minIdx(
-            rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0), cTile);
-      };
-      Value cChunks = indexConst(tb, chunks), cChunk = indexConst(tb, kChunk);
-      // Columns [c * 8, c * 8 + 8) of the row that are visible.
-      auto chunkCols = [&](ImplicitLocOpBuilder &rb, Value i, Value c)
-          -> std::pair<Value, Value> {
-        Value lo = arith::MulIOp::create(rb, c, cChunk);
-        Value hi = minIdx(rb, arith::AddIOp::create(rb, lo, cChunk),
-                          validCols(rb, i));
-        return {lo, maxIdx(rb, hi, lo)};
-      };
-      parallelFor(tb, {cSq, cGroup, cChunks}, [&](ImplicitLocOpBuilder &rb,
-                                                  ValueRange iv) {
-        Value row = rowOf(rb, iv[0], iv[1]);
-        auto [lo, hi] = chunkCols(rb, iv[0], iv[2]);
-        Value mx = reduceLoop(
-            rb, lo, hi, c1, negInf,
-            [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
-              Value sc = memref::LoadOp::create(cb, sTile, ValueRange{row, c});
-              return arith::MaximumFOp::create(
-                  cb, m, arith::MulFOp::create(cb, sc, scaleLog2));
-            });
-        memref::StoreOp::create(rb, mx, partial, ValueRange{row, iv[2]});
-      });
-      parallelFor(tb, {cSq, cGroup}, [&](ImplicitLocOpBuilder &rb,
-                                         ValueRange iv) {
-        Value row = rowOf(rb, iv[0], iv[1]);
-        Value mOld = memref::LoadOp::create(rb, mBuf, ValueRange{row});
-        Value mNew = reduceLoop(
-            rb, c0, cChunks, c1, mOld,
-            [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
-              return arith::MaximumFOp::create(
-                  cb, m,
-                  memref::LoadOp::create(cb, partial, ValueRange{row, c}));
-            });
-        // While no key has been seen, keep the reference at 0 so that
-        // exp2(-inf - ref) = 0 instead of NaN.
-        Value isEmpty = arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
-                                              mNew, negInf);
-        Value ref = arith::SelectOp::create(rb, isEmpty, zeroF, mNew);
-        memref::StoreOp::create(
-            rb, math::Exp2Op::create(rb, arith::SubFOp::create(rb, mOld, ref)),
-            corrBuf, ValueRange{row});
-        memref::StoreOp::create(rb, mNew, mBuf, ValueRange{row});
-        memref::StoreOp::create(rb, ref, refBuf, ValueRange{row});
-      });
-      parallelFor(tb, {cSq, cGroup, cChunks}, [&](ImplicitLocOpBuilder &rb,
-                                                  ValueRange iv) {
-        Value row = rowOf(rb, iv[0], iv[1]);
-        auto [lo, hi] = chunkCols(rb, iv[0], iv[2]);
-        Value ref = memref::LoadOp::create(rb, refBuf, ValueRange{row});
-        Value first = arith::MulIOp::create(rb, iv[2], cChunk);
-        Value sum = reduceLoop(
-            rb, c0, cChunk, c1, zeroF,
-            [&](ImplicitLocOpBuilder &cb, Value k, Value total) -> Value {
-              Value c = arith::AddIOp::create(cb, first, k);
-              Value sc = memref::LoadOp::create(cb, sTile, ValueRange{row, c});
-              Value e = math::Exp2Op::create(
-                  cb, arith::SubFOp::create(
-                          cb, arith::MulFOp::create(cb, sc, scaleLog2), ref));
-              Value valid = arith::AndIOp::create(
-                  cb,
-                  arith::CmpIOp::create(cb, arith::CmpIPredicate::sge, c, lo),
-                  arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, c, hi));
-              Value p = arith::SelectOp::create(cb, valid, e, zeroF);
-              memref::StoreOp::create(cb, castFloat(cb, p, elem), pTile,
-                                      ValueRange{row, c});
-              return arith::AddFOp::create(cb, total, p);
-            });
-        memref::StoreOp::create(rb, sum, partial, ValueRange{row, iv[2]});
-      });
-      parallelFor(tb, {cSq, cGroup}, [&](ImplicitLocOpBuilder &rb,
-                                         ValueRange iv) {
-        Value row = rowOf(rb, iv[0], iv[1]);
-        Value sum = reduceLoop(
-            rb, c0, cChunks, c1, zeroF,
-            [&](ImplicitLocOpBuilder &cb, Value c, Value total) -> Value {
-              return arith::AddFOp::create(
-                  cb, total,
-                  memref::LoadOp::create(cb, partial, ValueRange{row, c}));
-            });
-        Value lOld = memref::LoadOp::create(rb, lBuf, ValueRange{row});
-        Value corr = memref::LoadOp::create(rb, corrBuf, ValueRange{row});
-        memref::StoreOp::create(
-            rb,
-            arith::AddFOp::create(rb, arith::MulFOp::create(rb, lOld, corr),
-                                  sum),
-            lBuf, ValueRange{row});
-      });
-      // acc = diag(exp2(m_old - m_new)) * acc + P * V.
-      auto pv = MatmulOp::create(tb, pTile, vTile, acc, corrBuf);
-      pv.setAccumulate(true);
-    });
+    emitOnlineSoftmax(
+        g, t, start, end, scaleLog2,
+        [&](ImplicitLocOpBuilder &tb, Value t0) {
+          LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0,
+                               end, t.kTile);
+        },
+        // Query i (row i * group + hh) sees keys t <= len - sq + i.
+        [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
+          Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
+          return arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq),
+                                       arith::AddIOp::create(rb, i, c1));
+        });
 
     // Epilogue: normalise and write this split's partial result.
-    auto accVec = VectorType::get({vw}, f32);
     Value cVw = indexConst(g, vw);
     parallelFor(
         g, {cSq, cGroup, indexConst(g, dv / vw)},
@@ -389,32 +524,15 @@ LogicalResult tileDecode(DecodeOp op) {
           Value i = iv[0], row = rowOf(rb, iv[0], iv[1]);
           Value head = arith::AddIOp::create(rb, headBase, iv[1]);
           Value d = arith::MulIOp::create(rb, iv[2], cVw);
-          Value l = memref::LoadOp::create(rb, lBuf, ValueRange{row});
-          Value empty =
-              arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, l, zeroF);
-          Value safeL =
-              arith::SelectOp::create(rb, empty, f32Const(rb, 1.0), l);
-          Value inv = arith::SelectOp::create(
-              rb, empty, zeroF,
-              arith::DivFOp::create(rb, f32Const(rb, 1.0), safeL));
-          Value a = vector::LoadOp::create(rb, accVec, acc, ValueRange{row, d});
-          vector::StoreOp::create(
-              rb,
-              arith::MulFOp::create(
-                  rb, a, vector::BroadcastOp::create(rb, accVec, inv)),
-              wsO, ValueRange{req, i, head, split, d});
+          RowResult r = normalisedRow(rb, t, row, d, vw);
+          vector::StoreOp::create(rb, r.scaled, wsO,
+                                  ValueRange{req, i, head, split, d});
           // One iteration per row writes the LSE.
           Value first =
               arith::CmpIOp::create(rb, arith::CmpIPredicate::eq, iv[2], c0);
           scf::IfOp::create(rb, first, [&](OpBuilder &nb, Location loc) {
             ImplicitLocOpBuilder ib(loc, nb);
-            Value m = memref::LoadOp::create(ib, mBuf, ValueRange{row});
-            Value lse = arith::MulFOp::create(
-                ib,
-                arith::AddFOp::create(ib, m, math::Log2Op::create(ib, safeL)),
-                f32Const(ib, kLn2));
-            lse = arith::SelectOp::create(ib, empty, negInf, lse);
-            memref::StoreOp::create(ib, lse, wsL,
+            memref::StoreOp::create(ib, rowLse(ib, t, row, r), wsL,
                                     ValueRange{req, i, head, split});
             scf::YieldOp::create(ib);
           });
@@ -429,10 +547,220 @@ LogicalResult tileDecode(DecodeOp op) {
 }
 
 //===----------------------------------------------------------------------===//
+// mla.prefill
+//===----------------------------------------------------------------------===//
+
+void recordPrefillInfo(PrefillOp op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!func)
+    return;
+  Builder b(op.getContext());
+  ConfigAttr cfg = op.getConfigAttr();
+  std::string config =
+      llvm::formatv("tile_q={0} tile_kv={1} warps={2} stages={3}",
+                    cfg.getTileQ(), cfg.getTileKv(), cfg.getWarps(),
+                    cfg.getStages())
+          .str();
+  NamedAttrList info;
+  info.append("kernel", b.getStringAttr("prefill"));
+  info.append("dtype",
+              b.getStringAttr(typeName(op.getQ().getType().getElementType())));
+  info.append("heads", b.getI64IntegerAttr(op.getNumHeads()));
+  info.append("qk_dim", b.getI64IntegerAttr(op.getQkDim()));
+  info.append("v_dim", b.getI64IntegerAttr(op.getVDim()));
+  info.append("causal", b.getI64IntegerAttr(op.getCausal() ? 1 : 0));
+  info.append("config", b.getStringAttr(config));
+  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  for (auto [v, role] :
+       {std::pair<Value, StringRef>{op.getQ(), "q"},
+        {op.getK(), "k"},
+        {op.getV(), "v"},
+        {op.getCuSeqlensQ(), "cu_seqlens_q"},
+        {op.getCuSeqlensK(), "cu_seqlens_k"},
+        {op.getScale(), "scale"},
+        {op.getO(), "o"},
+        {op.getLse(), "lse"}})
+    tagRole(v, role);
+}
+
+/// One workgroup per (query tile, head, request): grid (ceil(T / tile_q), H,
+/// B). A request's queries are split into tiles of tile_q rows; workgroups
+/// past a request's last tile exit at once. With `causal`, the key loop
+/// stops at the tile's last visible key (tiles above the diagonal are never
+/// loaded) and tiles are visited last-first, so the heaviest start first.
+LogicalResult tilePrefill(PrefillOp op) {
+  ConfigAttr cfg = op.getConfigAttr();
+  if (!cfg)
+    return op.emitOpError()
+           << "has no #mla.config; run mla-select-config before mla-tile";
+  recordPrefillInfo(op);
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  const int64_t heads = op.getNumHeads(), dim = op.getQkDim(),
+                dv = op.getVDim();
+  const int64_t tileQ = cfg.getTileQ(), tile = cfg.getTileKv();
+  const bool causal = op.getCausal();
+  Type elem = op.getQ().getType().getElementType();
+  Type outElem = op.getO().getType().getElementType();
+  const int64_t vw = vectorWidthFor(dv);
+
+  Value c1 = indexConst(b, 1);
+  Value numQTiles = arith::CeilDivSIOp::create(b, dimValue(b, op.getQ(), 0),
+                                               indexConst(b, tileQ));
+  Value batch =
+      arith::SubIOp::create(b, dimValue(b, op.getCuSeqlensQ(), 0), c1);
+  auto [grid, ids] =
+      createGrid(b, numQTiles, indexConst(b, heads), batch);
+  grid->setAttr("config", cfg);
+  {
+    ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
+        op.getLoc(), &grid.getBody().front());
+    Value head = ids[1], req = ids[2];
+    Value c0 = indexConst(g, 0), g1 = indexConst(g, 1);
+    Value cTileQ = indexConst(g, tileQ);
+    // Heaviest tiles first when causal.
+    Value qTileIdx = ids[0];
+    if (causal) {
+      Value n = arith::CeilDivSIOp::create(g, dimValue(g, op.getQ(), 0),
+                                           cTileQ);
+      qTileIdx = arith::SubIOp::create(
+          g, arith::SubIOp::create(g, n, g1), ids[0]);
+    }
+    auto loadIndex = [&](Value cu, Value i) -> Value {
+      Value v = memref::LoadOp::create(g, cu, ValueRange{i});
+      return arith::IndexCastOp::create(g, g.getIndexType(), v);
+    };
+    Value reqNext = arith::AddIOp::create(g, req, g1);
+    Value qStart = loadIndex(op.getCuSeqlensQ(), req);
+    Value qLen = maxIdx(
+        g, arith::SubIOp::create(g, loadIndex(op.getCuSeqlensQ(), reqNext),
+                                 qStart),
+        c0);
+    Value kStart = loadIndex(op.getCuSeqlensK(), req);
+    Value kLen = maxIdx(
+        g, arith::SubIOp::create(g, loadIndex(op.getCuSeqlensK(), reqNext),
+                                 kStart),
+        c0);
+    Value q0 = arith::MulIOp::create(g, qTileIdx, cTileQ);
+    // Query i of the request sees keys j < i + 1 + (kLen - qLen).
+    Value shift = arith::SubIOp::create(g, kLen, qLen);
+
+    AttentionTiles t =
+        allocateTiles(g, tileQ, tile, dim, dv, elem, /*separateValues=*/true);
+
+    auto activeIf = scf::IfOp::create(
+        g, arith::CmpIOp::create(g, arith::CmpIPredicate::slt, q0, qLen),
+        /*withElseRegion=*/false);
+    g.setInsertionPoint(activeIf.thenBlock()->getTerminator());
+    Value rowsValid = minIdx(g, cTileQ, arith::SubIOp::create(g, qLen, q0));
+    Value firstRow = arith::AddIOp::create(g, qStart, q0);
+    // Keys this tile sees at all: up to its last row's causal limit.
+    Value end = kLen;
+    if (causal)
+      end = minIdx(
+          g, kLen,
+          maxIdx(g,
+                 arith::AddIOp::create(
+                     g, arith::AddIOp::create(g, q0, cTileQ), shift),
+                 c0));
+    initSoftmaxState(g, t);
+    maskedRowCopy(g, t.qTile, tileQ, dim, rowsValid, op.getQ(),
+                  [&](ImplicitLocOpBuilder &ib, Value r, Value d) {
+                    return SmallVector<Value>{
+                        arith::AddIOp::create(ib, firstRow, r), head, d};
+                  });
+    Value scaleLog2 =
+        arith::MulFOp::create(g, op.getScale(), f32Const(g, kLog2e));
+    emitOnlineSoftmax(
+        g, t, c0, end, scaleLog2,
+        [&](ImplicitLocOpBuilder &tb, Value t0) {
+          Value limit = arith::SubIOp::create(tb, end, t0);
+          Value keyRow = arith::AddIOp::create(tb, kStart, t0);
+          auto at = [&](ImplicitLocOpBuilder &ib, Value r, Value d) {
+            return SmallVector<Value>{arith::AddIOp::create(ib, keyRow, r),
+                                      head, d};
+          };
+          maskedRowCopy(tb, t.kTile, tile, dim, limit, op.getK(), at);
+          maskedRowCopy(tb, t.vTile, tile, dv, limit, op.getV(), at);
+        },
+        [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
+          if (!causal)
+            return kLen;
+          return arith::AddIOp::create(
+              rb, arith::AddIOp::create(rb, arith::AddIOp::create(rb, q0, row),
+                                        shift),
+              indexConst(rb, 1));
+        });
+
+    // Epilogue: rows of this tile that are queries write o and lse.
+    Value cVw = indexConst(g, vw);
+    parallelFor(g, {cTileQ, indexConst(g, dv / vw)},
+                [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+      Value row = iv[0];
+      Value isQuery =
+          arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, row, rowsValid);
+      scf::IfOp::create(rb, isQuery, [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        Value d = arith::MulIOp::create(ib, iv[1], cVw);
+        Value token = arith::AddIOp::create(ib, firstRow, row);
+        RowResult r = normalisedRow(ib, t, row, d, vw);
+        vector::StoreOp::create(ib, castFloat(ib, r.scaled, outElem),
+                                op.getO(), ValueRange{token, head, d});
+        Value first =
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, iv[1], c0);
+        scf::IfOp::create(ib, first, [&](OpBuilder &nb2, Location loc2) {
+          ImplicitLocOpBuilder jb(loc2, nb2);
+          memref::StoreOp::create(jb, rowLse(jb, t, row, r), op.getLse(),
+                                  ValueRange{head, token});
+          scf::YieldOp::create(jb);
+        });
+        scf::YieldOp::create(ib);
+      });
+    });
+  }
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // mla.merge
 //===----------------------------------------------------------------------===//
 
+/// The function argument `v` is, or views through transposes.
+Value viewSource(Value v) {
+  while (auto t = v.getDefiningOp<memref::TransposeOp>())
+    v = t.getIn();
+  return v;
+}
+
+/// A merge on the function's own arguments (a standalone merge kernel, e.g.
+/// for chunked prefill) describes the kernel; a decode's merge does not.
+void recordMergeInfo(MergeOp op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!func || func->hasAttr("mla.kernel_info") ||
+      !isa<BlockArgument>(viewSource(op.getO())))
+    return;
+  Builder b(op.getContext());
+  auto oType = op.getO().getType();
+  const int64_t lead = op.getLse().getType().getRank();
+  NamedAttrList info;
+  info.append("kernel", b.getStringAttr("merge"));
+  info.append("dtype", b.getStringAttr(typeName(oType.getElementType())));
+  if (lead == 2 && !oType.isDynamicDim(1))
+    info.append("heads", b.getI64IntegerAttr(oType.getDimSize(1)));
+  info.append("v_dim", b.getI64IntegerAttr(oType.getDimSize(lead)));
+  info.append("parts", b.getI64IntegerAttr(
+                           op.getLseParts().getType().getDimSize(lead)));
+  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  for (auto [v, role] :
+       {std::pair<Value, StringRef>{op.getOParts(), "o_parts"},
+        {op.getLseParts(), "lse_parts"},
+        {op.getO(), "o"},
+        {op.getLse(), "lse"}})
+    tagRole(viewSource(v), role);
+}
+
 LogicalResult tileMerge(MergeOp op) {
+  recordMergeInfo(op);
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto lseType = op.getLse().getType();
   auto oType = op.getO().getType();
@@ -540,7 +868,12 @@ LogicalResult tileMerge(MergeOp op) {
 
 struct TilePass : public mla::impl::MLATileBase<TilePass> {
   void runOnOperation() override {
-    // Decode first: it creates the merges that are tiled next.
+    SmallVector<PrefillOp> prefills;
+    getOperation().walk([&](PrefillOp op) { prefills.push_back(op); });
+    for (PrefillOp op : prefills)
+      if (failed(tilePrefill(op)))
+        return signalPassFailure();
+    // Decode before merge: it creates the merges that are tiled next.
     SmallVector<DecodeOp> decodes;
     getOperation().walk([&](DecodeOp op) { decodes.push_back(op); });
     for (DecodeOp op : decodes)
@@ -550,6 +883,12 @@ struct TilePass : public mla::impl::MLATileBase<TilePass> {
     getOperation().walk([&](MergeOp op) { merges.push_back(op); });
     for (MergeOp op : merges)
       if (failed(tileMerge(op)))
+        return signalPassFailure();
+    // KV append (TileAppendKV.cpp).
+    SmallVector<AppendKVOp> appends;
+    getOperation().walk([&](AppendKVOp op) { appends.push_back(op); });
+    for (AppendKVOp op : appends)
+      if (failed(tileAppendKV(op)))
         return signalPassFailure();
   }
 };

@@ -159,6 +159,126 @@ func.func @merge_dynamic_parts(%op: memref<7x?x128xf32>, %lp: memref<7x?xf32>, %
 
 // -----
 
+func.func @append_rank(%new: memref<?x1x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x576xbf16>) {
+  // expected-error @+1 {{operand 'kv_new' must have rank 2 [tokens, row width], got rank 3}}
+  mla.append_kv %new, %slots, %kv : memref<?x1x576xbf16>, memref<?xi32>, memref<?x64x576xbf16>
+  return
+}
+
+// -----
+
+func.func @append_pool_rank(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x576xbf16>) {
+  // expected-error @+1 {{operand 'kv' must have rank 3 [pages, page size, row width], got rank 2}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?xi32>, memref<?x576xbf16>
+  return
+}
+
+// -----
+
+func.func @append_slots_rank(%new: memref<?x576xbf16>, %slots: memref<?x1xi32>, %kv: memref<?x64x576xbf16>) {
+  // expected-error @+1 {{operand 'slot_mapping' must have rank 1 [tokens], got rank 2}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?x1xi32>, memref<?x64x576xbf16>
+  return
+}
+
+// -----
+
+func.func @append_layout(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x576xbf16, strided<[?, 1152, 2]>>) {
+  // expected-error @+1 {{operand 'kv' must have an identity (row-major) layout}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?xi32>, memref<?x64x576xbf16, strided<[?, 1152, 2]>>
+  return
+}
+
+// -----
+
+func.func @append_dynamic_width(%new: memref<?x?xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x576xbf16>) {
+  // expected-error @+1 {{operand 'kv_new' dim 1 must be static}}
+  mla.append_kv %new, %slots, %kv : memref<?x?xbf16>, memref<?xi32>, memref<?x64x576xbf16>
+  return
+}
+
+// -----
+
+func.func @append_pool_dynamic_width(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x?xbf16>) {
+  // expected-error @+1 {{operand 'kv' dim 2 must be static}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?xi32>, memref<?x64x?xbf16>
+  return
+}
+
+// -----
+
+func.func @append_elem(%new: memref<?x576xi16>, %slots: memref<?xi32>, %kv: memref<?x64x576xi16>) {
+  // expected-error @+1 {{operand 'kv_new' element type must be bf16, f16 or f32, got 'i16'}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xi16>, memref<?xi32>, memref<?x64x576xi16>
+  return
+}
+
+// -----
+
+func.func @append_pool_elem(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x576xf16>) {
+  // expected-error @+1 {{operand 'kv' element type 'f16' differs from kv_new element type 'bf16'}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?xi32>, memref<?x64x576xf16>
+  return
+}
+
+// -----
+
+func.func @append_slots_i64(%new: memref<?x576xbf16>, %slots: memref<?xi64>, %kv: memref<?x64x576xbf16>) {
+  // expected-error @+1 {{operand 'slot_mapping' element type must be i32, got 'i64'}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?xi64>, memref<?x64x576xbf16>
+  return
+}
+
+// -----
+
+func.func @append_width(%new: memref<?x12xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x12xbf16>) {
+  // expected-error @+1 {{row width (kv_new dim 1) must be a positive multiple of 8, got 12}}
+  mla.append_kv %new, %slots, %kv : memref<?x12xbf16>, memref<?xi32>, memref<?x64x12xbf16>
+  return
+}
+
+// -----
+
+func.func @append_pool_width(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x512xbf16>) {
+  // expected-error @+1 {{operand 'kv' dim 2 (row width) is 512, expected 576}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?xi32>, memref<?x64x512xbf16>
+  return
+}
+
+// -----
+
+func.func @append_tokens(%new: memref<4x576xbf16>, %slots: memref<5xi32>, %kv: memref<?x64x576xbf16>) {
+  // expected-error @+1 {{operand 'slot_mapping' dim 0 (tokens) is 5, expected 4}}
+  mla.append_kv %new, %slots, %kv : memref<4x576xbf16>, memref<5xi32>, memref<?x64x576xbf16>
+  return
+}
+
+// -----
+
+func.func @append_zero_page(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x0x576xbf16>) {
+  // expected-error @+1 {{page size (kv dim 1) must be >= 1, got 0}}
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?xi32>, memref<?x0x576xbf16>
+  return
+}
+
+// -----
+
+func.func @append_latent(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x576xbf16>) {
+  // expected-error @+1 {{latent_dim must be in [1, 576] (the row width), got 600}}
+  mla.append_kv %new, %slots, %kv {latent_dim = 600 : i64} : memref<?x576xbf16>, memref<?xi32>, memref<?x64x576xbf16>
+  return
+}
+
+// -----
+
+func.func @append_latent_zero(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x576xbf16>) {
+  // expected-error @+1 {{latent_dim must be in [1, 576] (the row width), got 0}}
+  mla.append_kv %new, %slots, %kv {latent_dim = 0 : i64} : memref<?x576xbf16>, memref<?xi32>, memref<?x64x576xbf16>
+  return
+}
+
+// -----
+
 func.func @grid_args(%n: index) {
   // expected-error @+1 {{body must take three 'index' arguments (the workgroup coordinates)}}
   mla.grid in (%n, %n, %n) {
@@ -235,3 +355,136 @@ func.func @mm_scale_size(%a: memref<16x64xbf16>, %b: memref<64x32xbf16>, %c: mem
 
 // expected-error @+1 {{min_workgroups must be >= 0, got -1}}
 func.func private @bad_min_workgroups() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, min_workgroups = -1>}
+
+// -----
+
+func.func @prefill_layout(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16, strided<[256, 32, 1]>>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{operand 'k' must have an identity (row-major) layout}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16, strided<[256, 32, 1]>>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_dynamic_heads(%q: memref<?x?x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{operand 'q' dim 1 must be static}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x?x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_qk_dim(%q: memref<?x4x24xbf16>, %k: memref<?x4x24xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{qk head dim (q dim 2) must be a positive multiple of 16, got 24}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x24xbf16>, memref<?x4x24xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_v_dim(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x8xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x8xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{value head dim (v dim 2) must be a positive multiple of 16, got 8}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x8xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x8xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_v_wider(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x48xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x48xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{value head dim (v dim 2 = 48) must not exceed the qk head dim (q dim 2 = 32)}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x48xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x48xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_elem(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{v element type 'f16' differs from q element type 'bf16'}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_o_elem(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{o element type must be the q element type ('bf16') or f32, got 'f16'}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_k_heads(%q: memref<?x4x32xbf16>, %k: memref<?x2x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{operand 'k' dim 1 (heads) is 2, expected 4}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x2x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_tokens(%q: memref<?x4x32xbf16>, %k: memref<6x4x32xbf16>, %v: memref<5x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{operand 'v' dim 0 (key tokens) is 5, expected 6}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<6x4x32xbf16>, memref<5x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_lse(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<3x?xf32>) {
+  // expected-error @+1 {{operand 'lse' dim 0 (heads) is 3, expected 4}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<3x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_cu(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<3xi32>, %ck: memref<4xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{operand 'cu_seqlens_k' dim 0 (batch + 1) is 4, expected 3}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<3xi32>, memref<4xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_cu_short(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<1xi32>, %ck: memref<1xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{operand 'cu_seqlens_q' dim 0 (batch + 1) must be >= 2, got 1}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<1xi32>, memref<1xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_config_split(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{config kv_splits and head_group must be 1 for prefill, got 2 and 1}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l {config = #mla.config<tile_kv = 64, kv_splits = 2, head_group = 1, warps = 4, stages = 1, tile_q = 64>} : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @prefill_config_tile_q(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{config tile_q must be set for prefill}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l {config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1>} : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile_q must be 0 or a power of two in [16, 256], got 48}}
+func.func private @prefill_tile_q_value() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 48>}
+
+// -----
+
+func.func @decode_tile_q(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{config tile_q applies to prefill only, got 64}}
+  mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>} : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @merge_value_not_contiguous(%op: memref<7x3x128xf32, strided<[768, 256, 2]>>, %lp: memref<7x3xf32>, %o: memref<7x128xf32>, %lse: memref<7xf32>) {
+  // expected-error @+1 {{operand 'o_parts' must be contiguous in its last (value) dim}}
+  mla.merge %op, %lp, %o, %lse : memref<7x3x128xf32, strided<[768, 256, 2]>>, memref<7x3xf32>, memref<7x128xf32>, memref<7xf32>
+  return
+}

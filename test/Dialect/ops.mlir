@@ -26,12 +26,47 @@ func.func @decode_page1(%q: memref<2x2x128x576xf32>, %kv: memref<1000x1x576xf32>
   return
 }
 
+// KV append: DeepSeek rows into 64-token pages; f32 rows into a run-time
+// page size with the latent part recorded; f16 with static shapes.
+// CHECK-LABEL: func @append_kv
+// CHECK: mla.append_kv %{{.*}}, %{{.*}}, %{{.*}} : memref<?x576xbf16>, memref<?xi32>, memref<?x64x576xbf16>
+// CHECK: mla.append_kv %{{.*}}, %{{.*}}, %{{.*}} {latent_dim = 512 : i64} : memref<?x576xf32>, memref<?xi32>, memref<?x?x576xf32>
+// CHECK: mla.append_kv %{{.*}}, %{{.*}}, %{{.*}} : memref<7x288xf16>, memref<7xi32>, memref<10x1x288xf16>
+func.func @append_kv(%new: memref<?x576xbf16>, %slots: memref<?xi32>, %kv: memref<?x64x576xbf16>, %new32: memref<?x576xf32>, %kv32: memref<?x?x576xf32>, %new16: memref<7x288xf16>, %slots7: memref<7xi32>, %kv16: memref<10x1x288xf16>) {
+  mla.append_kv %new, %slots, %kv : memref<?x576xbf16>, memref<?xi32>, memref<?x64x576xbf16>
+  mla.append_kv %new32, %slots, %kv32 {latent_dim = 512 : i64} : memref<?x576xf32>, memref<?xi32>, memref<?x?x576xf32>
+  mla.append_kv %new16, %slots7, %kv16 : memref<7x288xf16>, memref<7xi32>, memref<10x1x288xf16>
+  return
+}
+
 // CHECK-LABEL: func @merge
 // CHECK: mla.merge %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<?x1x16x4x512xf32>, memref<?x1x16x4xf32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
 // CHECK: mla.merge {{.*}} : memref<7x3x128xf32>, memref<7x3xf32>, memref<7x128xf32>, memref<7xf32>
 func.func @merge(%op: memref<?x1x16x4x512xf32>, %lp: memref<?x1x16x4xf32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>, %op2: memref<7x3x128xf32>, %lp2: memref<7x3xf32>, %o2: memref<7x128xf32>, %lse2: memref<7xf32>) {
   mla.merge %op, %lp, %o, %lse : memref<?x1x16x4x512xf32>, memref<?x1x16x4xf32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   mla.merge %op2, %lp2, %o2, %lse2 : memref<7x3x128xf32>, memref<7x3xf32>, memref<7x128xf32>, memref<7xf32>
+  return
+}
+
+// CHECK-LABEL: func @prefill
+// CHECK: mla.prefill %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal} : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xbf16>, memref<16x?xf32>
+// CHECK: mla.prefill {{.*}} {config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>} : memref<5x1x32xf32>, memref<9x1x32xf32>, memref<9x1x16xf32>, memref<3xi32>, memref<3xi32>, f32, memref<5x1x16xf32>, memref<1x5xf32>
+// CHECK-NOT: causal
+func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>, %q2: memref<5x1x32xf32>, %k2: memref<9x1x32xf32>, %v2: memref<9x1x16xf32>, %cu2: memref<3xi32>, %o2: memref<5x1x16xf32>, %lse2: memref<1x5xf32>) {
+  mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal} : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xbf16>, memref<16x?xf32>
+  mla.prefill %q2, %k2, %v2, %cu2, %cu2, %scale, %o2, %lse2 {config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>} : memref<5x1x32xf32>, memref<9x1x32xf32>, memref<9x1x16xf32>, memref<3xi32>, memref<3xi32>, f32, memref<5x1x16xf32>, memref<1x5xf32>
+  return
+}
+
+// Chunked prefill: N stacked chunk results [N, T, H, Dv] and LSEs [N, H, T]
+// merged through transposed views.
+// CHECK-LABEL: func @merge_views
+// CHECK: mla.merge {{.*}} : memref<?x16x2x128xf32, strided<[2048, 128, ?, 1]>>, memref<?x16x2xf32, strided<[1, ?, ?]>>, memref<?x16x128xbf16>, memref<?x16xf32, strided<[1, ?]>>
+func.func @merge_views(%op: memref<2x?x16x128xf32>, %lp: memref<2x16x?xf32>, %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
+  %opv = memref.transpose %op (n, t, h, d) -> (t, h, n, d) : memref<2x?x16x128xf32> to memref<?x16x2x128xf32, strided<[2048, 128, ?, 1]>>
+  %lpv = memref.transpose %lp (n, h, t) -> (t, h, n) : memref<2x16x?xf32> to memref<?x16x2xf32, strided<[1, ?, ?]>>
+  %lsev = memref.transpose %lse (h, t) -> (t, h) : memref<16x?xf32> to memref<?x16xf32, strided<[1, ?]>>
+  mla.merge %opv, %lpv, %o, %lsev : memref<?x16x2x128xf32, strided<[2048, 128, ?, 1]>>, memref<?x16x2xf32, strided<[1, ?, ?]>>, memref<?x16x128xbf16>, memref<?x16xf32, strided<[1, ?]>>
   return
 }
 

@@ -23,6 +23,7 @@
 // CHECK: %[[QT:.*]] = memref.subview %[[QB]][0, 0] [4, 48] [1, 1] : memref<4x56xbf16> to memref<4x48xbf16, strided<[56, 1]>>
 // CHECK: %[[KB:.*]] = memref.alloca() : memref<16x56xbf16>
 // CHECK: %[[KT:.*]] = memref.subview %[[KB]]
+// CHECK: %[[V:.*]] = memref.subview %[[KT]][0, 0] [16, 32] [1, 1]
 // CHECK: %[[SB:.*]] = memref.alloca() : memref<4x20xf32>
 // CHECK: %[[ST:.*]] = memref.subview %[[SB]]
 // CHECK: %[[PB:.*]] = memref.alloca() : memref<4x24xbf16>
@@ -31,7 +32,6 @@
 // CHECK: %[[ACC:.*]] = memref.subview %[[AB]]
 //   log2(e) is folded into the scale once.
 // CHECK: %[[SL2:.*]] = arith.mulf %arg4, %{{.*}} : f32
-// CHECK: %[[V:.*]] = memref.subview %[[KT]][0, 0] [16, 32] [1, 1]
 // CHECK: scf.for %[[T0:.*]] = %[[START]] to %[[END]] step %c16
 // CHECK: mla.load_kv_tile %arg1[%arg2, %[[REQ]], %[[T0]], %[[END]]] into %[[KT]]
 // CHECK: mla.matmul %[[QT]], %[[KT]], %[[ST]] {transpose_b}

@@ -3,6 +3,11 @@
 //   mla-compile kernel.mlir --target=host -o kernel.mlapkg
 //   mla-compile --kernel=decode --heads=16 --latent-dim=512 --rope-dim=64 \
 //               --page-size=64 --q-len=1 --dtype=bf16 --target=host -o k.mlapkg
+//   mla-compile --kernel=prefill --heads=16 --qk-dim=192 --v-dim=128 \
+//               --causal --dtype=bf16 --target=sm_90a -o p.mlapkg
+//   mla-compile --kernel=merge --heads=16 --v-dim=128 --parts=2 -o m.mlapkg
+//   mla-compile --kernel=append_kv --latent-dim=512 --rope-dim=64 \
+//               --page-size=64 --dtype=bf16 --target=host -o a.mlapkg
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Dialect/MLA/IR/MLA.h"
@@ -42,8 +47,13 @@ static cl::opt<std::string> outputFile(
                   "obj/package)"),
     cl::value_desc("file"), cl::init(""), cl::cat(cat));
 static cl::opt<std::string> kernel(
-    "kernel", cl::desc("Describe the kernel by flags instead of an .mlir "
-                       "file: decode"),
+    "kernel",
+    cl::desc("Describe the kernel by flags instead of an .mlir file: decode "
+             "(--heads --latent-dim --rope-dim --page-size --q-len), prefill "
+             "(--heads --qk-dim --v-dim --causal), merge (--heads --v-dim "
+             "--parts), append_kv (KV append: writes new tokens' rows into "
+             "their pages from a slot mapping; --latent-dim --rope-dim "
+             "--page-size); all take --dtype"),
     cl::init(""), cl::cat(cat));
 static cl::opt<int64_t> heads("heads", cl::desc("Query heads (>= 1)"),
                               cl::init(16), cl::cat(cat));
@@ -62,10 +72,33 @@ static cl::opt<int64_t> pageSize(
 static cl::opt<int64_t>
     qLen("q-len", cl::desc("Query tokens per request (>= 1; > 1 is MTP)"),
          cl::init(1), cl::cat(cat));
+static cl::opt<int64_t>
+    qkDim("qk-dim",
+          cl::desc("prefill: q/k head dim, a multiple of 16; DeepSeek 192"),
+          cl::init(192), cl::cat(cat));
+static cl::opt<int64_t>
+    vDim("v-dim",
+         cl::desc("prefill, merge: value head dim, a multiple of 16 and at "
+                  "most --qk-dim; DeepSeek 128"),
+         cl::init(128), cl::cat(cat));
+static cl::opt<bool>
+    causal("causal",
+           cl::desc("prefill: causal mask, aligned bottom-right when a "
+                    "request has more keys than queries"),
+           cl::init(false), cl::cat(cat));
+static cl::opt<int64_t>
+    parts("parts",
+          cl::desc("merge: partial results (chunks) merged, >= 1"),
+          cl::init(2), cl::cat(cat));
 static cl::opt<std::string> dtype("dtype",
                                   cl::desc("q/kv/o element type: bf16, f16, "
                                            "f32"),
                                   cl::init("bf16"), cl::cat(cat));
+static cl::opt<std::string> oDtype(
+    "o-dtype",
+    cl::desc("prefill: element type of o, the --dtype (default) or f32 (e.g. "
+             "for chunk results merged later)"),
+    cl::init(""), cl::cat(cat));
 static cl::opt<std::string>
     targets("target",
             cl::desc("Comma-separated targets, one code object each in the "
@@ -80,7 +113,8 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     perfConfig("perf-config",
                cl::desc("Override config fields: tile_kv=N,kv_splits=N,"
-                        "head_group=N,warps=N,stages=N"),
+                        "head_group=N,warps=N,stages=N,min_workgroups=N,"
+                        "tile_q=N (prefill)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {
@@ -128,6 +162,126 @@ static FailureOr<std::string> decodeSource() {
              ": {0}, {1}, memref<?x?xi32>, memref<?xi32>, f32, {2}, {3}\n"
              "  return\n}\n",
              qT, kvT, oT, lseT)
+      .str();
+}
+
+/// MLIR text of a prefill kernel described by the flags.
+static FailureOr<std::string> prefillSource() {
+  auto bad = [](const Twine &m) -> FailureOr<std::string> {
+    fail(m);
+    return failure();
+  };
+  if (heads < 1)
+    return bad("--heads must be >= 1 (got " + Twine(heads) + ")");
+  if (qkDim < 16 || qkDim % 16)
+    return bad("--qk-dim must be a positive multiple of 16 (got " +
+               Twine(qkDim) + ")");
+  if (vDim < 16 || vDim % 16)
+    return bad("--v-dim must be a positive multiple of 16 (got " +
+               Twine(vDim) + ")");
+  if (vDim > qkDim)
+    return bad("--v-dim (" + Twine(vDim) + ") must not exceed --qk-dim (" +
+               Twine(qkDim) + ")");
+  if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
+    return bad("--dtype must be bf16, f16 or f32 (got '" + dtype + "')");
+  std::string outType = oDtype.empty() ? dtype.getValue() : oDtype.getValue();
+  if (outType != dtype && outType != "f32")
+    return bad("--o-dtype must be the --dtype (" + dtype + ") or f32 (got '" +
+               outType + "')");
+  std::string qT = llvm::formatv("memref<?x{0}x{1}x{2}>", heads.getValue(),
+                                 qkDim.getValue(), dtype.getValue());
+  std::string vT = llvm::formatv("memref<?x{0}x{1}x{2}>", heads.getValue(),
+                                 vDim.getValue(), dtype.getValue());
+  std::string oT = llvm::formatv("memref<?x{0}x{1}x{2}>", heads.getValue(),
+                                 vDim.getValue(), outType);
+  std::string lseT = llvm::formatv("memref<{0}x?xf32>", heads.getValue());
+  return llvm::formatv(
+             "func.func @prefill(%q: {0}, %k: {0}, %v: {1}, %cu_seqlens_q: "
+             "memref<?xi32>, %cu_seqlens_k: memref<?xi32>, %scale: f32, %o: "
+             "{4}, %lse: {2}) {{\n"
+             "  mla.prefill %q, %k, %v, %cu_seqlens_q, %cu_seqlens_k, %scale, "
+             "%o, %lse {3}: {0}, {0}, {1}, memref<?xi32>, memref<?xi32>, f32, "
+             "{4}, {2}\n"
+             "  return\n}\n",
+             qT, vT, lseT, causal ? "{causal} " : "", oT)
+      .str();
+}
+
+/// MLIR text of a chunked-prefill merge described by the flags: N stacked
+/// chunk results o_parts [N, T, H, Dv], lse_parts [N, H, T] -> o [T, H, Dv],
+/// lse [H, T], through transposed views in mla.merge's layout.
+static FailureOr<std::string> mergeSource() {
+  auto bad = [](const Twine &m) -> FailureOr<std::string> {
+    fail(m);
+    return failure();
+  };
+  if (heads < 1)
+    return bad("--heads must be >= 1 (got " + Twine(heads) + ")");
+  if (vDim < 16 || vDim % 16)
+    return bad("--v-dim must be a positive multiple of 16 (got " +
+               Twine(vDim) + ")");
+  if (parts < 1)
+    return bad("--parts must be >= 1 (got " + Twine(parts) + ")");
+  if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
+    return bad("--dtype must be bf16, f16 or f32 (got '" + dtype + "')");
+  int64_t n = parts, h = heads, dv = vDim;
+  std::string opT = llvm::formatv("memref<{0}x?x{1}x{2}xf32>", n, h, dv);
+  std::string lpT = llvm::formatv("memref<{0}x{1}x?xf32>", n, h);
+  std::string oT =
+      llvm::formatv("memref<?x{0}x{1}x{2}>", h, dv, dtype.getValue());
+  std::string lseT = llvm::formatv("memref<{0}x?xf32>", h);
+  std::string opV = llvm::formatv(
+      "memref<?x{0}x{1}x{2}xf32, strided<[{3}, {2}, ?, 1]>>", h, n, dv, h * dv);
+  std::string lpV =
+      llvm::formatv("memref<?x{0}x{1}xf32, strided<[1, ?, ?]>>", h, n);
+  std::string lseV = llvm::formatv("memref<?x{0}xf32, strided<[1, ?]>>", h);
+  return llvm::formatv(
+             "func.func @merge(%o_parts: {0}, %lse_parts: {1}, %o: {2}, "
+             "%lse: {3}) {{\n"
+             "  %op = memref.transpose %o_parts (n, t, h, d) -> (t, h, n, d) "
+             ": {0} to {4}\n"
+             "  %lp = memref.transpose %lse_parts (n, h, t) -> (t, h, n) : {1} "
+             "to {5}\n"
+             "  %l = memref.transpose %lse (h, t) -> (t, h) : {3} to {6}\n"
+             "  mla.merge %op, %lp, %o, %l : {4}, {5}, {2}, {6}\n"
+             "  return\n}\n",
+             opT, lpT, oT, lseT, opV, lpV, lseV)
+      .str();
+}
+
+/// MLIR text of a KV-append kernel described by the flags: new rows
+/// kv_new [N, latent + rope] written into the pool kv [pages, P, latent +
+/// rope] at slot_mapping [N] (i32; -1 = padding).
+static FailureOr<std::string> appendKVSource() {
+  auto bad = [](const Twine &m) -> FailureOr<std::string> {
+    fail(m);
+    return failure();
+  };
+  if (latentDim < 16 || latentDim % 16)
+    return bad("--latent-dim must be a positive multiple of 16 (got " +
+               Twine(latentDim) + ")");
+  if (ropeDim < 0 || ropeDim % 16)
+    return bad("--rope-dim must be a non-negative multiple of 16 (got " +
+               Twine(ropeDim) + ")");
+  if (pageSize < 0)
+    return bad("--page-size must be >= 1, or 0 for a run-time page size "
+               "(got " +
+               Twine(pageSize) + ")");
+  if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
+    return bad("--dtype must be bf16, f16 or f32 (got '" + dtype + "')");
+  int64_t d = latentDim + ropeDim;
+  std::string p = pageSize == 0 ? "?" : std::to_string(pageSize);
+  std::string newT =
+      llvm::formatv("memref<?x{0}x{1}>", d, dtype.getValue()).str();
+  std::string kvT =
+      llvm::formatv("memref<?x{0}x{1}x{2}>", p, d, dtype.getValue()).str();
+  return llvm::formatv(
+             "func.func @append_kv(%kv_new: {0}, %slot_mapping: "
+             "memref<?xi32>, %kv: {1}) {{\n"
+             "  mla.append_kv %kv_new, %slot_mapping, %kv {{latent_dim = {2} "
+             ": i64} : {0}, memref<?xi32>, {1}\n"
+             "  return\n}\n",
+             newT, kvT, latentDim.getValue())
       .str();
 }
 
@@ -197,10 +351,14 @@ int main(int argc, char **argv) {
       "the runtime load; --emit shows the intermediate stages instead.\n");
 
   if (inputFile.empty() == kernel.empty())
-    return fail("give either an input .mlir file or --kernel=decode (not "
+    return fail("give either an input .mlir file or --kernel=KIND (not "
                 "both)");
-  if (!kernel.empty() && kernel != "decode")
-    return fail("--kernel must be 'decode' (got '" + kernel + "')");
+  if (!kernel.empty() &&
+      !llvm::is_contained({"decode", "prefill", "merge", "append_kv"},
+                          StringRef(kernel)))
+    return fail("--kernel must be one of decode, prefill, merge, append_kv "
+                "(got '" +
+                kernel + "')");
   SmallVector<StringRef> targetList;
   StringRef(targets).split(targetList, ',', -1, false);
   if (targetList.empty())
@@ -239,11 +397,14 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   if (!kernel.empty()) {
-    FailureOr<std::string> src = decodeSource();
+    FailureOr<std::string> src = kernel == "prefill"     ? prefillSource()
+                                 : kernel == "merge"     ? mergeSource()
+                                 : kernel == "append_kv" ? appendKVSource()
+                                                         : decodeSource();
     if (failed(src))
       return 1;
     sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(*src, "<--kernel=decode>"),
+        llvm::MemoryBuffer::getMemBufferCopy(*src, "<--kernel=" + kernel + ">"),
         llvm::SMLoc());
   } else {
     std::string err;

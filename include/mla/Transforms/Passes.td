@@ -42,6 +42,10 @@ def MLATile : Pass<"mla-tile", "mlir::ModuleOp"> {
     and rewrites each `mla.merge` into an `mla.grid` over its leading dims.
     Rows that see no key produce `o = 0`, `lse = -inf`. Key tiles are read
     through the logical `mla.load_kv_tile`; products use `mla.matmul`.
+    Each `mla.append_kv` becomes an `mla.grid` with one workgroup per new
+    token that reads the token's slot once, checks it against the pool
+    (`-1` and any slot outside `[0, pages · P)` write nothing) and copies
+    the row in 16-byte vector chunks over an `scf.parallel`.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",
@@ -158,6 +162,9 @@ def MLAAMDGPUBufferOps : Pass<"mla-amdgpu-buffer-ops", "mlir::ModuleOp"> {
     `vector.load` or zeros) become unconditional loads whose first index is
     sent one past the end when masked, so the hardware bounds check returns
     zeros without a branch; the page lookup feeding them is hoisted too.
+    Masked writes (`scf.if` around a buffer `vector.store`, e.g. KV append's
+    slot check) become unconditional stores sent one past the end the same
+    way, which the hardware drops.
     Because offsets are 32-bit, every buffer argument gets a byte limit in
     the launch plan (`max-bytes INDEX BYTES`: 2^32 - 1 minus the largest
     masked overshoot, one slice of dim 0, or 2^31 when that slice is dynamic)

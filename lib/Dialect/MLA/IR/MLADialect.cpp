@@ -27,7 +27,8 @@ void MLADialect::initialize() {
 LogicalResult
 ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                    int64_t tileKv, int64_t kvSplits, int64_t headGroup,
-                   int64_t warps, int64_t stages, int64_t minWorkgroups) {
+                   int64_t warps, int64_t stages, int64_t minWorkgroups,
+                   int64_t tileQ) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -41,5 +42,9 @@ ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "stages must be in [1, 4], got " << stages;
   if (minWorkgroups < 0)
     return emitError() << "min_workgroups must be >= 0, got " << minWorkgroups;
+  if (tileQ != 0 && (tileQ < 16 || tileQ > 256 || !llvm::isPowerOf2_64(tileQ)))
+    return emitError() << "tile_q must be 0 or a power of two in [16, 256], "
+                          "got "
+                       << tileQ;
   return success();
 }

@@ -109,9 +109,82 @@ LogicalResult DecodeOp::verify() {
   }
 
   if (ConfigAttr cfg = getConfigAttr()) {
+    if (cfg.getTileQ() != 0)
+      return emitOpError() << "config tile_q applies to prefill only, got "
+                           << cfg.getTileQ();
     if (heads % cfg.getHeadGroup() != 0)
       return emitOpError() << "config head_group " << cfg.getHeadGroup()
                            << " does not divide the head count " << heads;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PrefillOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PrefillOp::verify() {
+  Operation *op = getOperation();
+  MemRefType q = getQ().getType(), k = getK().getType(), v = getV().getType(),
+             cuq = getCuSeqlensQ().getType(), cuk = getCuSeqlensK().getType(),
+             o = getO().getType(), lse = getLse().getType();
+  if (failed(checkMemRef(op, "q", q, {1, 2})) ||
+      failed(checkMemRef(op, "k", k, {1, 2})) ||
+      failed(checkMemRef(op, "v", v, {1, 2})) ||
+      failed(checkMemRef(op, "cu_seqlens_q", cuq, {})) ||
+      failed(checkMemRef(op, "cu_seqlens_k", cuk, {})) ||
+      failed(checkMemRef(op, "o", o, {1, 2})) ||
+      failed(checkMemRef(op, "lse", lse, {0})))
+    return failure();
+  int64_t heads = q.getDimSize(1), dqk = q.getDimSize(2), dv = v.getDimSize(2);
+  if (heads < 1)
+    return emitOpError() << "head count (q dim 1) must be >= 1, got " << heads;
+  if (dqk < 16 || dqk % 16 != 0)
+    return emitOpError() << "qk head dim (q dim 2) must be a positive "
+                            "multiple of 16, got "
+                         << dqk;
+  if (dv < 16 || dv % 16 != 0)
+    return emitOpError() << "value head dim (v dim 2) must be a positive "
+                            "multiple of 16, got "
+                         << dv;
+  if (dv > dqk)
+    return emitOpError() << "value head dim (v dim 2 = " << dv
+                         << ") must not exceed the qk head dim (q dim 2 = "
+                         << dqk << ")";
+  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"k", k}, {"v", v}})
+    if (type.getElementType() != q.getElementType())
+      return emitOpError() << name << " element type " << type.getElementType()
+                           << " differs from q element type "
+                           << q.getElementType();
+  if (o.getElementType() != q.getElementType() &&
+      !o.getElementType().isF32())
+    return emitOpError() << "o element type must be the q element type ("
+                         << q.getElementType() << ") or f32, got "
+                         << o.getElementType();
+  if (failed(checkDim(op, "k", k, 1, heads, "heads")) ||
+      failed(checkDim(op, "k", k, 2, dqk, "qk head dim")) ||
+      failed(checkDim(op, "v", v, 1, heads, "heads")) ||
+      failed(checkDim(op, "v", v, 0, k.getDimSize(0), "key tokens")) ||
+      failed(checkDim(op, "o", o, 0, q.getDimSize(0), "query tokens")) ||
+      failed(checkDim(op, "o", o, 1, heads, "heads")) ||
+      failed(checkDim(op, "o", o, 2, dv, "value head dim")) ||
+      failed(checkDim(op, "lse", lse, 0, heads, "heads")) ||
+      failed(checkDim(op, "lse", lse, 1, q.getDimSize(0), "query tokens")) ||
+      failed(checkDim(op, "cu_seqlens_k", cuk, 0, cuq.getDimSize(0),
+                      "batch + 1")))
+    return failure();
+  if (!cuq.isDynamicDim(0) && cuq.getDimSize(0) < 2)
+    return emitOpError() << "operand 'cu_seqlens_q' dim 0 (batch + 1) must be "
+                            ">= 2, got "
+                         << cuq.getDimSize(0);
+  if (ConfigAttr cfg = getConfigAttr()) {
+    if (cfg.getKvSplits() != 1 || cfg.getHeadGroup() != 1)
+      return emitOpError() << "config kv_splits and head_group must be 1 for "
+                              "prefill, got "
+                           << cfg.getKvSplits() << " and "
+                           << cfg.getHeadGroup();
+    if (cfg.getTileQ() == 0)
+      return emitOpError() << "config tile_q must be set for prefill";
   }
   return success();
 }
@@ -137,13 +210,20 @@ LogicalResult MergeOp::verify() {
                          << ", o = " << lead + 1 << " for " << lead
                          << " leading dims, got " << oParts.getRank() << ", "
                          << lseParts.getRank() << ", " << o.getRank();
+  // Strided views are allowed (e.g. a transposed [H, T] LSE of chunked
+  // prefill); the value dim must be contiguous.
   for (auto [name, type] :
        {std::pair<StringRef, MemRefType>{"o_parts", oParts},
         {"lse_parts", lseParts},
         {"o", o},
-        {"lse", lse}})
-    if (failed(checkMemRef(op, name, type, {})))
-      return failure();
+        {"lse", lse}}) {
+    if (!type.isStrided())
+      return emitOpError() << "operand '" << name
+                           << "' must have a strided layout";
+    if ((name == "o_parts" || name == "o") && !type.isLastDimUnitStride())
+      return emitOpError() << "operand '" << name
+                           << "' must be contiguous in its last (value) dim";
+  }
   for (int64_t d = 0; d < lead; ++d) {
     if (failed(checkDim(op, "lse_parts", lseParts, d, lse.getDimSize(d),
                         "leading")) ||
@@ -232,6 +312,61 @@ LogicalResult MatmulOp::verify() {
     if (!st.hasStaticShape() || st.getDimSize(0) != m)
       return emitOpError() << "c_scale must have " << m
                            << " elements (the rows of C)";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AppendKVOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AppendKVOp::verify() {
+  Operation *op = getOperation();
+  MemRefType kvNew = getKvNew().getType(), slots = getSlotMapping().getType(),
+             kv = getKv().getType();
+  for (auto [name, type, rank, what] :
+       {std::tuple<StringRef, MemRefType, int64_t, StringRef>{
+            "kv_new", kvNew, 2, "[tokens, row width]"},
+        {"slot_mapping", slots, 1, "[tokens]"},
+        {"kv", kv, 3, "[pages, page size, row width]"}})
+    if (type.getRank() != rank)
+      return emitOpError() << "operand '" << name << "' must have rank "
+                           << rank << " " << what << ", got rank "
+                           << type.getRank();
+  if (failed(checkMemRef(op, "kv_new", kvNew, {1})) ||
+      failed(checkMemRef(op, "slot_mapping", slots, {})) ||
+      failed(checkMemRef(op, "kv", kv, {2})))
+    return failure();
+  Type elem = kvNew.getElementType();
+  if (!elem.isBF16() && !elem.isF16() && !elem.isF32())
+    return emitOpError() << "operand 'kv_new' element type must be bf16, f16 "
+                            "or f32, got "
+                         << elem;
+  if (kv.getElementType() != elem)
+    return emitOpError() << "operand 'kv' element type "
+                         << kv.getElementType()
+                         << " differs from kv_new element type " << elem;
+  if (!slots.getElementType().isInteger(32))
+    return emitOpError() << "operand 'slot_mapping' element type must be i32, "
+                            "got "
+                         << slots.getElementType();
+  int64_t width = kvNew.getDimSize(1);
+  if (width < 8 || width % 8 != 0)
+    return emitOpError() << "row width (kv_new dim 1) must be a positive "
+                            "multiple of 8, got "
+                         << width;
+  if (failed(checkDim(op, "kv", kv, 2, width, "row width")) ||
+      failed(checkDim(op, "slot_mapping", slots, 0, kvNew.getDimSize(0),
+                      "tokens")))
+    return failure();
+  if (!kv.isDynamicDim(1) && kv.getDimSize(1) < 1)
+    return emitOpError() << "page size (kv dim 1) must be >= 1, got "
+                         << kv.getDimSize(1);
+  if (std::optional<uint64_t> latent = getLatentDim()) {
+    int64_t l = static_cast<int64_t>(*latent);
+    if (l < 1 || l > width)
+      return emitOpError() << "latent_dim must be in [1, " << width
+                           << "] (the row width), got " << l;
   }
   return success();
 }

@@ -26,6 +26,9 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       head groups)), 1, kv_splits)` of its `kv_splits` splits, chosen at run
       time from the batch size, so that small batches still fill the chip
       and large ones do not pay for needless splits; the others are empty.
+    * `tile_q` (optional, default 0): query rows per workgroup of
+      `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
+      `head_group` heads times the query length).
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
@@ -33,7 +36,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
   let parameters = (ins "int64_t":$tile_kv, "int64_t":$kv_splits,
                         "int64_t":$head_group, "int64_t":$warps,
                         "int64_t":$stages,
-                        DefaultValuedParameter<"int64_t", "0">:$min_workgroups);
+                        DefaultValuedParameter<"int64_t", "0">:$min_workgroups,
+                        DefaultValuedParameter<"int64_t", "0">:$tile_q);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -74,6 +74,67 @@ def MLA_DecodeOp : MLA_Op<"decode"> {
   }];
 }
 
+def MLA_PrefillOp : MLA_Op<"prefill"> {
+  let summary = "MLA prefill attention (MHA form) over a ragged batch";
+  let description = [{
+    Prefill attention in the MHA form: every head has its own keys and
+    values. A ragged batch of B requests is packed along the token dim;
+    request `b` owns query rows `[cu_seqlens_q[b], cu_seqlens_q[b+1])` of
+    `q`, `o` (and columns of `lse`) and key rows
+    `[cu_seqlens_k[b], cu_seqlens_k[b+1])` of `k` and `v`.
+
+    | operand | type |
+    |---|---|
+    | `q` | `memref<T x H x Dqk x T>` |
+    | `k` | `memref<Tk x H x Dqk x T>` |
+    | `v` | `memref<Tk x H x Dv x T>` |
+    | `cu_seqlens_q` | `memref<B+1 x i32>` (prefix sums, from 0) |
+    | `cu_seqlens_k` | `memref<B+1 x i32>` |
+    | `scale` | `f32` (run-time softmax scale) |
+    | `o` | `memref<T x H x Dv x To>` (To = T or f32) |
+    | `lse` | `memref<H x T x f32>` (natural log) |
+
+    T is bf16, f16 or f32; H, Dqk and Dv are static; Dqk >= Dv, both
+    multiples of 16 (DeepSeek: Dqk = 192 = 128 + 64, Dv = 128).
+    `o = softmax(scale · q·kᵀ)·v` per request and head. With `causal`, the
+    mask is aligned bottom-right: query `i` of a request with `Lq` queries
+    and `Lk` keys sees keys `j <= i + Lk - Lq` (chunked prefill: the cached
+    context comes first). A query that sees no key gets `o = 0` and
+    `lse = -inf`. Partial results over disjoint key chunks combine with
+    `mla.merge`.
+
+    ```mlir
+    mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal}
+        : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>,
+          memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xbf16>,
+          memref<16x?xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[BF16, F16, F32], [3]>, "queries", [MemRead]>:$q,
+    Arg<MemRefRankOf<[BF16, F16, F32], [3]>, "keys", [MemRead]>:$k,
+    Arg<MemRefRankOf<[BF16, F16, F32], [3]>, "values", [MemRead]>:$v,
+    Arg<MemRefRankOf<[I32], [1]>, "query prefix sums", [MemRead]>:$cu_seqlens_q,
+    Arg<MemRefRankOf<[I32], [1]>, "key prefix sums", [MemRead]>:$cu_seqlens_k,
+    F32:$scale,
+    Arg<MemRefRankOf<[BF16, F16, F32], [3]>, "output", [MemWrite]>:$o,
+    Arg<MemRefRankOf<[F32], [2]>, "log-sum-exp", [MemWrite]>:$lse,
+    UnitAttr:$causal,
+    OptionalAttr<MLA_ConfigAttr>:$config);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $cu_seqlens_q `,` $cu_seqlens_k `,` $scale `,` $o `,`
+    $lse attr-dict `:` type($q) `,` type($k) `,` type($v) `,`
+    type($cu_seqlens_q) `,` type($cu_seqlens_k) `,` type($scale) `,` type($o)
+    `,` type($lse)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumHeads() { return getQ().getType().getDimSize(1); }
+    int64_t getQkDim() { return getQ().getType().getDimSize(2); }
+    int64_t getVDim() { return getV().getType().getDimSize(2); }
+  }];
+}
+
 def MLA_MergeOp : MLA_Op<"merge"> {
   let summary = "Merge partial attention results by their log-sum-exp";
   let description = [{
@@ -104,6 +165,71 @@ def MLA_MergeOp : MLA_Op<"merge"> {
     type($lse_parts) `,` type($o) `,` type($lse)
   }];
   let hasVerifier = 1;
+}
+
+def MLA_AppendKVOp : MLA_Op<"append_kv"> {
+  let summary = "Write new tokens' KV rows into their pages (KV append)";
+  let description = [{
+    Writes the cached rows of new tokens into the paged KV pool, each to the
+    slot its request's page allocation gave it (vLLM's
+    `concat_and_cache_mla`, with the latent and rope parts already
+    concatenated into one row).
+
+    | operand | type |
+    |---|---|
+    | `kv_new` | `memref<N x D x T>`: the new rows, one per token |
+    | `slot_mapping` | `memref<N x i32>`: the pool slot of each token |
+    | `kv` | `memref<pages x P x D x T>`: the page pool, written in place |
+
+    For each token `t`, with `slot = slot_mapping[t]`:
+    `kv[slot / P][slot % P][:] = kv_new[t][:]`. A slot of `-1` marks a
+    padding token, which writes nothing. Any slot outside
+    `[0, pages · P)` is skipped the same way, so the kernel never writes out
+    of bounds (the runtime also rejects such slots before launching). Rows
+    not named by any slot keep their contents. Two tokens with the same slot
+    write the same row in an unspecified order.
+
+    T is bf16, f16 or f32 (the same for `kv_new` and `kv`). The row width D
+    is static and a positive multiple of 8; N and the page count may be
+    dynamic, and so may the page size P (>= 1 when static). The optional
+    `latent_dim` (in `[1, D]`, default D) says how much of a row is the
+    latent part (the rest is the rope part); it does not change what is
+    written and is recorded in the package manifest, so that an append
+    package can be matched with the decode packages reading the same pool.
+
+    ```mlir
+    mla.append_kv %kv_new, %slots, %kv {latent_dim = 512 : i64}
+        : memref<?x576xbf16>, memref<?xi32>, memref<?x64x576xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Arg<AnyMemRef, "new rows [N, D]", [MemRead]>:$kv_new,
+    Arg<AnyMemRef, "slot of each new token [N] (i32; -1 = padding)",
+        [MemRead]>:$slot_mapping,
+    Arg<AnyMemRef, "KV page pool [pages, P, D]", [MemWrite]>:$kv,
+    OptionalAttr<I64Attr>:$latent_dim);
+  let assemblyFormat = [{
+    $kv_new `,` $slot_mapping `,` $kv attr-dict `:` type($kv_new) `,`
+    type($slot_mapping) `,` type($kv)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The row width D (static after verification).
+    int64_t getRowWidth() {
+      return ::llvm::cast<::mlir::MemRefType>(getKvNew().getType())
+          .getDimSize(1);
+    }
+    /// The latent part of a row: `latent_dim`, else the whole row.
+    int64_t getLatentDimOrRow() {
+      return getLatentDim() ? static_cast<int64_t>(*getLatentDim())
+                            : getRowWidth();
+    }
+    /// Static page size, or ShapedType::kDynamic.
+    int64_t getPageSize() {
+      return ::llvm::cast<::mlir::MemRefType>(getKv().getType())
+          .getDimSize(1);
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

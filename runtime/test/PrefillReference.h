@@ -1,0 +1,191 @@
+//===- PrefillReference.h - prefill test data and float64 reference -*- C++ -*-===//
+//
+// Shared by the host end-to-end tests (test/e2e) and the CUDA package tests:
+// random ragged prefill problems (never zeros), the float64 reference with
+// bottom-right causal masking, and the comparison of o and lse.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_RUNTIME_TEST_PREFILLREFERENCE_H
+#define MLA_RUNTIME_TEST_PREFILLREFERENCE_H
+
+#include "mla/runtime/DType.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mla::rt::test {
+
+/// Values rounded to the kernel dtype, as bytes and as the exact doubles the
+/// kernel sees.
+struct RoundedBuffer {
+  DType dtype = DType::F32;
+  std::vector<uint8_t> bytes;
+  std::vector<double> exact;
+};
+
+inline RoundedBuffer makeRounded(DType dtype, size_t n, std::mt19937 &rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  RoundedBuffer b{dtype, std::vector<uint8_t>(n * dtypeSize(dtype)), {}};
+  b.exact.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    float v = dist(rng);
+    if (dtype == DType::BF16) {
+      uint16_t bits = floatToBF16(v);
+      std::memcpy(&b.bytes[i * 2], &bits, 2);
+      b.exact[i] = bf16ToFloat(bits);
+    } else if (dtype == DType::F16) {
+      uint16_t bits = floatToF16(v);
+      std::memcpy(&b.bytes[i * 2], &bits, 2);
+      b.exact[i] = f16ToFloat(bits);
+    } else {
+      std::memcpy(&b.bytes[i * 4], &v, 4);
+      b.exact[i] = v;
+    }
+  }
+  return b;
+}
+
+inline double readAs(DType dtype, const uint8_t *p) {
+  if (dtype == DType::F32) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return dtype == DType::BF16 ? bf16ToFloat(bits) : f16ToFloat(bits);
+}
+
+/// A ragged prefill problem: q [T, H, Dqk], k [Tk, H, Dqk], v [Tk, H, Dv].
+struct PrefillProblem {
+  int64_t heads = 0, dqk = 0, dv = 0;
+  bool causal = false;
+  DType dtype = DType::F32;
+  std::vector<int32_t> cuQ, cuK; // [B + 1]
+  RoundedBuffer q, k, v;
+  float scale = 0.0f;
+
+  int64_t tokens() const { return cuQ.back(); }
+  int64_t keyTokens() const { return cuK.back(); }
+};
+
+inline PrefillProblem makePrefill(int64_t heads, int64_t dqk, int64_t dv,
+                                  bool causal, DType dtype,
+                                  const std::vector<int32_t> &lensQ,
+                                  const std::vector<int32_t> &lensK,
+                                  std::mt19937 &rng) {
+  PrefillProblem p;
+  p.heads = heads;
+  p.dqk = dqk;
+  p.dv = dv;
+  p.causal = causal;
+  p.dtype = dtype;
+  p.cuQ = {0};
+  p.cuK = {0};
+  for (size_t b = 0; b < lensQ.size(); ++b) {
+    p.cuQ.push_back(p.cuQ.back() + lensQ[b]);
+    p.cuK.push_back(p.cuK.back() + lensK[b]);
+  }
+  p.q = makeRounded(dtype, p.tokens() * heads * dqk, rng);
+  p.k = makeRounded(dtype, p.keyTokens() * heads * dqk, rng);
+  p.v = makeRounded(dtype, p.keyTokens() * heads * dv, rng);
+  p.scale = 1.0f / std::sqrt(static_cast<float>(dqk));
+  return p;
+}
+
+/// float64 o [T, H, Dv] and lse [H, T] (natural log; -inf and o = 0 for a
+/// query that sees no key).
+struct PrefillResult {
+  std::vector<double> o, lse;
+};
+
+inline PrefillResult referencePrefill(const PrefillProblem &p) {
+  const int64_t T = p.tokens(), H = p.heads, Dqk = p.dqk, Dv = p.dv;
+  PrefillResult r;
+  r.o.assign(T * H * Dv, 0.0);
+  r.lse.assign(H * T, -INFINITY);
+  std::vector<double> s;
+  for (size_t b = 0; b + 1 < p.cuQ.size(); ++b) {
+    const int64_t q0 = p.cuQ[b], lq = p.cuQ[b + 1] - q0;
+    const int64_t k0 = p.cuK[b], lk = p.cuK[b + 1] - k0;
+    for (int64_t i = 0; i < lq; ++i) {
+      const int64_t visible =
+          p.causal ? std::clamp<int64_t>(i + 1 + lk - lq, 0, lk) : lk;
+      for (int64_t h = 0; h < H; ++h) {
+        const double *qr = &p.q.exact[((q0 + i) * H + h) * Dqk];
+        s.assign(visible, 0.0);
+        double m = -INFINITY;
+        for (int64_t j = 0; j < visible; ++j) {
+          const double *kr = &p.k.exact[((k0 + j) * H + h) * Dqk];
+          double dot = 0;
+          for (int64_t d = 0; d < Dqk; ++d)
+            dot += qr[d] * kr[d];
+          s[j] = dot * p.scale;
+          m = std::max(m, s[j]);
+        }
+        if (visible == 0)
+          continue;
+        double sum = 0;
+        double *orow = &r.o[((q0 + i) * H + h) * Dv];
+        for (int64_t j = 0; j < visible; ++j) {
+          double e = std::exp(s[j] - m);
+          sum += e;
+          const double *vr = &p.v.exact[((k0 + j) * H + h) * Dv];
+          for (int64_t d = 0; d < Dv; ++d)
+            orow[d] += e * vr[d];
+        }
+        for (int64_t d = 0; d < Dv; ++d)
+          orow[d] /= sum;
+        r.lse[h * T + q0 + i] = m + std::log(sum);
+      }
+    }
+  }
+  return r;
+}
+
+/// Relative L2 errors of o and of the finite LSEs, and whether the kernel
+/// left a NaN anywhere or got the -inf LSEs (rows without keys) wrong.
+struct PrefillErrors {
+  double relO = 0, relLse = 0;
+  int64_t nans = 0, wrongEmpty = 0;
+};
+
+inline PrefillErrors comparePrefill(const PrefillResult &ref, DType oType,
+                                    const uint8_t *o, const float *lse) {
+  PrefillErrors e;
+  double errO = 0, normO = 0, errL = 0, normL = 0;
+  const size_t es = dtypeSize(oType);
+  for (size_t i = 0; i < ref.o.size(); ++i) {
+    double g = readAs(oType, o + i * es);
+    if (std::isnan(g)) {
+      ++e.nans;
+      continue;
+    }
+    errO += (g - ref.o[i]) * (g - ref.o[i]);
+    normO += ref.o[i] * ref.o[i];
+  }
+  for (size_t i = 0; i < ref.lse.size(); ++i) {
+    if (std::isnan(lse[i])) {
+      ++e.nans;
+      continue;
+    }
+    if (std::isinf(ref.lse[i])) {
+      e.wrongEmpty += !(std::isinf(lse[i]) && lse[i] < 0);
+      continue;
+    }
+    errL += (lse[i] - ref.lse[i]) * (lse[i] - ref.lse[i]);
+    normL += ref.lse[i] * ref.lse[i];
+  }
+  e.relO = std::sqrt(errO / std::max(normO, 1e-30));
+  e.relLse = std::sqrt(errL / std::max(normL, 1e-30));
+  return e;
+}
+
+} // namespace mla::rt::test
+
+#endif // MLA_RUNTIME_TEST_PREFILLREFERENCE_H
