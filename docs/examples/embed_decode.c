@@ -148,8 +148,8 @@ int main(int argc, char **argv) {
     qLen = 1; /* chosen at run time */
   if (pageSize == 0)
     pageSize = PAGE_SIZE; /* chosen at run time */
-  if (pageSize != PAGE_SIZE || (dtype != MLA_DTYPE_BF16 &&
-                                dtype != MLA_DTYPE_F32) ||
+  if (pageSize != PAGE_SIZE ||
+      (dtype != MLA_DTYPE_BF16 && dtype != MLA_DTYPE_F32) ||
       tableInfo.dtype != MLA_DTYPE_I32 || lensInfo.dtype != MLA_DTYPE_I32) {
     fprintf(stderr,
             "embed_decode: this example needs page size %d, bf16 or f32 "
@@ -161,9 +161,8 @@ int main(int argc, char **argv) {
   scale = (float)(1.0 / sqrt((double)row));
   printf("embed_decode: %s kernel for %s: %s, %lld heads, q_len %lld, "
          "latent %lld + rope %lld, page size %lld\n",
-         kind, target, mla_dtype_name(dtype), (long long)heads,
-         (long long)qLen, (long long)latent, (long long)rope,
-         (long long)pageSize);
+         kind, target, mla_dtype_name(dtype), (long long)heads, (long long)qLen,
+         (long long)latent, (long long)rope, (long long)pageSize);
 
   /* The KV cache: a pool of pages in caller memory, page indices from the
    * runtime's page pool. Each turn appends tokens to the requests and
@@ -225,9 +224,11 @@ int main(int argc, char **argv) {
   for (b = 0; b < BATCH; ++b)
     for (i = 0; i < qLen; ++i)
       for (h = 0; h < heads; ++h) {
-        int64_t visible = seqLens[b] - qLen + i + 1, out = (b * qLen + i) * heads + h;
+        int64_t visible = seqLens[b] - qLen + i + 1,
+                out = (b * qLen + i) * heads + h;
         double maxScore = -INFINITY, sum = 0, refLse;
-        double *scores = malloc(sizeof(double) * (size_t)(visible > 0 ? visible : 1));
+        double *scores =
+            malloc(sizeof(double) * (size_t)(visible > 0 ? visible : 1));
         double *acc = calloc((size_t)latent, sizeof(double));
         if (!scores || !acc) {
           free(scores);
@@ -236,7 +237,8 @@ int main(int argc, char **argv) {
           goto done;
         }
         for (t = 0; t < visible; ++t) {
-          int64_t slot = blockTable[b * maxPages + t / pageSize] * pageSize + t % pageSize;
+          int64_t slot =
+              blockTable[b * maxPages + t / pageSize] * pageSize + t % pageSize;
           double dot = 0;
           for (d = 0; d < row; ++d)
             dot += (double)load(q, dtype, (size_t)(out * row + d)) *
@@ -246,7 +248,8 @@ int main(int argc, char **argv) {
             maxScore = scores[t];
         }
         for (t = 0; t < visible; ++t) {
-          int64_t slot = blockTable[b * maxPages + t / pageSize] * pageSize + t % pageSize;
+          int64_t slot =
+              blockTable[b * maxPages + t / pageSize] * pageSize + t % pageSize;
           double w = exp(scores[t] - maxScore);
           sum += w;
           for (d = 0; d < latent; ++d)

@@ -142,7 +142,8 @@ mla_dtype fromDType(DType dtype) {
 /// The C++ view of a C tensor; `what` names it in errors.
 Status toView(const mla_tensor &t, const std::string &what, TensorView &view) {
   if (!validDType(t.dtype))
-    return invalid(what + ": dtype " + std::to_string(static_cast<int>(t.dtype)) +
+    return invalid(what + ": dtype " +
+                   std::to_string(static_cast<int>(t.dtype)) +
                    " is not an mla_dtype");
   if (t.rank < 0 || t.rank > MLA_MAX_RANK)
     return invalid(what + ": rank " + std::to_string(t.rank) +
@@ -385,8 +386,8 @@ extern "C" mla_status mla_device_open(const char *name,
     Expected<Device> device = Device::open(name, deviceOptions);
     if (!device.ok())
       return device.status();
-    auto handle = std::make_unique<mla_device>(
-        mla_device{device.take(), std::string()});
+    auto handle =
+        std::make_unique<mla_device>(mla_device{device.take(), std::string()});
     handle->name = std::string(handle->device.getName());
     *out = handle.release();
     return Status::success();
@@ -437,8 +438,8 @@ extern "C" mla_status mla_package_load_memory(const void *data, size_t size,
       return nullArg("mla_package_load_memory", "data");
     MLA_REQUIRE("mla_package_load_memory", out);
     static const uint8_t kEmpty = 0;
-    Expected<Package> package = parsePackage(
-        data ? static_cast<const uint8_t *>(data) : &kEmpty, size);
+    Expected<Package> package =
+        parsePackage(data ? static_cast<const uint8_t *>(data) : &kEmpty, size);
     if (!package.ok())
       return package.status();
     *out = new mla_package{package.take()};
@@ -551,8 +552,7 @@ extern "C" mla_status mla_kernel_arg(const mla_kernel *kernel, size_t index,
 }
 
 extern "C" mla_status mla_kernel_find_arg(const mla_kernel *kernel,
-                                          const char *role,
-                                          mla_arg_info *out) {
+                                          const char *role, mla_arg_info *out) {
   return guarded("mla_kernel_find_arg", [&]() -> Status {
     MLA_REQUIRE("mla_kernel_find_arg", kernel);
     MLA_REQUIRE("mla_kernel_find_arg", role);
@@ -652,8 +652,7 @@ extern "C" mla_status mla_kernel_validate(const mla_kernel *kernel,
 
 extern "C" mla_status mla_kernel_workspace_bytes(const mla_kernel *kernel,
                                                  const mla_arg *args,
-                                                 size_t num_args,
-                                                 size_t *out) {
+                                                 size_t num_args, size_t *out) {
   return guarded("mla_kernel_workspace_bytes", [&]() -> Status {
     MLA_REQUIRE("mla_kernel_workspace_bytes", kernel);
     MLA_REQUIRE("mla_kernel_workspace_bytes", out);
@@ -736,8 +735,8 @@ extern "C" mla_status mla_launch_merge(const mla_kernel *kernel,
     std::vector<mla_arg> cArgs;
     if (args)
       cArgs = {tensorArg("o_parts", args->o_parts),
-               tensorArg("lse_parts", args->lse_parts),
-               tensorArg("o", args->o), tensorArg("lse", args->lse)};
+               tensorArg("lse_parts", args->lse_parts), tensorArg("o", args->o),
+               tensorArg("lse", args->lse)};
     return launchKind("mla_launch_merge", "merge", kernel, args, cArgs,
                       options);
   });
@@ -752,8 +751,8 @@ extern "C" mla_status mla_launch_append_kv(const mla_kernel *kernel,
       cArgs = {tensorArg("kv_new", args->kv_new),
                tensorArg("slot_mapping", args->slot_mapping),
                tensorArg("kv", args->kv)};
-    return launchKind("mla_launch_append_kv", "append_kv", kernel, args,
-                      cArgs, options);
+    return launchKind("mla_launch_append_kv", "append_kv", kernel, args, cArgs,
+                      options);
   });
 }
 
@@ -761,8 +760,7 @@ extern "C" mla_status mla_launch_append_kv(const mla_kernel *kernel,
 // Page pool
 //===----------------------------------------------------------------------===//
 
-extern "C" mla_status mla_page_pool_create(int64_t num_pages,
-                                           int64_t page_size,
+extern "C" mla_status mla_page_pool_create(int64_t num_pages, int64_t page_size,
                                            mla_page_pool **out) {
   return guarded("mla_page_pool_create", [&]() -> Status {
     MLA_REQUIRE("mla_page_pool_create", out);
@@ -821,8 +819,7 @@ extern "C" mla_status mla_page_pool_free_pages(mla_page_pool *pool,
                      std::to_string(count));
     if (count > 0 && !pages)
       return nullArg("mla_page_pool_free_pages", "pages");
-    return pool->pool.freePages(
-        std::vector<int32_t>(pages, pages + count));
+    return pool->pool.freePages(std::vector<int32_t>(pages, pages + count));
   });
 }
 
@@ -860,8 +857,8 @@ extern "C" mla_status mla_page_pool_max_pages(const mla_page_pool *pool,
     MLA_REQUIRE("mla_page_pool_max_pages", out);
     if (count && !requests)
       return nullArg("mla_page_pool_max_pages", "requests");
-    *out = pool->pool.maxPages(
-        std::vector<int64_t>(requests, requests + count));
+    *out =
+        pool->pool.maxPages(std::vector<int64_t>(requests, requests + count));
     return Status::success();
   });
 }

@@ -121,8 +121,8 @@ Status PagePool::appendTokens(int64_t request, int64_t count, int32_t *slots) {
     r.pages.push_back(takePage(PageState::Request));
   for (int64_t i = 0; i < count; ++i) {
     int64_t t = r.length + i;
-    slots[i] = static_cast<int32_t>(r.pages[t / pageSize] * pageSize +
-                                    t % pageSize);
+    slots[i] =
+        static_cast<int32_t>(r.pages[t / pageSize] * pageSize + t % pageSize);
   }
   r.length += count;
   return Status::success();
@@ -134,8 +134,7 @@ Expected<std::vector<int32_t>> PagePool::appendTokens(int64_t request,
   if (Status status = checkAppend(request, count); !status.ok())
     return status;
   std::vector<int32_t> slots(static_cast<size_t>(count));
-  if (Status status = appendTokens(request, count, slots.data());
-      !status.ok())
+  if (Status status = appendTokens(request, count, slots.data()); !status.ok())
     return status;
   return slots;
 }
@@ -181,8 +180,7 @@ Status PagePool::freePages(const std::vector<int32_t> &pages) {
     if (state[page] == PageState::Request)
       return poolError(where +
                        " belongs to a request (free it with freeRequest)");
-    if (std::find(pages.begin(), pages.begin() + i, page) !=
-        pages.begin() + i)
+    if (std::find(pages.begin(), pages.begin() + i, page) != pages.begin() + i)
       return poolError(where + " is listed twice");
   }
   for (auto page = pages.rbegin(); page != pages.rend(); ++page) {
@@ -206,8 +204,8 @@ Status PagePool::exportBlockTable(const std::vector<int64_t> &ids,
     return poolError("maxPagesPerSeq is " + std::to_string(maxPagesPerSeq) +
                      ", must be at least 1");
   for (size_t b = 0; b < ids.size(); ++b) {
-    std::string where = "requests[" + std::to_string(b) + "] (" +
-                        requestName(ids[b]) + ")";
+    std::string where =
+        "requests[" + std::to_string(b) + "] (" + requestName(ids[b]) + ")";
     auto it = requests.find(ids[b]);
     if (it == requests.end())
       return poolError(where + " is not in the pool");
@@ -246,9 +244,9 @@ PagePool::exportBlockTable(const std::vector<int64_t> &ids,
   Expected<HostTensor> lens = HostTensor::allocate(DType::I32, {batch});
   if (!lens.ok())
     return lens.status();
-  if (Status status = exportBlockTable(ids, maxPagesPerSeq,
-                                       table->dataAs<int32_t>(),
-                                       lens->dataAs<int32_t>());
+  if (Status status =
+          exportBlockTable(ids, maxPagesPerSeq, table->dataAs<int32_t>(),
+                           lens->dataAs<int32_t>());
       !status.ok())
     return status;
   return BlockTable{table.take(), lens.take()};

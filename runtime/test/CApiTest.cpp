@@ -69,8 +69,8 @@ mla_arg floatArg(const char *role, float value) {
 }
 
 mla_decode_args decodeArgs(const DecodeData &d) {
-  return {toC(d.q),       toC(d.kv), toC(d.blockTable), toC(d.seqLens),
-          d.scale,        toC(d.o),  toC(d.lse)};
+  return {toC(d.q), toC(d.kv), toC(d.blockTable), toC(d.seqLens),
+          d.scale,  toC(d.o),  toC(d.lse)};
 }
 
 std::vector<mla_arg> decodeRoles(const DecodeData &d) {
@@ -113,13 +113,11 @@ struct Loaded {
 
 void loadKindKernel(const std::string &manifest, Loaded &out) {
   Expected<std::vector<uint8_t>> bytes = encodePackage(
-      manifest,
-      {{"code.host-x86_64", readBytes(MLA_TEST_KIND_KERNELS_PATH)}});
+      manifest, {{"code.host-x86_64", readBytes(MLA_TEST_KIND_KERNELS_PATH)}});
   ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
   ASSERT_EQ(mla_device_open("host", nullptr, &out.device), MLA_OK)
       << lastError();
-  ASSERT_EQ(mla_package_load_memory(bytes->data(), bytes->size(),
-                                    &out.package),
+  ASSERT_EQ(mla_package_load_memory(bytes->data(), bytes->size(), &out.package),
             MLA_OK)
       << lastError();
   ASSERT_EQ(mla_kernel_load(out.device, out.package, nullptr, &out.kernel),
@@ -170,11 +168,9 @@ TEST(CApiTest, VersionsAndNames) {
   EXPECT_STREQ(mla_version_string(), "1.0.0");
   EXPECT_EQ(mla_package_format_version(), kPackageFormatVersion);
   EXPECT_STREQ(mla_status_name(MLA_OK), "ok");
-  EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_ARGUMENT),
-               "invalid argument");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_ARGUMENT), "invalid argument");
   EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_PACKAGE), "invalid package");
-  EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_MANIFEST),
-               "invalid manifest");
+  EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_MANIFEST), "invalid manifest");
   EXPECT_STREQ(mla_status_name(MLA_ERROR_UNSUPPORTED), "unsupported");
   EXPECT_STREQ(mla_status_name(MLA_ERROR_IO), "I/O error");
   EXPECT_STREQ(mla_status_name(MLA_ERROR_BACKEND), "backend error");
@@ -213,8 +209,7 @@ TEST(CApiTest, LastErrorIsClearedBySuccessAndIsPerThread) {
     EXPECT_EQ(mla_package_load_memory("xx", 2, &package),
               MLA_ERROR_INVALID_PACKAGE);
     theirs = mla_last_error();
-    EXPECT_EQ(mla_page_pool_create(0, 1, nullptr),
-              MLA_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(mla_page_pool_create(0, 1, nullptr), MLA_ERROR_INVALID_ARGUMENT);
     mla_page_pool *pool = nullptr;
     EXPECT_EQ(mla_page_pool_create(2, 2, &pool), MLA_OK);
     theirsAfterSuccess = mla_last_error();
@@ -275,8 +270,7 @@ TEST(CApiTest, Devices) {
   EXPECT_EQ(mla_device_open("host", nullptr, nullptr),
             MLA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "mla_device_open: out is null");
-  EXPECT_EQ(mla_device_open("cuda:x", nullptr, &device),
-            MLA_ERROR_UNSUPPORTED);
+  EXPECT_EQ(mla_device_open("cuda:x", nullptr, &device), MLA_ERROR_UNSUPPORTED);
   EXPECT_EQ(lastError().rfind("device 'cuda:x' is not available", 0), 0u)
       << lastError();
   EXPECT_EQ(mla_device_open("", nullptr, &device), MLA_ERROR_UNSUPPORTED);
@@ -298,8 +292,7 @@ TEST(CApiTest, PackagesFromFileAndMemory) {
   writeBytes(dir.file("decode.mlapkg"), bytes);
 
   mla_package *fromFile = nullptr, *fromMemory = nullptr;
-  ASSERT_EQ(mla_package_load_file(dir.file("decode.mlapkg").c_str(),
-                                  &fromFile),
+  ASSERT_EQ(mla_package_load_file(dir.file("decode.mlapkg").c_str(), &fromFile),
             MLA_OK)
       << lastError();
   std::vector<uint8_t> copy = bytes;
@@ -408,8 +401,7 @@ TEST(CApiTest, PackageErrors) {
   EXPECT_EQ(mla_package_num_targets(nullptr, &count),
             MLA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "mla_package_num_targets: package is null");
-  EXPECT_EQ(mla_package_target(nullptr, 0, &text),
-            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(mla_package_target(nullptr, 0, &text), MLA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "mla_package_target: package is null");
 }
 
@@ -550,9 +542,9 @@ TEST_F(CApiDecodeTest, LoadErrors) {
       {{"code.sm_90a", {'/', '/', '\n'}}});
   ASSERT_TRUE(gpuOnly.ok()) << gpuOnly.status().toString();
   mla_package *gpuPackage = nullptr;
-  ASSERT_EQ(mla_package_load_memory(gpuOnly->data(), gpuOnly->size(),
-                                    &gpuPackage),
-            MLA_OK);
+  ASSERT_EQ(
+      mla_package_load_memory(gpuOnly->data(), gpuOnly->size(), &gpuPackage),
+      MLA_OK);
   EXPECT_EQ(mla_kernel_load(device, gpuPackage, nullptr, &other),
             MLA_ERROR_UNSUPPORTED);
   EXPECT_NE(lastError().find("sm_90a"), std::string::npos) << lastError();
@@ -608,9 +600,9 @@ TEST_F(CApiDecodeTest, WorkspaceQueriesAndCallerWorkspaces) {
   EXPECT_EQ(mla_kernel_reserve_workspace(nullptr, bytes),
             MLA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "mla_kernel_reserve_workspace: kernel is null");
-  EXPECT_EQ(mla_kernel_workspace_bytes(kernel, roles.data(), roles.size(),
-                                       nullptr),
-            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      mla_kernel_workspace_bytes(kernel, roles.data(), roles.size(), nullptr),
+      MLA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "mla_kernel_workspace_bytes: out is null");
   EXPECT_EQ(mla_kernel_workspace_bytes(kernel, roles.data(), 6, &again),
             MLA_ERROR_INVALID_ARGUMENT);
@@ -636,8 +628,7 @@ TEST_F(CApiDecodeTest, WorkspaceQueriesAndCallerWorkspaces) {
   options.workspace_bytes = bytes;
   EXPECT_EQ(mla_launch_decode(kernel, &args, &options),
             MLA_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(lastError(),
-            "LaunchOptions::workspace must be 256-byte aligned");
+  EXPECT_EQ(lastError(), "LaunchOptions::workspace must be 256-byte aligned");
   options.workspace = aligned;
   ASSERT_EQ(mla_launch_decode(kernel, &args, &options), MLA_OK) << lastError();
   expectMatchesReference(shape, data);
@@ -649,8 +640,7 @@ TEST_F(CApiDecodeTest, LaunchErrorsNameTheArgument) {
 
   auto expectLaunchError = [&](std::vector<mla_arg> a, mla_status code,
                                const std::string &message) {
-    EXPECT_EQ(mla_launch(kernel, a.data(), a.size(), nullptr), code)
-        << message;
+    EXPECT_EQ(mla_launch(kernel, a.data(), a.size(), nullptr), code) << message;
     EXPECT_EQ(lastError(), message);
   };
   // Wrong roles.
@@ -703,8 +693,7 @@ TEST_F(CApiDecodeTest, LaunchErrorsNameTheArgument) {
                     "seq_lens: expected dtype i32, got i64");
   a = roles;
   a[5].tensor.rank = 3;
-  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
-                    "o: expected rank 4, got 3");
+  expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT, "o: expected rank 4, got 3");
   a = roles;
   a[5].tensor.shape[3] = 31;
   expectLaunchError(a, MLA_ERROR_INVALID_ARGUMENT,
@@ -883,8 +872,7 @@ TEST(CApiKindsTest, MergeMatchesTheReference) {
   EXPECT_EQ(lastError(), "o_parts: dim 0 is 3, expected 2");
   mla_launch_options options{};
   options.skip_validation = 1;
-  ASSERT_EQ(mla_launch_merge(k.kernel, &args, &options), MLA_OK)
-      << lastError();
+  ASSERT_EQ(mla_launch_merge(k.kernel, &args, &options), MLA_OK) << lastError();
   expectMerged(threeParts, threeLse, o, lse);
   // Skipping validation keeps the checks the runtime relies on.
   args.lse = toC(oParts);
@@ -905,15 +893,13 @@ TEST(CApiKindsTest, AppendKvWritesTheSlotsAPagePoolHandsOut) {
   const int64_t numPages = 6, pageSize = 3, row = 24;
   mla_page_pool *pool = nullptr;
   ASSERT_EQ(mla_page_pool_create(numPages, pageSize, &pool), MLA_OK);
-  HostTensor kv = HostTensor::allocate(DType::F32, {numPages, pageSize, row})
-                      .take();
+  HostTensor kv =
+      HostTensor::allocate(DType::F32, {numPages, pageSize, row}).take();
   std::mt19937 rng(9);
   // Two requests grow in turns; each turn's rows go in with one launch.
   std::map<int64_t, std::vector<std::vector<float>>> written;
-  for (auto [request, count] : {std::pair<int64_t, int64_t>{1, 4},
-                                {2, 2},
-                                {1, 3},
-                                {2, 5}}) {
+  for (auto [request, count] :
+       {std::pair<int64_t, int64_t>{1, 4}, {2, 2}, {1, 3}, {2, 5}}) {
     std::vector<int32_t> slots(count);
     ASSERT_EQ(mla_page_pool_append_tokens(pool, request, count, slots.data()),
               MLA_OK)
@@ -930,8 +916,7 @@ TEST(CApiKindsTest, AppendKvWritesTheSlotsAPagePoolHandsOut) {
   // Every token's row is where the exported block table says.
   int64_t requests[2] = {1, 2};
   int32_t table[2 * 4], lens[2];
-  ASSERT_EQ(mla_page_pool_export_block_table(pool, requests, 2, 4, table,
-                                             lens),
+  ASSERT_EQ(mla_page_pool_export_block_table(pool, requests, 2, 4, table, lens),
             MLA_OK)
       << lastError();
   for (int b = 0; b < 2; ++b) {
@@ -975,8 +960,8 @@ TEST(CApiKindsTest, PrefillMatchesTheReference) {
   HostTensor o = f32Tensor({tq, heads, dv}, rng);
   HostTensor lse = f32Tensor({heads, tq}, rng);
   float scale = 0.3f;
-  mla_prefill_args args{toC(q),    toC(kT),   toC(v),  toC(cuQT),
-                        toC(cuKT), scale,     toC(o),  toC(lse)};
+  mla_prefill_args args{toC(q),    toC(kT), toC(v), toC(cuQT),
+                        toC(cuKT), scale,   toC(o), toC(lse)};
   ASSERT_EQ(mla_launch_prefill(k.kernel, &args, nullptr), MLA_OK)
       << lastError();
   for (int b = 0; b < 2; ++b) {
@@ -1001,7 +986,8 @@ TEST(CApiKindsTest, PrefillMatchesTheReference) {
           double w = std::exp(s[j] - m);
           sum += w;
           for (int64_t d = 0; d < dv; ++d)
-            acc[d] += w * v.dataAs<float>()[((cuK[b] + j) * heads + h) * dv + d];
+            acc[d] +=
+                w * v.dataAs<float>()[((cuK[b] + j) * heads + h) * dv + d];
         }
         EXPECT_NEAR(lse.dataAs<float>()[h * tq + qi], m + std::log(sum), 1e-4);
         for (int64_t d = 0; d < dv; ++d)

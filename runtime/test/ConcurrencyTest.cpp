@@ -40,8 +40,8 @@ ThreadData makeThreadData(const DecodeShape &shape, int t) {
   // 1..4 requests of different lengths (one empty in every other thread).
   std::vector<int32_t> lengths;
   for (int b = 0; b <= t % 4; ++b)
-    lengths.push_back(b == 1 && t % 2 ? 0
-                                      : static_cast<int32_t>(7 + 13 * t + 5 * b));
+    lengths.push_back(
+        b == 1 && t % 2 ? 0 : static_cast<int32_t>(7 + 13 * t + 5 * b));
   int64_t maxPages = (7 + 13 * kThreads + 20 + page - 1) / page;
   ThreadData td;
   td.data = makeDecodeData(shape, lengths, maxPages, 1000 + t);
@@ -102,8 +102,8 @@ std::vector<std::string> launchFromThreads(const Kernel &kernel,
         poison(td.data);
         Status status = kernel.launchDecode(td.data.args());
         if (!status.ok())
-          failures[t] = "launch " + std::to_string(i) + ": " +
-                        status.toString();
+          failures[t] =
+              "launch " + std::to_string(i) + ": " + status.toString();
         else if (std::string diff = compare(shape, td); !diff.empty())
           failures[t] = "launch " + std::to_string(i) + ": " + diff;
       }
@@ -124,8 +124,7 @@ TEST(ConcurrencyTest, EightThreadsDecodeOnTheHost) {
     ASSERT_TRUE(device.ok());
     Expected<Kernel> kernel = device->loadKernel(decodePackage(shape));
     ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
-    std::vector<std::string> failures =
-        launchFromThreads(*kernel, shape, 40);
+    std::vector<std::string> failures = launchFromThreads(*kernel, shape, 40);
     for (int t = 0; t < kThreads; ++t)
       EXPECT_EQ(failures[t], "") << "thread " << t << ", " << dtypeName(dtype);
   }
@@ -253,9 +252,9 @@ TEST(ConcurrencyTest, CApiFromEightThreads) {
           c.shape[d] = h.getShape()[d];
         return c;
       };
-      mla_decode_args args{toC(td.data.q),       toC(td.data.kv),
+      mla_decode_args args{toC(td.data.q),          toC(td.data.kv),
                            toC(td.data.blockTable), toC(td.data.seqLens),
-                           td.data.scale,        toC(td.data.o),
+                           td.data.scale,           toC(td.data.o),
                            toC(td.data.lse)};
       std::string own;
       std::string role = "thread" + std::to_string(t);

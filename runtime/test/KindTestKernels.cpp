@@ -115,7 +115,8 @@ extern "C" void mla_test_merge(void **args, int64_t t, int64_t h, int64_t) {
   float total = maxLse + std::log(sum);
   for (int64_t s = 0; s < parts; ++s) {
     float w = std::exp(partLse(s) - total);
-    const float *part = oParts.base<float>() + ((s * rows + t) * heads + h) * dim;
+    const float *part =
+        oParts.base<float>() + ((s * rows + t) * heads + h) * dim;
     for (int64_t d = 0; d < dim; ++d)
       oRow[d] += w * part[d];
   }

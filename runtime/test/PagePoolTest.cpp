@@ -174,9 +174,8 @@ TEST(PagePoolTest, RandomSequencesAgainstAModel) {
     int exhausted = 0;
     for (int step = 0; step < 3000; ++step) {
       int op = std::uniform_int_distribution<int>(0, 99)(rng);
-      int64_t request = std::uniform_int_distribution<int64_t>(0, 11)(rng) *
-                            1000003 -
-                        5;
+      int64_t request =
+          std::uniform_int_distribution<int64_t>(0, 11)(rng) * 1000003 - 5;
       if (op < 65) {
         int64_t count = std::uniform_int_distribution<int64_t>(
             0, pageSize * (op < 10 ? 12 : 2) + 2)(rng);
@@ -187,9 +186,9 @@ TEST(PagePoolTest, RandomSequencesAgainstAModel) {
         int64_t pagesAfter = (length + count + pageSize - 1) / pageSize;
         int64_t usedPages = static_cast<int64_t>(loosePages.size());
         for (const auto &entry : model)
-          usedPages += (static_cast<int64_t>(entry.second.size()) + pageSize -
-                        1) /
-                       pageSize;
+          usedPages +=
+              (static_cast<int64_t>(entry.second.size()) + pageSize - 1) /
+              pageSize;
         bool fits = pagesAfter - pagesHeld <= numPages - usedPages;
         ASSERT_EQ(pool.tokensThatFit(request) >= count, fits);
         Expected<std::vector<int32_t>> got = pool.appendTokens(request, count);
@@ -230,8 +229,8 @@ TEST(PagePoolTest, RandomSequencesAgainstAModel) {
           looseGroups.push_back(*pages);
         }
       } else if (!looseGroups.empty()) {
-        size_t g = std::uniform_int_distribution<size_t>(
-            0, looseGroups.size() - 1)(rng);
+        size_t g = std::uniform_int_distribution<size_t>(0, looseGroups.size() -
+                                                                1)(rng);
         ASSERT_TRUE(pool.freePages(looseGroups[g]).ok());
         ASSERT_FALSE(pool.freePages(looseGroups[g]).ok() &&
                      !looseGroups[g].empty());
@@ -285,8 +284,7 @@ TEST(PagePoolTest, RandomSequencesAgainstAModel) {
       for (size_t t = 0; t < slots.size(); ++t)
         ASSERT_EQ(row[t / pageSize] * pageSize + int64_t(t) % pageSize,
                   slots[t]);
-      for (int64_t p = (slots.size() + pageSize - 1) / pageSize; p < width;
-           ++p)
+      for (int64_t p = (slots.size() + pageSize - 1) / pageSize; p < width; ++p)
         ASSERT_EQ(row[p], 0);
     }
   }

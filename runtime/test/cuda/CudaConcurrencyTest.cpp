@@ -68,7 +68,8 @@ std::string runThread(const Device &device, const Kernel &kernel,
   Reference ref = referenceDecode(shape, host);
   // Index tensors in the manifest's dtypes; the host copies are what
   // validation reads.
-  HostTensor table = converted(host.blockTable, m.findArg("block_table")->dtype);
+  HostTensor table =
+      converted(host.blockTable, m.findArg("block_table")->dtype);
   HostTensor lens = converted(host.seqLens, m.findArg("seq_lens")->dtype);
   Expected<DeviceTensor> q = DeviceTensor::upload(device, host.q.view());
   Expected<DeviceTensor> kv = DeviceTensor::upload(device, host.kv.view());
@@ -80,8 +81,8 @@ std::string runThread(const Device &device, const Kernel &kernel,
                                dLens.status(), o.status(), lse.status()})
     if (!status.ok())
       return "upload: " + status.toString();
-  DecodeArgs args{q->view(),  kv->view(),   dTable->view(), dLens->view(),
-                  host.scale, o->view(),    lse->view()};
+  DecodeArgs args{q->view(),  kv->view(), dTable->view(), dLens->view(),
+                  host.scale, o->view(),  lse->view()};
   Expected<size_t> bytes = kernel.workspaceBytes(args);
   if (!bytes.ok())
     return "workspaceBytes: " + bytes.status().toString();
@@ -191,12 +192,12 @@ TEST(CudaCApiTest, DecodePackagesThroughTheCApi) {
     int64_t longest = std::max<int64_t>(17, 3 * page + 2);
     DecodeData host = makeDecodeData(shape, {17, 0, 3 * int32_t(page) + 2},
                                      (longest + page - 1) / page + 1, 77);
-    HostTensor table = converted(host.blockTable,
-                                 m.findArg("block_table")->dtype);
+    HostTensor table =
+        converted(host.blockTable, m.findArg("block_table")->dtype);
     HostTensor lens = converted(host.seqLens, m.findArg("seq_lens")->dtype);
     std::vector<DeviceTensor> d;
-    for (const HostTensor *t : {&host.q, &host.kv, &table, &lens, &host.o,
-                                &host.lse})
+    for (const HostTensor *t :
+         {&host.q, &host.kv, &table, &lens, &host.o, &host.lse})
       d.push_back(DeviceTensor::upload(cpp, t->view()).take());
     auto toC = [](const DeviceTensor &t) {
       mla_tensor c{};
@@ -211,13 +212,13 @@ TEST(CudaCApiTest, DecodePackagesThroughTheCApi) {
         c.shape[i] = t.getShape()[i];
       return c;
     };
-    mla_decode_args args{toC(d[0]), toC(d[1]), toC(d[2]), toC(d[3]),
+    mla_decode_args args{toC(d[0]),  toC(d[1]), toC(d[2]), toC(d[3]),
                          host.scale, toC(d[4]), toC(d[5])};
     mla_arg roles[7] = {};
-    const char *names[7] = {"q", "kv", "block_table", "seq_lens", "scale",
-                            "o", "lse"};
-    const mla_tensor *tensors[7] = {&args.q, &args.kv, &args.block_table,
-                                    &args.seq_lens, nullptr, &args.o,
+    const char *names[7] = {"q",     "kv", "block_table", "seq_lens",
+                            "scale", "o",  "lse"};
+    const mla_tensor *tensors[7] = {&args.q,        &args.kv, &args.block_table,
+                                    &args.seq_lens, nullptr,  &args.o,
                                     &args.lse};
     for (int i = 0; i < 7; ++i) {
       roles[i].role = names[i];
@@ -254,9 +255,10 @@ TEST(CudaCApiTest, DecodePackagesThroughTheCApi) {
     copies[1].data = badLens.data();
     EXPECT_EQ(mla_launch_decode(kernel, &args, &options),
               MLA_ERROR_INVALID_ARGUMENT);
-    EXPECT_EQ(std::string(mla_last_error()).rfind("seq_lens[0] = 1073741824 "
-                                                  "exceeds",
-                                                  0),
+    EXPECT_EQ(std::string(mla_last_error())
+                  .rfind("seq_lens[0] = 1073741824 "
+                         "exceeds",
+                         0),
               0u)
         << mla_last_error();
     mla_kernel_close(kernel);

@@ -44,9 +44,7 @@ public:
     return static_cast<int64_t>(freeList.size()) + numPages - nextFresh;
   }
   int64_t numUsedPages() const { return numPages - numFreePages(); }
-  int64_t numRequests() const {
-    return static_cast<int64_t>(requests.size());
-  }
+  int64_t numRequests() const { return static_cast<int64_t>(requests.size()); }
 
   /// Whether `request` holds a block table (appendTokens was called for it,
   /// even with 0 tokens, and freeRequest was not).

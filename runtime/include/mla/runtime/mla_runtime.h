@@ -167,9 +167,8 @@ mla_status mla_package_target(const mla_package *package, size_t index,
 /* Loads the package's kernel for `target` (NULL: the target the device
  * prefers: host-x86_64 on the host, sm_90a then sm_80 on CUDA, the device's
  * gfx processor on HIP). */
-mla_status mla_kernel_load(const mla_device *device,
-                           const mla_package *package, const char *target,
-                           mla_kernel **out);
+mla_status mla_kernel_load(const mla_device *device, const mla_package *package,
+                           const char *target, mla_kernel **out);
 void mla_kernel_close(mla_kernel *kernel);
 
 /* The manifest's `kernel` kind, e.g. "decode". */
@@ -202,8 +201,8 @@ mla_status mla_kernel_find_arg(const mla_kernel *kernel, const char *role,
 
 /* An integer header value of the manifest: "heads", "q_len", "latent_dim",
  * "rope_dim", "page_size" (q_len / page_size 0 = chosen at run time),
- * "qk_dim", "v_dim", "causal", "parts". MLA_ERROR_INVALID_ARGUMENT for another key or
- * one the manifest does not have. */
+ * "qk_dim", "v_dim", "causal", "parts". MLA_ERROR_INVALID_ARGUMENT for another
+ * key or one the manifest does not have. */
 mla_status mla_kernel_header_int(const mla_kernel *kernel, const char *key,
                                  int64_t *out);
 /* A string header value: "kernel", "function", "dtype" (e.g. "bf16"),
@@ -234,9 +233,9 @@ typedef enum mla_arg_kind {
 typedef struct mla_arg {
   const char *role;
   mla_arg_kind kind;
-  mla_tensor tensor;   /* MLA_ARG_TENSOR */
-  float f32;           /* MLA_ARG_F32 */
-  int64_t i64;         /* MLA_ARG_INT */
+  mla_tensor tensor; /* MLA_ARG_TENSOR */
+  float f32;         /* MLA_ARG_F32 */
+  int64_t i64;       /* MLA_ARG_INT */
 } mla_arg;
 
 /* A host-memory copy of a tensor argument (same shape and dtype), by role,
@@ -293,8 +292,7 @@ mla_status mla_kernel_workspace_bytes(const mla_kernel *kernel,
 /* Sets aside at least `bytes` of workspace for launches without a caller
  * workspace (GPU: one buffer, grown never shrunk, shared by all launches of
  * the kernel: do not overlap them in time; host: one more pooled buffer). */
-mla_status mla_kernel_reserve_workspace(const mla_kernel *kernel,
-                                        size_t bytes);
+mla_status mla_kernel_reserve_workspace(const mla_kernel *kernel, size_t bytes);
 
 /* Validates (unless options->skip_validation) and launches. Host: returns
  * when the outputs are written. GPU: enqueues on options->stream and
@@ -311,8 +309,8 @@ typedef struct mla_decode_args {
   mla_tensor block_table; /* i32 [batch, max_pages_per_seq] */
   mla_tensor seq_lens;    /* i32 [batch] */
   float scale;
-  mla_tensor o;           /* [batch, q_len, heads, latent_dim] */
-  mla_tensor lse;         /* f32 [batch, q_len, heads] */
+  mla_tensor o;   /* [batch, q_len, heads, latent_dim] */
+  mla_tensor lse; /* f32 [batch, q_len, heads] */
 } mla_decode_args;
 
 typedef struct mla_prefill_args {
@@ -322,8 +320,8 @@ typedef struct mla_prefill_args {
   mla_tensor cu_seqlens_q; /* i32 [batch + 1] */
   mla_tensor cu_seqlens_k; /* i32 [batch + 1] */
   float scale;
-  mla_tensor o;            /* [T, heads, v_dim] */
-  mla_tensor lse;          /* f32 [heads, T] */
+  mla_tensor o;   /* [T, heads, v_dim] */
+  mla_tensor lse; /* f32 [heads, T] */
 } mla_prefill_args;
 
 typedef struct mla_merge_args {
@@ -414,12 +412,9 @@ mla_status mla_page_pool_max_pages(const mla_page_pool *pool,
  * request's pages are 0, a valid page) and seq_lens i32 [count] for the
  * requests (each known to the pool). Either output may be NULL. Fails,
  * writing nothing, for an unknown request or one with more pages. */
-mla_status mla_page_pool_export_block_table(const mla_page_pool *pool,
-                                            const int64_t *requests,
-                                            size_t count,
-                                            int64_t max_pages_per_seq,
-                                            int32_t *block_table,
-                                            int32_t *seq_lens);
+mla_status mla_page_pool_export_block_table(
+    const mla_page_pool *pool, const int64_t *requests, size_t count,
+    int64_t max_pages_per_seq, int32_t *block_table, int32_t *seq_lens);
 
 #ifdef __cplusplus
 } /* extern "C" */
