@@ -251,7 +251,7 @@ typedef struct mla_host_copy {
 typedef struct mla_launch_options {
   /* Non-zero: skip the argument checks that cost time (static dims, null
    * data, kind rules such as seq_lens and block-table contents). Count,
-   * kind, dtype, rank and size limits are still checked. */
+   * kind, dtype, rank, data alignment and size limits are still checked. */
   int32_t skip_validation;
   /* GPU: the CUstream / hipStream_t to enqueue on; NULL = default stream.
    * Ignored by the host. */
@@ -325,15 +325,15 @@ typedef struct mla_prefill_args {
 } mla_prefill_args;
 
 typedef struct mla_merge_args {
-  mla_tensor o_parts;   /* partial outputs */
-  mla_tensor lse_parts; /* their log-sum-exps */
-  mla_tensor o;         /* merged output */
-  mla_tensor lse;       /* merged log-sum-exp */
+  mla_tensor o_parts;   /* f32 [parts, T, heads, v_dim] */
+  mla_tensor lse_parts; /* f32 [parts, heads, T] */
+  mla_tensor o;         /* [T, heads, v_dim] */
+  mla_tensor lse;       /* f32 [heads, T] */
 } mla_merge_args;
 
 typedef struct mla_append_kv_args {
-  mla_tensor kv_new;       /* [T, row] rows of the new tokens */
-  mla_tensor slot_mapping; /* i32 [T]: page * page_size + offset per token */
+  mla_tensor kv_new;       /* [T, latent_dim + rope_dim]: new tokens' rows */
+  mla_tensor slot_mapping; /* i32 [T]: page * page_size + offset; -1 skips */
   mla_tensor kv;           /* [num_pages, page_size, row], read and written */
 } mla_append_kv_args;
 
