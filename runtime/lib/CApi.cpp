@@ -19,6 +19,7 @@
 #include <map>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace mla::rt;
@@ -141,9 +142,11 @@ mla_dtype fromDType(DType dtype) {
 
 /// The C++ view of a C tensor; `what` names it in errors.
 Status toView(const mla_tensor &t, const std::string &what, TensorView &view) {
-  if (!validDType(t.dtype))
-    return invalid(what + ": dtype " +
-                   std::to_string(static_cast<int>(t.dtype)) +
+  // Read as the underlying type: a C caller may store any int there.
+  std::underlying_type_t<mla_dtype> dtype;
+  std::memcpy(&dtype, &t.dtype, sizeof(dtype));
+  if (!validDType(static_cast<int>(dtype)))
+    return invalid(what + ": dtype " + std::to_string(dtype) +
                    " is not an mla_dtype");
   if (t.rank < 0 || t.rank > MLA_MAX_RANK)
     return invalid(what + ": rank " + std::to_string(t.rank) +
@@ -171,7 +174,11 @@ Status bindArgs(const Kernel &kernel, const mla_arg *args, size_t numArgs,
     if (byRole.count(role))
       return invalid(where + ": role '" + role + "' is given twice");
     const ManifestArg *expected = manifest.findArg(role);
-    switch (arg.kind) {
+    // A C caller may store any int in the enum: read it as its underlying
+    // type (loading an out-of-range value as the enum is undefined in C++).
+    std::underlying_type_t<mla_arg_kind> kind;
+    std::memcpy(&kind, &arg.kind, sizeof(kind));
+    switch (kind) {
     case MLA_ARG_TENSOR: {
       TensorView view;
       if (Status status = toView(arg.tensor, role, view); !status.ok())
@@ -214,7 +221,7 @@ Status bindArgs(const Kernel &kernel, const mla_arg *args, size_t numArgs,
     }
     default:
       return invalid(where + " ('" + role + "'): kind " +
-                     std::to_string(static_cast<int>(arg.kind)) +
+                     std::to_string(kind) +
                      " is not an mla_arg_kind");
     }
   }
