@@ -121,12 +121,13 @@ TEST_F(MlaBenchTest, Errors) {
     expectFailure({"--batch=1", "--seq-len=4"}, cuda.status().message());
 }
 
-TEST_F(MlaBenchTest, OnlyDecodeKernels) {
+TEST_F(MlaBenchTest, OnlyDecodeAndPrefillKernels) {
   std::string manifest = decodeManifest(shape);
   manifest.replace(manifest.find("kernel decode"), 13, "kernel custom");
   ASSERT_TRUE(
       writePackage(package, manifest, {{"code.host-x86_64", testKernelCode()}})
           .ok());
   expectFailure({"--device=host", "--batch=1", "--seq-len=4"},
-                "mla-bench times decode kernels, this one is 'custom'");
+                "mla-bench times decode and prefill kernels, this one is "
+                "'custom'");
 }

@@ -1,4 +1,4 @@
-//===- mla-bench.cpp - Time a decode package on random paged inputs -------===//
+//===- mla-bench.cpp - Time a decode or prefill package on random inputs ---===//
 //
 // mla-bench PKG [--device=cuda|cuda:N|host|auto] --batch B --seq-len L
 //           [--ragged] [--scale X] [--warmup N] [--iters N] [--rotate K]
@@ -36,7 +36,10 @@ namespace {
 const char *const kHelp =
     R"help(usage: mla-bench PKG --batch B --seq-len L [options]
 
-Times the decode kernel of the mla package PKG on random inputs.
+Times the decode or prefill kernel of the mla package PKG on random inputs.
+Decode: B requests with L cached tokens each in a paged cache. Prefill: B
+requests of L new tokens each attending to themselves (causal when the
+package is).
 
 options:
   --device=NAME        cuda (default), cuda:N, host or auto
@@ -62,7 +65,9 @@ Prints one line, "mla-bench: key=value ...", with time in microseconds
 (median, min, max over the timed launches), GB/s counting the minimum bytes
 moved, E * (sum(len) * (Dv + rope) + B * Sq * H * (Dv + rope) + B * Sq * H *
 Dv) with E the element size, and TFLOP/s counting 2 * Sq * H * sum(len) *
-(2 * Dv + rope). Errors are one line "mla-bench: error: MESSAGE", exit 1.
+(2 * Dv + rope). Prefill: bytes E * T * H * (2 * Dqk + Dv) for q, k, v plus
+o and lse; TFLOP/s counting 2 * H * sum(L^2) * (Dqk + Dv), halved when
+causal. Errors are one line "mla-bench: error: MESSAGE", exit 1.
 )help";
 
 constexpr double kL2Bytes = 60e6;
@@ -307,15 +312,50 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
-Status run(const Options &options) {
-  Expected<Package> package = readPackage(options.package);
-  if (!package.ok())
-    return package.status();
-  const Manifest &m = package->manifest;
-  if (m.kernel != "decode")
-    return Status::error(ErrorCode::Unsupported,
-                         "mla-bench times decode kernels, this one is '" +
-                             m.kernel + "'");
+/// One benchmark problem: the kernel's tensors by role (shapes; data null),
+/// host contents of the inputs, the minimum bytes moved and the FLOPs.
+struct Problem {
+  std::vector<std::pair<std::string, TensorView>> tensors;
+  std::map<std::string, HostTensor> host;
+  float scale = 1.0f;
+  double bytes = 0, flops = 0;
+  /// Extra CSV/summary fields (shape description).
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
+Status randomHost(Problem &p, const std::string &role, Random &random) {
+  for (auto &[r, t] : p.tensors) {
+    if (r != role)
+      continue;
+    Expected<HostTensor> allocated = HostTensor::allocate(t.dtype, t.shape);
+    if (!allocated.ok())
+      return allocated.status();
+    if (Status status = fillRandom(allocated->data(), t.dtype,
+                                   allocated->numElements(), random);
+        !status.ok())
+      return status;
+    p.host.emplace(role, allocated.take());
+    return Status::success();
+  }
+  return Status::error(ErrorCode::InvalidManifest, "no role " + role);
+}
+
+Status indexHost(Problem &p, const std::string &role,
+                 const std::vector<int64_t> &values, DType dtype,
+                 std::vector<int64_t> shape) {
+  Expected<HostTensor> allocated = HostTensor::allocate(dtype, shape);
+  if (!allocated.ok())
+    return allocated.status();
+  if (Status status = convertElements(values.data(), DType::I64,
+                                      allocated->data(), dtype, values.size());
+      !status.ok())
+    return status;
+  p.host.emplace(role, allocated.take());
+  return Status::success();
+}
+
+Expected<Problem> decodeProblem(const Options &options, const Manifest &m,
+                                Random &random) {
   int64_t qLen = m.qLen ? m.qLen : (options.qLen ? options.qLen : 1);
   if (m.qLen && options.qLen && options.qLen != m.qLen)
     return usageError("--q-len " + std::to_string(options.qLen) +
@@ -327,16 +367,6 @@ Status run(const Options &options) {
     return usageError("--page-size " + std::to_string(options.pageSize) +
                       " differs from the package's page_size " +
                       std::to_string(m.pageSize));
-
-  Expected<Device> device = Device::open(options.device, {options.threads});
-  if (!device.ok())
-    return device.status();
-  Backend &backend = device->getBackend();
-  Expected<Kernel> kernel = device->loadKernel(*package);
-  if (!kernel.ok())
-    return kernel.status();
-
-  // Shapes.
   DType dtype = *m.dtype;
   int64_t batch = options.batch, heads = m.heads;
   int64_t row = m.latentDim + m.ropeDim, dimV = m.latentDim;
@@ -347,16 +377,14 @@ Status run(const Options &options) {
                       std::to_string(numPages) + " pages, more than 2^31 - 1");
   DType tableType = m.findArg("block_table")->dtype;
   DType lensType = m.findArg("seq_lens")->dtype;
-  TensorView q{nullptr, dtype, {batch, qLen, heads, row}};
-  TensorView kv{nullptr, dtype, {numPages, pageSize, row}};
-  TensorView table{nullptr, tableType, {batch, maxPages}};
-  TensorView lens{nullptr, lensType, {batch}};
-  TensorView o{nullptr, dtype, {batch, qLen, heads, dimV}};
-  TensorView lse{nullptr, DType::F32, {batch, qLen, heads}};
-  std::vector<TensorView *> tensors = {&q, &kv, &table, &lens, &o, &lse};
-
-  // Host inputs: random q and kv, a random page permutation, the lengths.
-  Random random{options.seed};
+  Problem p;
+  p.tensors = {{"q", {nullptr, dtype, {batch, qLen, heads, row}}},
+               {"kv", {nullptr, dtype, {numPages, pageSize, row}}},
+               {"block_table", {nullptr, tableType, {batch, maxPages}}},
+               {"seq_lens", {nullptr, lensType, {batch}}},
+               {"o", {nullptr, dtype, {batch, qLen, heads, dimV}}},
+               {"lse", {nullptr, DType::F32, {batch, qLen, heads}}}};
+  // Random q and kv, a random page permutation, the lengths.
   std::vector<int64_t> lengths(batch, options.seqLen);
   if (options.ragged)
     for (int64_t &length : lengths) {
@@ -367,40 +395,139 @@ Status run(const Options &options) {
   for (int64_t length : lengths)
     sumLen += length;
   std::vector<int64_t> pages(numPages);
-  for (int64_t p = 0; p < numPages; ++p)
-    pages[p] = p;
-  for (int64_t p = numPages - 1; p > 0; --p)
-    std::swap(pages[p], pages[random.below(p + 1)]);
-  std::map<TensorView *, HostTensor> host;
-  for (TensorView *t : {&q, &kv, &table, &lens}) {
-    Expected<HostTensor> allocated = HostTensor::allocate(t->dtype, t->shape);
-    if (!allocated.ok())
-      return allocated.status();
-    host.emplace(t, allocated.take());
-  }
-  for (TensorView *t : {&q, &kv})
-    if (Status status = fillRandom(host.at(t).data(), dtype,
-                                   host.at(t).numElements(), random);
-        !status.ok())
+  for (int64_t i = 0; i < numPages; ++i)
+    pages[i] = i;
+  for (int64_t i = numPages - 1; i > 0; --i)
+    std::swap(pages[i], pages[random.below(i + 1)]);
+  for (const char *role : {"q", "kv"})
+    if (Status status = randomHost(p, role, random); !status.ok())
       return status;
   if (Status status =
-          convertElements(pages.data(), DType::I64, host.at(&table).data(),
-                          tableType, pages.size());
+          indexHost(p, "block_table", pages, tableType, {batch, maxPages});
       !status.ok())
     return status;
-  if (Status status =
-          convertElements(lengths.data(), DType::I64, host.at(&lens).data(),
-                          lensType, lengths.size());
+  if (Status status = indexHost(p, "seq_lens", lengths, lensType, {batch});
       !status.ok())
     return status;
+  p.scale = options.scale ? *options.scale
+                          : 1.0f / std::sqrt(static_cast<float>(row));
+  double e = static_cast<double>(dtypeSize(dtype));
+  p.bytes = e * (static_cast<double>(sumLen) * row +
+                 static_cast<double>(batch) * qLen * heads * row +
+                 static_cast<double>(batch) * qLen * heads * dimV);
+  p.flops = 2.0 * qLen * heads * static_cast<double>(sumLen) *
+            (2.0 * dimV + m.ropeDim);
+  p.fields = {{"sum_len", std::to_string(sumLen)},
+              {"q_len", std::to_string(qLen)},
+              {"heads", std::to_string(heads)},
+              {"page_size", std::to_string(pageSize)}};
+  return p;
+}
+
+/// B requests of L queries attending to their own L keys (causal or not,
+/// as the package says).
+Expected<Problem> prefillProblem(const Options &options, const Manifest &m,
+                                 Random &random) {
+  DType dtype = *m.dtype;
+  int64_t batch = options.batch, heads = m.heads;
+  std::vector<int64_t> lengths(batch, options.seqLen);
+  if (options.ragged)
+    for (int64_t &length : lengths) {
+      int64_t low = (options.seqLen + 1) / 2;
+      length = low + random.below(options.seqLen - low + 1);
+    }
+  std::vector<int64_t> cu = {0};
+  double sumSq = 0;
+  for (int64_t length : lengths) {
+    cu.push_back(cu.back() + length);
+    sumSq += static_cast<double>(length) * length;
+  }
+  int64_t T = cu.back();
+  if (T > INT32_MAX)
+    return usageError("batch x seq-len = " + std::to_string(T) +
+                      " tokens, more than 2^31 - 1");
+  DType oType = m.findArg("o")->dtype;
+  DType cuType = m.findArg("cu_seqlens_q")->dtype;
+  Problem p;
+  p.tensors = {{"q", {nullptr, dtype, {T, heads, m.qkDim}}},
+               {"k", {nullptr, dtype, {T, heads, m.qkDim}}},
+               {"v", {nullptr, dtype, {T, heads, m.vDim}}},
+               {"cu_seqlens_q", {nullptr, cuType, {batch + 1}}},
+               {"cu_seqlens_k", {nullptr, cuType, {batch + 1}}},
+               {"o", {nullptr, oType, {T, heads, m.vDim}}},
+               {"lse", {nullptr, DType::F32, {heads, T}}}};
+  for (const char *role : {"q", "k", "v"})
+    if (Status status = randomHost(p, role, random); !status.ok())
+      return status;
+  for (const char *role : {"cu_seqlens_q", "cu_seqlens_k"})
+    if (Status status = indexHost(p, role, cu, cuType, {batch + 1});
+        !status.ok())
+      return status;
+  p.scale = options.scale ? *options.scale
+                          : 1.0f / std::sqrt(static_cast<float>(m.qkDim));
+  double e = static_cast<double>(dtypeSize(dtype));
+  p.bytes = e * static_cast<double>(T) * heads * (2.0 * m.qkDim + m.vDim) +
+            static_cast<double>(dtypeSize(oType)) * T * heads * m.vDim +
+            4.0 * T * heads;
+  // Causal: half of the score matrix, 2 * H * L^2 * (Dqk + Dv) / 2.
+  p.flops = 2.0 * heads * sumSq * (m.qkDim + m.vDim) * (m.causal == 1 ? 0.5 : 1.0);
+  p.fields = {{"sum_len", std::to_string(T)},
+              {"q_len", std::to_string(options.seqLen)},
+              {"heads", std::to_string(heads)},
+              {"page_size", "0"}};
+  return p;
+}
+
+Status run(const Options &options) {
+  Expected<Package> package = readPackage(options.package);
+  if (!package.ok())
+    return package.status();
+  const Manifest &m = package->manifest;
+  if (m.kernel != "decode" && m.kernel != "prefill")
+    return Status::error(ErrorCode::Unsupported,
+                         "mla-bench times decode and prefill kernels, this "
+                         "one is '" +
+                             m.kernel + "'");
+  Expected<Device> device = Device::open(options.device, {options.threads});
+  if (!device.ok())
+    return device.status();
+  Backend &backend = device->getBackend();
+  Expected<Kernel> kernel = device->loadKernel(*package);
+  if (!kernel.ok())
+    return kernel.status();
+
+  Random random{options.seed};
+  Expected<Problem> problem = m.kernel == "prefill"
+                                  ? prefillProblem(options, m, random)
+                                  : decodeProblem(options, m, random);
+  if (!problem.ok())
+    return problem.status();
+  Problem &p = *problem;
+  DType dtype = *m.dtype;
+  int64_t batch = options.batch;
+  std::vector<TensorView *> tensors;
+  for (auto &entry : p.tensors)
+    tensors.push_back(&entry.second);
+  auto roleOf = [&](TensorView *t) -> const std::string & {
+    for (auto &entry : p.tensors)
+      if (&entry.second == t)
+        return entry.first;
+    return p.tensors.front().first;
+  };
+  Scalar scaleArg = Scalar::ofFloat(m.findArg("scale")->dtype, p.scale);
+  std::map<std::string, ArgValue> shapesByRole;
+  for (auto &[role, t] : p.tensors)
+    shapesByRole.emplace(role, t);
+  shapesByRole.emplace("scale", scaleArg);
+  Expected<std::vector<ArgValue>> shapeArgs = kernel->bindByRole(shapesByRole);
+  if (!shapeArgs.ok())
+    return shapeArgs.status();
 
   // K copies: enough to exceed 3 x L2, within 80% of the free memory.
   size_t copyBytes = 0;
   for (TensorView *t : tensors)
     copyBytes += alignUp(t->sizeInBytes());
-  Expected<size_t> workspaceBytes = kernel->workspaceBytes(
-      {q, kv, table, lens, Scalar::ofFloat(m.findArg("scale")->dtype, 1), o,
-       lse});
+  Expected<size_t> workspaceBytes = kernel->workspaceBytes(*shapeArgs);
   if (!workspaceBytes.ok())
     return workspaceBytes.status();
   int64_t copies = options.rotate;
@@ -433,9 +560,11 @@ Status run(const Options &options) {
     c.buffer = buffer.take();
     for (int64_t k = 0; k < copies; ++k) {
       void *dst = c.view(k, *t).data;
+      auto input = p.host.find(roleOf(t));
       Status status =
-          host.count(t)
-              ? backend.copyToDevice(dst, host.at(t).data(), t->sizeInBytes())
+          input != p.host.end()
+              ? backend.copyToDevice(dst, input->second.data(),
+                                     t->sizeInBytes())
               : backend.fillBytes(dst, 0, t->sizeInBytes());
       if (!status.ok())
         return status;
@@ -444,18 +573,12 @@ Status run(const Options &options) {
   if (Status status = kernel->reserveWorkspace(*workspaceBytes); !status.ok())
     return status;
 
-  float scale = options.scale ? *options.scale
-                              : 1.0f / std::sqrt(static_cast<float>(row));
-  Scalar scaleArg = Scalar::ofFloat(m.findArg("scale")->dtype, scale);
   auto argsOf = [&](int64_t k) -> std::vector<ArgValue> {
-    Expected<std::vector<ArgValue>> bound =
-        kernel->bindByRole({{"q", onDevice[&q].view(k, q)},
-                            {"kv", onDevice[&kv].view(k, kv)},
-                            {"block_table", onDevice[&table].view(k, table)},
-                            {"seq_lens", onDevice[&lens].view(k, lens)},
-                            {"scale", scaleArg},
-                            {"o", onDevice[&o].view(k, o)},
-                            {"lse", onDevice[&lse].view(k, lse)}});
+    std::map<std::string, ArgValue> byRole;
+    for (TensorView *t : tensors)
+      byRole.emplace(roleOf(t), onDevice[t].view(k, *t));
+    byRole.emplace("scale", scaleArg);
+    Expected<std::vector<ArgValue>> bound = kernel->bindByRole(byRole);
     return bound.ok() ? bound.take() : std::vector<ArgValue>{};
   };
   std::vector<std::vector<ArgValue>> args;
@@ -467,8 +590,11 @@ Status run(const Options &options) {
     return stream.status();
   LaunchOptions launch;
   launch.stream = (*stream)->handle();
-  launch.hostBlockTable = host.at(&table).data();
-  launch.hostSeqLens = host.at(&lens).data();
+  for (const auto &[role, tensor] : p.host)
+    if (m.findArg(role) && m.findArg(role)->dtype != DType::BF16 &&
+        m.findArg(role)->dtype != DType::F16 &&
+        m.findArg(role)->dtype != DType::F32)
+      launch.hostData.emplace(role, tensor.data());
   if (Status status = kernel->validate(args[0], launch); !status.ok())
     return status;
   launch.validate = false;
@@ -506,7 +632,9 @@ Status run(const Options &options) {
   // Sanity: the last launched copy's outputs are finite (lengths >= 1).
   int64_t last = (next + copies - 1) % copies;
   int64_t nonFinite = 0;
-  for (TensorView *t : {&o, &lse}) {
+  for (TensorView *t : tensors) {
+    if (roleOf(t) != "o" && roleOf(t) != "lse")
+      continue;
     Expected<HostTensor> values = HostTensor::allocate(t->dtype, t->shape);
     Expected<HostTensor> floats = HostTensor::allocate(DType::F32, t->shape);
     if (!values.ok() || !floats.ok())
@@ -525,26 +653,17 @@ Status run(const Options &options) {
   }
 
   double median = percentileSorted(micros, 0.5);
-  double elementBytes = static_cast<double>(dtypeSize(dtype));
-  double bytes =
-      elementBytes * (static_cast<double>(sumLen) * row +
-                      static_cast<double>(batch) * qLen * heads * row +
-                      static_cast<double>(batch) * qLen * heads * dimV);
-  double flops = 2.0 * qLen * heads * static_cast<double>(sumLen) *
-                 (2.0 * dimV + m.ropeDim);
-  double gbs = bytes / (median * 1e-6) / 1e9;
-  double tflops = flops / (median * 1e-6) / 1e12;
+  double gbs = p.bytes / (median * 1e-6) / 1e9;
+  double tflops = p.flops / (median * 1e-6) / 1e12;
   std::vector<std::pair<std::string, std::string>> fields = {
       {"package", baseName(options.package)},
       {"device", std::string(device->getName())},
       {"dtype", dtypeName(dtype)},
       {"batch", std::to_string(batch)},
       {"seq_len", std::to_string(options.seqLen)},
-      {"ragged", options.ragged ? "1" : "0"},
-      {"sum_len", std::to_string(sumLen)},
-      {"q_len", std::to_string(qLen)},
-      {"heads", std::to_string(heads)},
-      {"page_size", std::to_string(pageSize)},
+      {"ragged", options.ragged ? "1" : "0"}};
+  fields.insert(fields.end(), p.fields.begin(), p.fields.end());
+  fields.insert(fields.end(), {
       {"warmup", std::to_string(options.warmup)},
       {"iters", std::to_string(options.iters)},
       {"rotate", std::to_string(copies)},
@@ -556,7 +675,7 @@ Status run(const Options &options) {
       {"bw_frac", fixed(gbs / options.ceilingGbs, 3)},
       {"flop_frac", fixed(tflops / options.ceilingTflops, 3)},
       {"nonfinite", std::to_string(nonFinite)},
-  };
+  });
   std::string line = "mla-bench:";
   for (const auto &[key, value] : fields)
     line += " " + key + "=" + value;
