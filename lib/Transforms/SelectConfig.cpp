@@ -105,15 +105,16 @@ int64_t prefillTileBytes(PrefillOp op, int64_t tileQ, int64_t tileKv) {
 }
 
 /// Prefill: one head per workgroup, no split (queries tiles x heads give
-/// the parallelism). Host: 32 x 64 tiles (they stay in L1/L2). GPUs: 64
-/// query rows (four 16-row MMA tiles, one per warp) and 64-key tiles on
-/// NVIDIA, 32 x 32 on AMD (LDS), halved until they fit the chip.
+/// the parallelism). Host: 32 x 64 tiles (they stay in L1/L2). GPUs: 32
+/// query rows and 32-key tiles with 4 warps/waves, halved until they fit
+/// the chip. On the H200 (H=16, T=4096, causal bf16) 32 x 32 measured 77
+/// TFLOP/s against 51-68 for 64 x 64, 64 x 32, 32 x 64, 64 x 16, 128 x 32
+/// and 16-row tiles: the smaller tiles fit three workgroups per SM.
 ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch) {
   if (arch.kind == TargetKind::Host)
     return {/*tileKv=*/64, /*kvSplits=*/1, /*headGroup=*/1, /*warps=*/1,
             /*stages=*/1, /*minWorkgroups=*/0, /*tileQ=*/32};
-  bool nvidia = arch.kind == TargetKind::NVIDIA;
-  ConfigFields cfg{nvidia ? 64 : 32, 1, 1, 4, 1, 0, nvidia ? 64 : 32};
+  ConfigFields cfg{/*tileKv=*/32, 1, 1, /*warps=*/4, 1, 0, /*tileQ=*/32};
   while (prefillTileBytes(op, cfg.tileQ, cfg.tileKv) > arch.sharedBytes) {
     if (cfg.tileKv > 16)
       cfg.tileKv /= 2;

@@ -66,3 +66,28 @@ func.func @pv_scaled(%a: memref<4x16xbf16>, %b: memref<16x32xbf16>, %c: memref<4
   mla.matmul %a, %b, %c scale %s {accumulate} : memref<4x16xbf16>, memref<16x32xbf16>, memref<4x32xf32>, memref<4xf32>
   return
 }
+
+// -----
+
+// The masked-copy idiom on 16-bit floats: zeros stored first, the load and
+// its store only in the branch (no bf16 value crosses control flow).
+// CHECK-LABEL: func @masked_copy
+// CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<8xbf16>
+// CHECK-NEXT: vector.store %[[Z]], %arg1[%arg3, %c0] : memref<4x8xbf16>, vector<8xbf16>
+// CHECK: scf.if %arg2 {
+// CHECK-NEXT: %[[V:.*]] = vector.load %arg0[%arg3, %c0] : memref<4x8xbf16>, vector<8xbf16>
+// CHECK-NEXT: vector.store %[[V]], %arg1[%arg3, %c0] : memref<4x8xbf16>, vector<8xbf16>
+// CHECK-NEXT: }
+// CHECK-NOT: scf.yield
+func.func @masked_copy(%src: memref<4x8xbf16>, %dst: memref<4x8xbf16>, %cond: i1, %r: index) {
+  %c0 = arith.constant 0 : index
+  %zeros = arith.constant dense<0.0> : vector<8xbf16>
+  %v = scf.if %cond -> (vector<8xbf16>) {
+    %l = vector.load %src[%r, %c0] : memref<4x8xbf16>, vector<8xbf16>
+    scf.yield %l : vector<8xbf16>
+  } else {
+    scf.yield %zeros : vector<8xbf16>
+  }
+  vector.store %v, %dst[%r, %c0] : memref<4x8xbf16>, vector<8xbf16>
+  return
+}
