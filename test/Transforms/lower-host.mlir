@@ -75,7 +75,7 @@ func.func @pv_scaled(%a: memref<4x16xbf16>, %b: memref<16x32xbf16>, %c: memref<4
 // CHECK: arith.constant dense<0.000000e+00> : vector<8xbf16>
 // CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<8xbf16>
 // CHECK-NEXT: vector.store %[[Z]], %arg1[%arg3, %c0] : memref<4x8xbf16>, vector<8xbf16>
-// CHECK-SAME: %arg2 {
+// CHECK-NEXT: scf.if %arg2 {
 // CHECK-NEXT: %[[V:.*]] = vector.load %arg0[%arg3, %c0] : memref<4x8xbf16>, vector<8xbf16>
 // CHECK-NEXT: vector.store %[[V]], %arg1[%arg3, %c0] : memref<4x8xbf16>, vector<8xbf16>
 // CHECK-NEXT: }
