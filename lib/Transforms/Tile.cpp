@@ -19,11 +19,14 @@
 #include "mla/Transforms/TileAppendKV.h"
 #include "mla/Transforms/Utils.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #define DEBUG_TYPE "mla-tile"
@@ -235,6 +238,84 @@ AttentionTiles allocateTiles(ImplicitLocOpBuilder &g, int64_t rows,
   return t;
 }
 
+/// Inlines a variant region (mla.decode / mla.prefill `score`, `mask`,
+/// `sink`) at the builder with `args` for its block arguments and returns
+/// the yielded value. math.exp, math.log and math.tanh become exp2/log2
+/// forms, which every target lowers without a device library.
+Value inlineVariant(ImplicitLocOpBuilder &b, Region &region,
+                    ArrayRef<Value> args) {
+  Block &block = region.front();
+  IRMapping map;
+  for (auto [arg, v] : llvm::zip(block.getArguments(), args))
+    map.map(arg, v);
+  Value result;
+  for (Operation &op : block) {
+    if (auto yield = dyn_cast<YieldOp>(op)) {
+      result = map.lookupOrDefault(yield.getValues().front());
+      break;
+    }
+    auto operand = [&](unsigned i) {
+      return map.lookupOrDefault(op.getOperand(i));
+    };
+    Value log2e = nullptr;
+    auto l2e = [&](Type t) {
+      return arith::ConstantOp::create(b, b.getFloatAttr(t, kLog2e));
+    };
+    if (auto e = dyn_cast<math::ExpOp>(op)) {
+      log2e = l2e(e.getType());
+      map.map(e.getResult(),
+              math::Exp2Op::create(
+                  b, arith::MulFOp::create(b, operand(0), log2e)));
+    } else if (auto l = dyn_cast<math::LogOp>(op)) {
+      Value ln2 = arith::ConstantOp::create(b, b.getFloatAttr(l.getType(), kLn2));
+      map.map(l.getResult(),
+              arith::MulFOp::create(b, math::Log2Op::create(b, operand(0)),
+                                    ln2));
+    } else if (auto t = dyn_cast<math::TanhOp>(op)) {
+      // tanh x = 1 - 2 / (exp2(2 x log2 e) + 1): exact limits +-1 for large
+      // |x| (exp2 overflows to inf or underflows to 0), no NaN.
+      Type ty = t.getType();
+      Value one = arith::ConstantOp::create(b, b.getFloatAttr(ty, 1.0));
+      Value two = arith::ConstantOp::create(b, b.getFloatAttr(ty, 2.0));
+      Value e = math::Exp2Op::create(
+          b, arith::MulFOp::create(
+                 b, operand(0),
+                 arith::ConstantOp::create(b, b.getFloatAttr(ty, 2 * kLog2e))));
+      map.map(t.getResult(),
+              arith::SubFOp::create(
+                  b, one,
+                  arith::DivFOp::create(b, two,
+                                        arith::AddFOp::create(b, e, one))));
+    } else {
+      b.clone(op, map);
+    }
+  }
+  return result;
+}
+
+/// The variant regions of a decode or prefill, as hooks of the softmax
+/// core. `position(b, row)` gives (request, head, query position) of a tile
+/// row; key positions are absolute key indices of the request.
+struct Variants {
+  Region *score = nullptr, *mask = nullptr, *sink = nullptr;
+  std::function<std::array<Value, 3>(ImplicitLocOpBuilder &, Value)> position;
+
+  bool any() const { return score || mask || sink; }
+};
+
+Variants variantsOf(Operation *op, Region &score, Region &mask,
+                    Region &sink) {
+  (void)op;
+  Variants v;
+  if (!score.empty())
+    v.score = &score;
+  if (!mask.empty())
+    v.mask = &mask;
+  if (!sink.empty())
+    v.sink = &sink;
+  return v;
+}
+
 /// acc = 0, m = -inf, l = 0.
 void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t) {
   fillBuffer(g, t.acc, 0.0);
@@ -251,9 +332,10 @@ void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t) {
 /// and the sum of exponentials in `lBuf`.
 void emitOnlineSoftmax(
     ImplicitLocOpBuilder &g, const AttentionTiles &t, Value start, Value end,
-    Value scaleLog2,
+    Value scale, const Variants &variants,
     function_ref<void(ImplicitLocOpBuilder &, Value)> loadTiles,
     function_ref<Value(ImplicitLocOpBuilder &, Value)> visibleEnd) {
+  Value scaleLog2 = arith::MulFOp::create(g, scale, f32Const(g, kLog2e));
   const int64_t chunks = t.tile / kChunk;
   Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
   Value cTile = indexConst(g, t.tile), cRows = indexConst(g, t.rows);
@@ -281,6 +363,31 @@ void emitOnlineSoftmax(
                         validCols(rb, row));
       return {lo, maxIdx(rb, hi, lo)};
     };
+    // Score of (row, column c) in the log2 domain, and the mask's verdict
+    // (null without a mask region). With a score region, the scaled score
+    // goes through it first. Columns of the visible range [lo, hi) only.
+    auto scoreAt = [&](ImplicitLocOpBuilder &cb, Value row,
+                       Value c) -> std::pair<Value, Value> {
+      Value sc = memref::LoadOp::create(cb, t.sTile, ValueRange{row, c});
+      Value visible;
+      if (!variants.score && !variants.mask)
+        return {arith::MulFOp::create(cb, sc, scaleLog2), visible};
+      std::array<Value, 3> pos = variants.position(cb, row);
+      Value key = arith::AddIOp::create(cb, t0, c);
+      Value x;
+      if (variants.score) {
+        Value s = inlineVariant(cb, *variants.score,
+                                {arith::MulFOp::create(cb, sc, scale), pos[0],
+                                 pos[1], pos[2], key});
+        x = arith::MulFOp::create(cb, s, f32Const(cb, kLog2e));
+      } else {
+        x = arith::MulFOp::create(cb, sc, scaleLog2);
+      }
+      if (variants.mask)
+        visible = inlineVariant(cb, *variants.mask,
+                                {pos[0], pos[1], pos[2], key});
+      return {x, visible};
+    };
     parallelFor(tb, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb,
                                           ValueRange iv) {
       Value row = iv[0];
@@ -288,9 +395,10 @@ void emitOnlineSoftmax(
       Value mx = reduceLoop(
           rb, lo, hi, c1, negInf,
           [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
-            Value sc = memref::LoadOp::create(cb, t.sTile, ValueRange{row, c});
-            return arith::MaximumFOp::create(
-                cb, m, arith::MulFOp::create(cb, sc, scaleLog2));
+            auto [x, visible] = scoreAt(cb, row, c);
+            if (visible)
+              x = arith::SelectOp::create(cb, visible, x, negInf);
+            return arith::MaximumFOp::create(cb, m, x);
           });
       memref::StoreOp::create(rb, mx, t.partial, ValueRange{row, iv[1]});
     });
@@ -325,14 +433,14 @@ void emitOnlineSoftmax(
           rb, c0, cChunk, c1, zeroF,
           [&](ImplicitLocOpBuilder &cb, Value k, Value total) -> Value {
             Value c = arith::AddIOp::create(cb, first, k);
-            Value sc = memref::LoadOp::create(cb, t.sTile, ValueRange{row, c});
-            Value e = math::Exp2Op::create(
-                cb, arith::SubFOp::create(
-                        cb, arith::MulFOp::create(cb, sc, scaleLog2), ref));
             Value valid = arith::AndIOp::create(
                 cb,
                 arith::CmpIOp::create(cb, arith::CmpIPredicate::sge, c, lo),
                 arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, c, hi));
+            auto [x, visible] = scoreAt(cb, row, c);
+            if (visible)
+              valid = arith::AndIOp::create(cb, valid, visible);
+            Value e = math::Exp2Op::create(cb, arith::SubFOp::create(cb, x, ref));
             Value p = arith::SelectOp::create(cb, valid, e, zeroF);
             memref::StoreOp::create(cb, castFloat(cb, p, t.elem), t.pTile,
                                     ValueRange{row, c});
@@ -359,6 +467,50 @@ void emitOnlineSoftmax(
     // acc = diag(exp2(m_old - m_new)) * acc + P * V.
     auto pv = MatmulOp::create(tb, t.pTile, t.vTile, t.acc, t.corrBuf);
     pv.setAccumulate(true);
+  });
+}
+
+/// A sink logit joins each row's softmax denominator: with z the logit in
+/// the log2 domain, m' = max(m, z), l' = l · 2^(m - m') + 2^(z - m'), and the
+/// accumulator is rescaled by 2^(m - m') (0 for a row that saw no key).
+void applySink(ImplicitLocOpBuilder &g, const AttentionTiles &t,
+               const Variants &variants) {
+  Value negInf = f32Const(g, kNegInf), zeroF = f32Const(g, 0.0);
+  parallelFor(g, {indexConst(g, t.rows)}, [&](ImplicitLocOpBuilder &rb,
+                                              ValueRange iv) {
+    Value row = iv[0];
+    std::array<Value, 3> pos = variants.position(rb, row);
+    Value z = arith::MulFOp::create(
+        rb, inlineVariant(rb, *variants.sink, {pos[0], pos[1], pos[2]}),
+        f32Const(rb, kLog2e));
+    Value m = memref::LoadOp::create(rb, t.mBuf, ValueRange{row});
+    Value mNew = arith::MaximumFOp::create(rb, m, z);
+    // A sink of -inf on a row without keys keeps the row empty.
+    Value empty =
+        arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, mNew, negInf);
+    Value ref = arith::SelectOp::create(rb, empty, zeroF, mNew);
+    Value corr =
+        math::Exp2Op::create(rb, arith::SubFOp::create(rb, m, ref));
+    Value l = memref::LoadOp::create(rb, t.lBuf, ValueRange{row});
+    Value lNew = arith::AddFOp::create(
+        rb, arith::MulFOp::create(rb, l, corr),
+        math::Exp2Op::create(rb, arith::SubFOp::create(rb, z, ref)));
+    memref::StoreOp::create(rb, mNew, t.mBuf, ValueRange{row});
+    memref::StoreOp::create(rb, lNew, t.lBuf, ValueRange{row});
+    memref::StoreOp::create(rb, corr, t.corrBuf, ValueRange{row});
+  });
+  const int64_t vw = vectorWidthFor(t.dv);
+  auto vecType = VectorType::get({vw}, g.getF32Type());
+  parallelFor(g, {indexConst(g, t.rows), indexConst(g, t.dv / vw)},
+              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+    Value d = arith::MulIOp::create(rb, iv[1], indexConst(rb, vw));
+    Value corr = memref::LoadOp::create(rb, t.corrBuf, ValueRange{iv[0]});
+    Value a = vector::LoadOp::create(rb, vecType, t.acc, ValueRange{iv[0], d});
+    vector::StoreOp::create(
+        rb,
+        arith::MulFOp::create(rb, a,
+                              vector::BroadcastOp::create(rb, vecType, corr)),
+        t.acc, ValueRange{iv[0], d});
   });
 }
 
@@ -501,10 +653,21 @@ LogicalResult tileDecode(DecodeOp op) {
                                                      d});
                 });
 
-    Value scaleLog2 =
-        arith::MulFOp::create(g, op.getScale(), f32Const(g, kLog2e));
+    // Row i * group + hh: request req, head headBase + hh, query position
+    // len - sq + i.
+    Variants variants =
+        variantsOf(op, op.getScore(), op.getMask(), op.getSink());
+    variants.position = [&](ImplicitLocOpBuilder &rb,
+                            Value row) -> std::array<Value, 3> {
+      Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
+      Value hh = group == 1 ? indexConst(rb, 0)
+                           : arith::RemUIOp::create(rb, row, cGroup);
+      return {req, arith::AddIOp::create(rb, headBase, hh),
+              arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq),
+                                    i)};
+    };
     emitOnlineSoftmax(
-        g, t, start, end, scaleLog2,
+        g, t, start, end, op.getScale(), variants,
         [&](ImplicitLocOpBuilder &tb, Value t0) {
           LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0,
                                end, t.kTile);
@@ -515,6 +678,15 @@ LogicalResult tileDecode(DecodeOp op) {
           return arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq),
                                        arith::AddIOp::create(rb, i, c1));
         });
+    // The sink joins the denominator once per row: in split 0's part, which
+    // the merge weighs by its LSE like any other.
+    if (variants.sink) {
+      auto first = scf::IfOp::create(
+          g, arith::CmpIOp::create(g, arith::CmpIPredicate::eq, split, c0),
+          /*withElseRegion=*/false);
+      ImplicitLocOpBuilder sb(op.getLoc(), first.thenBlock()->getTerminator());
+      applySink(sb, t, variants);
+    }
 
     // Epilogue: normalise and write this split's partial result.
     Value cVw = indexConst(g, vw);
@@ -668,10 +840,17 @@ LogicalResult tilePrefill(PrefillOp op) {
                     return SmallVector<Value>{
                         arith::AddIOp::create(ib, firstRow, r), head, d};
                   });
-    Value scaleLog2 =
-        arith::MulFOp::create(g, op.getScale(), f32Const(g, kLog2e));
+    // Row r: request req, head `head`, query position q0 + r + Lk - Lq.
+    Variants variants =
+        variantsOf(op, op.getScore(), op.getMask(), op.getSink());
+    variants.position = [&](ImplicitLocOpBuilder &rb,
+                            Value row) -> std::array<Value, 3> {
+      return {req, head,
+              arith::AddIOp::create(rb, arith::AddIOp::create(rb, q0, row),
+                                    shift)};
+    };
     emitOnlineSoftmax(
-        g, t, c0, end, scaleLog2,
+        g, t, c0, end, op.getScale(), variants,
         [&](ImplicitLocOpBuilder &tb, Value t0) {
           Value limit = arith::SubIOp::create(tb, end, t0);
           Value keyRow = arith::AddIOp::create(tb, kStart, t0);
@@ -690,6 +869,9 @@ LogicalResult tilePrefill(PrefillOp op) {
                                         shift),
               indexConst(rb, 1));
         });
+
+    if (variants.sink)
+      applySink(g, t, variants);
 
     // Epilogue: rows of this tile that are queries write o and lse.
     Value cVw = indexConst(g, vw);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -103,6 +104,87 @@ inline PrefillProblem makePrefill(int64_t heads, int64_t dqk, int64_t dv,
 struct PrefillResult {
   std::vector<double> o, lse;
 };
+
+/// An attention variant (the ops' score/mask/sink regions) in float64:
+/// empty functions are absent. Positions: key j of its request, query i at
+/// i + Lk - Lq.
+struct VariantRef {
+  std::function<double(double score, int64_t b, int64_t h, int64_t qpos,
+                       int64_t kpos)>
+      score;
+  std::function<bool(int64_t b, int64_t h, int64_t qpos, int64_t kpos)> mask;
+  std::function<double(int64_t b, int64_t h, int64_t qpos)> sink;
+};
+
+/// Softmax attention of one query row over `n` keys with scores `s`
+/// (already scaled and rewritten; -inf = invisible) and an optional sink
+/// logit: the weights into `w` (unnormalised, relative to the returned max)
+/// and the LSE; returns false when nothing is visible (o = 0, lse = -inf).
+inline bool softmaxRow(const std::vector<double> &s, const double *sink,
+                       std::vector<double> &w, double &lse) {
+  double m = sink ? *sink : -INFINITY;
+  for (double x : s)
+    m = std::max(m, x);
+  w.assign(s.size(), 0.0);
+  if (std::isinf(m) && m < 0) {
+    lse = -INFINITY;
+    return false;
+  }
+  double sum = sink ? std::exp(*sink - m) : 0.0;
+  for (size_t j = 0; j < s.size(); ++j) {
+    w[j] = std::isinf(s[j]) ? 0.0 : std::exp(s[j] - m);
+    sum += w[j];
+  }
+  for (double &x : w)
+    x /= sum;
+  lse = m + std::log(sum);
+  return true;
+}
+
+inline PrefillResult referencePrefill(const PrefillProblem &p,
+                                      const VariantRef &variant) {
+  const int64_t T = p.tokens(), H = p.heads, Dqk = p.dqk, Dv = p.dv;
+  PrefillResult r;
+  r.o.assign(T * H * Dv, 0.0);
+  r.lse.assign(H * T, -INFINITY);
+  std::vector<double> s, w;
+  for (size_t b = 0; b + 1 < p.cuQ.size(); ++b) {
+    const int64_t q0 = p.cuQ[b], lq = p.cuQ[b + 1] - q0;
+    const int64_t k0 = p.cuK[b], lk = p.cuK[b + 1] - k0;
+    for (int64_t i = 0; i < lq; ++i) {
+      const int64_t qpos = i + lk - lq;
+      const int64_t visible =
+          p.causal ? std::clamp<int64_t>(qpos + 1, 0, lk) : lk;
+      for (int64_t h = 0; h < H; ++h) {
+        const double *qr = &p.q.exact[((q0 + i) * H + h) * Dqk];
+        s.assign(visible, 0.0);
+        for (int64_t j = 0; j < visible; ++j) {
+          const double *kr = &p.k.exact[((k0 + j) * H + h) * Dqk];
+          double dot = 0;
+          for (int64_t d = 0; d < Dqk; ++d)
+            dot += qr[d] * kr[d];
+          s[j] = dot * p.scale;
+          if (variant.score)
+            s[j] = variant.score(s[j], b, h, qpos, j);
+          if (variant.mask && !variant.mask(b, h, qpos, j))
+            s[j] = -INFINITY;
+        }
+        double sinkLogit = variant.sink ? variant.sink(b, h, qpos) : 0.0;
+        double lse;
+        if (!softmaxRow(s, variant.sink ? &sinkLogit : nullptr, w, lse))
+          continue;
+        double *orow = &r.o[((q0 + i) * H + h) * Dv];
+        for (int64_t j = 0; j < visible; ++j) {
+          const double *vr = &p.v.exact[((k0 + j) * H + h) * Dv];
+          for (int64_t d = 0; d < Dv; ++d)
+            orow[d] += w[j] * vr[d];
+        }
+        r.lse[h * T + q0 + i] = lse;
+      }
+    }
+  }
+  return r;
+}
 
 inline PrefillResult referencePrefill(const PrefillProblem &p) {
   const int64_t T = p.tokens(), H = p.heads, Dqk = p.dqk, Dv = p.dv;

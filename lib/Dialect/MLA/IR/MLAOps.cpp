@@ -42,6 +42,70 @@ LogicalResult checkDim(Operation *op, StringRef name, MemRefType type,
            << ") is " << dimStr(got) << ", expected " << dimStr(want);
   return success();
 }
+/// Checks one optional variant region: one block with the given argument
+/// types, ops that every target lowers, an `mla.yield` of `result`.
+LogicalResult verifyVariantRegion(Operation *op, Region &region,
+                                  StringRef name, ArrayRef<Type> argTypes,
+                                  Type result, StringRef argsText) {
+  if (region.empty())
+    return success();
+  if (!region.hasOneBlock())
+    return op->emitOpError() << "'" << name << "' region must have one block";
+  Block &block = region.front();
+  if (block.getArgumentTypes() != TypeRange(argTypes))
+    return op->emitOpError()
+           << "'" << name << "' region must take (" << argsText << "), got "
+           << block.getNumArguments() << " arguments";
+  for (Operation &inner : block) {
+    if (isa<YieldOp>(inner))
+      continue;
+    bool supported =
+        isa<arith::ArithDialect>(inner.getDialect()) ||
+        isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
+            math::TanhOp, math::AbsFOp, math::FmaOp, memref::LoadOp>(inner);
+    if (!supported)
+      return inner.emitError()
+             << "'" << inner.getName() << "' is not supported in the '"
+             << name
+             << "' region of " << op->getName()
+             << " (supported: arith ops, math.exp, math.exp2, math.log, "
+                "math.log2, math.tanh, math.absf, math.fma, memref.load)";
+    if (inner.getNumRegions())
+      return inner.emitError() << "ops with regions are not supported in a "
+                                  "variant region";
+    for (Type t : inner.getResultTypes())
+      if (isa<ShapedType>(t))
+        return inner.emitError() << "variant regions compute scalars; "
+                                    "this op yields "
+                                 << t;
+  }
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op->emitOpError() << "'" << name
+                             << "' region must end in mla.yield";
+  if (yield.getValues().size() != 1 ||
+      yield.getValues().front().getType() != result)
+    return yield.emitError() << "the '" << name << "' region must yield one "
+                             << result << ", got "
+                             << yield.getValues().getTypes();
+  return success();
+}
+
+LogicalResult verifyVariants(Operation *op, Region &score, Region &mask,
+                             Region &sink) {
+  Builder b(op->getContext());
+  Type idx = b.getIndexType(), f32 = b.getF32Type();
+  if (failed(verifyVariantRegion(
+          op, score, "score", {f32, idx, idx, idx, idx}, f32,
+          "score: f32, request, head, query position, key position: index")) ||
+      failed(verifyVariantRegion(
+          op, mask, "mask", {idx, idx, idx, idx}, b.getI1Type(),
+          "request, head, query position, key position: index")) ||
+      failed(verifyVariantRegion(op, sink, "sink", {idx, idx, idx}, f32,
+                                 "request, head, query position: index")))
+    return failure();
+  return success();
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -108,6 +172,8 @@ LogicalResult DecodeOp::verify() {
       batch = extent;
   }
 
+  if (failed(verifyVariants(op, getScore(), getMask(), getSink())))
+    return failure();
   if (ConfigAttr cfg = getConfigAttr()) {
     if (cfg.getTileQ() != 0)
       return emitOpError() << "config tile_q applies to prefill only, got "
@@ -177,6 +243,8 @@ LogicalResult PrefillOp::verify() {
     return emitOpError() << "operand 'cu_seqlens_q' dim 0 (batch + 1) must be "
                             ">= 2, got "
                          << cuq.getDimSize(0);
+  if (failed(verifyVariants(op, getScore(), getMask(), getSink())))
+    return failure();
   if (ConfigAttr cfg = getConfigAttr()) {
     if (cfg.getKvSplits() != 1 || cfg.getHeadGroup() != 1)
       return emitOpError() << "config kv_splits and head_group must be 1 for "

@@ -41,6 +41,20 @@ def MLA_DecodeOp : MLA_Op<"decode"> {
     dynamic. Latent and rope dims must be multiples of 16 (rope may be 0).
     The optional `config` is set by `mla-select-config`.
 
+    Variants (optional regions, see docs/Variants.md): `score` rewrites each
+    score `scale · q·k` before the softmax (block arguments: the score `f32`,
+    request, head, query position, key position `index`; yields `f32`);
+    `mask` decides whether a key is visible (request, head, query position,
+    key position; yields `i1`), on top of the causal/length limits; `sink`
+    adds a logit to the softmax denominator (request, head, query position;
+    yields `f32`). Positions count within the request's sequence: key `j`,
+    and query `i` sits at position `i + Lk - Lq` (decode: `len - Sq + i`).
+    The regions may use arith ops, `math.exp`, `math.exp2`, `math.log`,
+    `math.log2`, `math.tanh`, `math.absf`, `math.fma` and `memref.load` of
+    values defined outside (e.g. a function argument holding per-head
+    sinks), and end in `mla.yield`. A row that sees no key (and has no sink)
+    gets `o = 0`, `lse = -inf`.
+
     Example:
     ```mlir
     mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse
@@ -61,7 +75,9 @@ def MLA_DecodeOp : MLA_Op<"decode"> {
     $q `,` $kv `,` $block_table `,` $seq_lens `,` $scale `,` $o `,` $lse
     attr-dict `:` type($q) `,` type($kv) `,` type($block_table) `,`
     type($seq_lens) `,` type($scale) `,` type($o) `,` type($lse)
+    (`score` $score^)? (`mask` $mask^)? (`sink` $sink^)?
   }];
+  let regions = (region AnyRegion:$score, AnyRegion:$mask, AnyRegion:$sink);
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getQLen() { return getQ().getType().getDimSize(1); }
@@ -103,6 +119,20 @@ def MLA_PrefillOp : MLA_Op<"prefill"> {
     `lse = -inf`. Partial results over disjoint key chunks combine with
     `mla.merge`.
 
+    Variants (optional regions, see docs/Variants.md): `score` rewrites each
+    score `scale · q·k` before the softmax (block arguments: the score `f32`,
+    request, head, query position, key position `index`; yields `f32`);
+    `mask` decides whether a key is visible (request, head, query position,
+    key position; yields `i1`), on top of the causal/length limits; `sink`
+    adds a logit to the softmax denominator (request, head, query position;
+    yields `f32`). Positions count within the request's sequence: key `j`,
+    and query `i` sits at position `i + Lk - Lq` (decode: `len - Sq + i`).
+    The regions may use arith ops, `math.exp`, `math.exp2`, `math.log`,
+    `math.log2`, `math.tanh`, `math.absf`, `math.fma` and `memref.load` of
+    values defined outside (e.g. a function argument holding per-head
+    sinks), and end in `mla.yield`. A row that sees no key (and has no sink)
+    gets `o = 0`, `lse = -inf`.
+
     ```mlir
     mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal}
         : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>,
@@ -125,8 +155,9 @@ def MLA_PrefillOp : MLA_Op<"prefill"> {
     $q `,` $k `,` $v `,` $cu_seqlens_q `,` $cu_seqlens_k `,` $scale `,` $o `,`
     $lse attr-dict `:` type($q) `,` type($k) `,` type($v) `,`
     type($cu_seqlens_q) `,` type($cu_seqlens_k) `,` type($scale) `,` type($o)
-    `,` type($lse)
+    `,` type($lse) (`score` $score^)? (`mask` $mask^)? (`sink` $sink^)?
   }];
+  let regions = (region AnyRegion:$score, AnyRegion:$mask, AnyRegion:$sink);
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getNumHeads() { return getQ().getType().getDimSize(1); }
@@ -230,6 +261,29 @@ def MLA_AppendKVOp : MLA_Op<"append_kv"> {
           .getDimSize(1);
     }
   }];
+}
+
+def MLA_YieldOp : MLA_Op<"yield", [Pure, Terminator,
+                                   ParentOneOf<["DecodeOp", "PrefillOp"]>]> {
+  let summary = "Ends a variant region of mla.decode / mla.prefill";
+  let description = [{
+    Yields the value of a variant region: the rewritten score (`f32`) of a
+    `score` region, the visibility (`i1`) of a `mask` region, the logit
+    (`f32`) of a `sink` region.
+
+    ```mlir
+    score {
+    ^bb0(%s: f32, %b: index, %h: index, %qpos: index, %kpos: index):
+      %c = arith.constant 30.0 : f32
+      %x = arith.divf %s, %c : f32
+      %t = math.tanh %x : f32
+      %r = arith.mulf %t, %c : f32
+      mla.yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
 }
 
 //===----------------------------------------------------------------------===//
