@@ -92,6 +92,10 @@ files for an append_kv kernel (T new tokens, D = latent_dim + rope_dim):
 Slot s is row s % page_size of page s / page_size; -1 skips the token; any
 other slot outside [0, pages * page_size) is an error.
 
+Any other memref argument of the kernel (the inputs of a variant's regions,
+e.g. the per-head logits of an attention sink, role "sinks") is read from
+ROLE.npy as well; docs/Variants.md lists them for the examples.
+
 Float inputs are converted to the kernel's dtype (round to nearest even).
 Dims fixed by the package's manifest must match it exactly.
 
@@ -421,7 +425,15 @@ Status run(const Options &options) {
   // `args` (inputs uploaded, outputs zeroed like the host's).
   std::map<std::string, ArgValue> args;
   std::map<std::string, HostTensor> inputs;
-  for (const char *role : files->inputs) {
+  // The kind's inputs, then any other memref argument of the kernel (the
+  // inputs of a variant's regions, e.g. `sinks`), each from ROLE.npy.
+  std::vector<std::string> inputRoles(files->inputs.begin(),
+                                      files->inputs.end());
+  for (const ManifestArg &arg : manifest.args)
+    if (arg.kind == ArgKind::Memref &&
+        std::find(roles.begin(), roles.end(), arg.role) == roles.end())
+      inputRoles.push_back(arg.role);
+  for (const std::string &role : inputRoles) {
     Expected<HostTensor> input =
         readInput(options.inputs, *manifest.findArg(role));
     if (!input.ok())
