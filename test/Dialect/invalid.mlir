@@ -488,3 +488,70 @@ func.func @merge_value_not_contiguous(%op: memref<7x3x128xf32, strided<[768, 256
   mla.merge %op, %lp, %o, %lse : memref<7x3x128xf32, strided<[768, 256, 2]>>, memref<7x3xf32>, memref<7x128xf32>, memref<7xf32>
   return
 }
+
+// -----
+
+func.func @variant_score_type(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> score {
+  ^bb0(%x: f32, %b: index, %h: index, %qp: index, %kp: index):
+    %i = arith.constant 1 : i32
+    // expected-error @+1 {{the 'score' region must yield one 'f32', got 'i32'}}
+    mla.yield %i : i32
+  }
+  return
+}
+
+// -----
+
+func.func @variant_mask_args(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{'mask' region must take (request, head, query position, key position: index), got 2 arguments}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> mask {
+  ^bb0(%b: index, %h: index):
+    %t = arith.constant true
+    mla.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @variant_unsupported_op(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> score {
+  ^bb0(%x: f32, %b: index, %h: index, %qp: index, %kp: index):
+    // expected-error @+1 {{'math.sqrt' is not supported in the 'score' region of mla.prefill (supported: arith ops, math.exp, math.exp2, math.log, math.log2, math.tanh, math.absf, math.fma, memref.load)}}
+    %r = math.sqrt %x : f32
+    mla.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+func.func @variant_sink_yield_count(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> sink {
+  ^bb0(%b: index, %h: index, %qp: index):
+    %z = arith.constant 0.0 : f32
+    // expected-error @+1 {{the 'sink' region must yield one 'f32', got 'f32', 'f32'}}
+    mla.yield %z, %z : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @variant_vector_op(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> score {
+  ^bb0(%x: f32, %b: index, %h: index, %qp: index, %kp: index):
+    // expected-error @+1 {{variant regions compute scalars; this op yields 'vector<4xf32>'}}
+    %vec = arith.constant dense<1.0> : vector<4xf32>
+    mla.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @variant_yield_outside(%x: f32) {
+  // expected-error @+1 {{'mla.yield' op expects parent op to be one of 'mla.decode, mla.prefill'}}
+  mla.yield %x : f32
+}

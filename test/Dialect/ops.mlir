@@ -70,6 +70,50 @@ func.func @merge_views(%op: memref<2x?x16x128xf32>, %lp: memref<2x16x?xf32>, %o:
   return
 }
 
+// Variant regions print and parse (custom and generic forms).
+// CHECK-LABEL: func @variants
+// CHECK: mla.prefill {{.*}} {causal} : {{.*}} score {
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK: math.tanh
+// CHECK: mla.yield %{{.*}} : f32
+// CHECK-NEXT: } mask {
+// CHECK: mla.yield %{{.*}} : i1
+// CHECK-NEXT: } sink {
+// CHECK: memref.load %arg8[%{{.*}}] : memref<16xf32>
+// CHECK: mla.yield %{{.*}} : f32
+// CHECK: mla.decode {{.*}} mask {
+// CHECK: arith.cmpi
+// CHECK-NOT: score
+func.func @variants(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>, %sinks: memref<16xf32>, %dq: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %do: memref<?x1x16x512xbf16>, %dlse: memref<?x1x16xf32>) {
+  mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal} : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xbf16>, memref<16x?xf32> score {
+  ^bb0(%s: f32, %b: index, %h: index, %qp: index, %kp: index):
+    %c = arith.constant 30.0 : f32
+    %x = arith.divf %s, %c : f32
+    %t = math.tanh %x : f32
+    %r = arith.mulf %t, %c : f32
+    mla.yield %r : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %qp: index, %kp: index):
+    %w = arith.constant 128 : index
+    %d = arith.subi %qp, %kp : index
+    %in = arith.cmpi slt, %d, %w : index
+    mla.yield %in : i1
+  } sink {
+  ^bb0(%b: index, %h: index, %qp: index):
+    %z = memref.load %sinks[%h] : memref<16xf32>
+    mla.yield %z : f32
+  }
+  "mla.decode"(%dq, %kv, %bt, %lens, %scale, %do, %dlse) ({
+  }, {
+  ^bb0(%b: index, %h: index, %qp: index, %kp: index):
+    %z = arith.constant 0 : index
+    %in = arith.cmpi sge, %kp, %z : index
+    "mla.yield"(%in) : (i1) -> ()
+  }, {
+  }) : (memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>) -> ()
+  return
+}
+
 // CHECK-LABEL: func @blockwise
 // CHECK: mla.grid in (%{{.*}}, %{{.*}}, %{{.*}}) {
 // CHECK: ^bb0(%[[X:.*]]: index, %{{.*}}: index, %{{.*}}: index):
