@@ -93,3 +93,47 @@ func.func @merge_views(%op: memref<2x?x16x128xf32>, %lp: memref<2x16x?xf32>, %o:
   mla.merge %opv, %lpv, %o, %lsev : memref<?x16x2x128xf32, strided<[2048, 128, ?, 1]>>, memref<?x16x2xf32, strided<[1, ?, ?]>>, memref<?x16x128xbf16>, memref<?x16xf32, strided<[1, ?]>>
   return
 }
+
+// -----
+
+// Variant regions are inlined into the softmax phases: the score region
+// rewrites scale · q·k (tanh as exp2), the mask joins the visible range,
+// the sink adds its logit to each row's denominator after the key loop.
+// CHECK-LABEL: func @variants
+// CHECK: scf.for
+// CHECK: mla.matmul {{.*}} {transpose_b}
+// CHECK: scf.parallel
+// CHECK: arith.mulf %{{.*}}, %arg5 : f32
+// CHECK: math.exp2
+// CHECK: arith.divf
+// CHECK: arith.cmpi slt
+// CHECK: arith.select
+// CHECK: arith.maximumf
+// CHECK: mla.matmul {{.*}} {accumulate}
+// CHECK: }
+// CHECK: memref.load %arg8
+// CHECK: arith.maximumf
+// CHECK: math.exp2
+// CHECK-NOT: mla.yield
+// CHECK-NOT: math.tanh
+func.func @variants(%q: memref<?x1x32xf32>, %k: memref<?x1x32xf32>, %v: memref<?x1x32xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x1x32xf32>, %lse: memref<1x?xf32>, %sinks: memref<1xf32>) {
+  mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal, config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 1, warps = 1, stages = 1, tile_q = 16>} : memref<?x1x32xf32>, memref<?x1x32xf32>, memref<?x1x32xf32>, memref<?xi32>, memref<?xi32>, f32, memref<?x1x32xf32>, memref<1x?xf32> score {
+  ^bb0(%s: f32, %b: index, %h: index, %qp: index, %kp: index):
+    %c = arith.constant 30.0 : f32
+    %x = arith.divf %s, %c : f32
+    %t = math.tanh %x : f32
+    %r = arith.mulf %t, %c : f32
+    mla.yield %r : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %qp: index, %kp: index):
+    %w = arith.constant 128 : index
+    %d = arith.subi %qp, %kp : index
+    %in = arith.cmpi slt, %d, %w : index
+    mla.yield %in : i1
+  } sink {
+  ^bb0(%b: index, %h: index, %qp: index):
+    %z = memref.load %sinks[%h] : memref<1xf32>
+    mla.yield %z : f32
+  }
+  return
+}
