@@ -341,7 +341,7 @@ void emitOnlineSoftmax(
   Value cTile = indexConst(g, t.tile), cRows = indexConst(g, t.rows);
   Value negInf = f32Const(g, kNegInf);
   Value zeroF = f32Const(g, 0.0);
-  forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &tb, Value t0) {
+  auto tileBody = [&](ImplicitLocOpBuilder &tb, Value t0) {
     loadTiles(tb, t0);
     auto qk = MatmulOp::create(tb, t.qTile, t.kTile, t.sTile, Value());
     qk.setTransposeB(true);
@@ -467,6 +467,57 @@ void emitOnlineSoftmax(
     // acc = diag(exp2(m_old - m_new)) * acc + P * V.
     auto pv = MatmulOp::create(tb, t.pTile, t.vTile, t.acc, t.corrBuf);
     pv.setAccumulate(true);
+  };
+  if (!variants.mask) {
+    forLoop(g, start, end, cTile, tileBody);
+    return;
+  }
+  // With a mask, a key tile that no row of the workgroup sees is skipped
+  // (not loaded, no products): the mask is evaluated for every (row, key)
+  // of the tile first, which costs a fraction of Q·Kᵀ and holds for any
+  // mask. Per-row flags, then one workgroup-wide flag, each written by one
+  // parallel phase (so that on GPUs a barrier separates them from readers).
+  Block *top = g.getInsertionBlock();
+  while (!isa<GridOp, func::FuncOp>(top->getParentOp()))
+    top = top->getParentOp()->getBlock();
+  ImplicitLocOpBuilder topBuilder =
+      ImplicitLocOpBuilder::atBlockBegin(g.getLoc(), top);
+  Value anyFlag = memref::AllocaOp::create(
+      topBuilder, MemRefType::get({1}, g.getF32Type()));
+  forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
+    Value one = f32Const(lb, 1.0);
+    parallelFor(lb, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+      Value row = iv[0];
+      Value visEnd = minIdx(rb, end, visibleEnd(rb, row));
+      Value hi = minIdx(
+          rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0), cTile);
+      std::array<Value, 3> pos = variants.position(rb, row);
+      Value seen = reduceLoop(
+          rb, c0, hi, c1, zeroF,
+          [&](ImplicitLocOpBuilder &cb, Value c, Value acc) -> Value {
+            Value key = arith::AddIOp::create(cb, t0, c);
+            Value visible = inlineVariant(cb, *variants.mask,
+                                          {pos[0], pos[1], pos[2], key});
+            return arith::SelectOp::create(cb, visible, one, acc);
+          });
+      memref::StoreOp::create(rb, seen, t.refBuf, ValueRange{row});
+    });
+    parallelFor(lb, {indexConst(lb, 1)}, [&](ImplicitLocOpBuilder &rb,
+                                             ValueRange) {
+      Value seen = reduceLoop(
+          rb, c0, cRows, c1, zeroF,
+          [&](ImplicitLocOpBuilder &cb, Value r, Value acc) -> Value {
+            return arith::MaximumFOp::create(
+                cb, acc, memref::LoadOp::create(cb, t.refBuf, ValueRange{r}));
+          });
+      memref::StoreOp::create(rb, seen, anyFlag, ValueRange{c0});
+    });
+    Value any = arith::CmpFOp::create(
+        lb, arith::CmpFPredicate::OGT,
+        memref::LoadOp::create(lb, anyFlag, ValueRange{c0}), zeroF);
+    auto ifOp = scf::IfOp::create(lb, any, /*withElseRegion=*/false);
+    ImplicitLocOpBuilder ib(lb.getLoc(), ifOp.thenBlock()->getTerminator());
+    tileBody(ib, t0);
   });
 }
 

@@ -97,10 +97,21 @@ func.func @merge_views(%op: memref<2x?x16x128xf32>, %lp: memref<2x16x?xf32>, %o:
 // -----
 
 // Variant regions are inlined into the softmax phases: the score region
-// rewrites scale · q·k (tanh as exp2), the mask joins the visible range,
-// the sink adds its logit to each row's denominator after the key loop.
+// rewrites scale · q·k (tanh as exp2), the mask joins the visible range and
+// skips key tiles no row sees, the sink adds its logit to each row's
+// denominator after the key loop.
 // CHECK-LABEL: func @variants
+// CHECK: %[[ANY:.*]] = memref.alloca() : memref<1xf32>
+//   A key tile no row sees is skipped: the mask over (row, key) first.
 // CHECK: scf.for
+// CHECK: scf.parallel
+// CHECK: arith.cmpi slt
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}}, %[[ANY]]
+// CHECK: %[[FLAG:.*]] = memref.load %[[ANY]]
+// CHECK: %[[SEEN:.*]] = arith.cmpf ogt, %[[FLAG]]
+// CHECK: scf.if %[[SEEN]] {
+// CHECK: vector.load %arg1
 // CHECK: mla.matmul {{.*}} {transpose_b}
 // CHECK: scf.parallel
 // CHECK: arith.mulf %{{.*}}, %arg5 : f32
