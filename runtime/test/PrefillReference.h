@@ -230,6 +230,107 @@ inline PrefillResult referencePrefill(const PrefillProblem &p) {
   return r;
 }
 
+/// A paged decode problem with one query per request (the variant
+/// examples' shape): q [B, 1, H, D], a page pool [pages, P, D] in a random
+/// page order, block table [B, maxPages], lengths.
+struct DecodeProblem {
+  int64_t heads = 0, d = 0, dv = 0, page = 0, maxPages = 0, pages = 0;
+  std::vector<int32_t> lens, table;
+  RoundedBuffer q, kv;
+  float scale = 0.0f;
+
+  int64_t batch() const { return static_cast<int64_t>(lens.size()); }
+};
+
+inline DecodeProblem makeDecode(int64_t heads, int64_t d, int64_t dv,
+                                int64_t page, DType dtype,
+                                const std::vector<int32_t> &lens,
+                                std::mt19937 &rng) {
+  DecodeProblem p;
+  p.heads = heads;
+  p.d = d;
+  p.dv = dv;
+  p.page = page;
+  p.lens = lens;
+  int32_t maxLen = *std::max_element(lens.begin(), lens.end());
+  p.maxPages = std::max<int64_t>(1, (maxLen + page - 1) / page);
+  p.pages = p.batch() * p.maxPages;
+  p.table.resize(p.pages);
+  for (int64_t i = 0; i < p.pages; ++i)
+    p.table[i] = static_cast<int32_t>(i);
+  std::shuffle(p.table.begin(), p.table.end(), rng);
+  p.q = makeRounded(dtype, p.batch() * heads * d, rng);
+  p.kv = makeRounded(dtype, p.pages * page * d, rng);
+  p.scale = 1.0f / std::sqrt(192.0f);
+  return p;
+}
+
+/// float64 o [B, 1, H, Dv] and lse [B, 1, H] of a decode with a variant:
+/// the query sits at position len - 1, keys at 0 .. len - 1.
+inline PrefillResult referenceDecode(const DecodeProblem &p,
+                                     const VariantRef &variant) {
+  const int64_t B = p.batch(), H = p.heads, D = p.d, Dv = p.dv, P = p.page;
+  PrefillResult r;
+  r.o.assign(B * H * Dv, 0.0);
+  r.lse.assign(B * H, -INFINITY);
+  std::vector<double> s, w;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t qpos = p.lens[b] - 1;
+    auto row = [&](int64_t t) {
+      int64_t pg = p.table[b * p.maxPages + t / P];
+      return &p.kv.exact[(pg * P + t % P) * D];
+    };
+    for (int64_t h = 0; h < H; ++h) {
+      const double *qr = &p.q.exact[(b * H + h) * D];
+      s.assign(p.lens[b], 0.0);
+      for (int64_t t = 0; t < p.lens[b]; ++t) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d)
+          dot += qr[d] * row(t)[d];
+        s[t] = dot * p.scale;
+        if (variant.score)
+          s[t] = variant.score(s[t], b, h, qpos, t);
+        if (variant.mask && !variant.mask(b, h, qpos, t))
+          s[t] = -INFINITY;
+      }
+      double sinkLogit = variant.sink ? variant.sink(b, h, qpos) : 0.0;
+      double l;
+      if (!softmaxRow(s, variant.sink ? &sinkLogit : nullptr, w, l))
+        continue;
+      for (int64_t t = 0; t < p.lens[b]; ++t)
+        for (int64_t d = 0; d < Dv; ++d)
+          r.o[(b * H + h) * Dv + d] += w[t] * row(t)[d];
+      r.lse[b * H + h] = l;
+    }
+  }
+  return r;
+}
+
+/// The float64 form of the variant examples of test/e2e/variants (and
+/// docs/Variants.md): softcap, sliding_window, alibi (over `heads` heads),
+/// sink (per-head logits `sinks`).
+inline VariantRef exampleVariant(const std::string &name, int64_t heads,
+                                 const std::vector<float> &sinks) {
+  VariantRef v;
+  if (name == "softcap")
+    v.score = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      return 30.0 * std::tanh(s / 30.0);
+    };
+  if (name == "sliding_window")
+    v.mask = [](int64_t, int64_t, int64_t qpos, int64_t kpos) {
+      return qpos - kpos < 128;
+    };
+  if (name == "alibi")
+    v.score = [heads](double s, int64_t, int64_t h, int64_t qpos,
+                      int64_t kpos) {
+      double slope = std::exp2(-8.0 * (h + 1) / static_cast<double>(heads));
+      return s - slope * static_cast<double>(qpos - kpos);
+    };
+  if (name == "sink")
+    v.sink = [sinks](int64_t, int64_t h, int64_t) { return double(sinks[h]); };
+  return v;
+}
+
 /// Relative L2 errors of o and of the finite LSEs, and whether the kernel
 /// left a NaN anywhere or got the -inf LSEs (rows without keys) wrong.
 struct PrefillErrors {

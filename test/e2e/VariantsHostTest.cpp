@@ -51,25 +51,9 @@ Kernel compileAndLoad(const std::string &file) {
   return *kernel;
 }
 
-/// The float64 form of each example's regions.
-VariantRef variantFor(const std::string &name, const std::vector<float> &sinks) {
-  VariantRef v;
-  if (name == "softcap")
-    v.score = [](double s, int64_t, int64_t, int64_t, int64_t) {
-      return 30.0 * std::tanh(s / 30.0);
-    };
-  if (name == "sliding_window")
-    v.mask = [](int64_t, int64_t, int64_t qpos, int64_t kpos) {
-      return qpos - kpos < 128;
-    };
-  if (name == "alibi")
-    v.score = [](double s, int64_t, int64_t h, int64_t qpos, int64_t kpos) {
-      double slope = std::exp2(-8.0 * (h + 1) / kHeads);
-      return s - slope * static_cast<double>(qpos - kpos);
-    };
-  if (name == "sink")
-    v.sink = [sinks](int64_t, int64_t h, int64_t) { return double(sinks[h]); };
-  return v;
+VariantRef variantFor(const std::string &name,
+                      const std::vector<float> &sinks) {
+  return exampleVariant(name, kHeads, sinks);
 }
 
 std::vector<float> randomSinks(std::mt19937 &rng) {
@@ -128,67 +112,30 @@ TEST_P(Variants, DecodeMatchesFloat64Reference) {
   const std::string name = GetParam();
   std::mt19937 rng(std::hash<std::string>()(name) + 1);
   const int64_t D = 576, Dv = 512, P = 64;
-  const std::vector<int32_t> lens = {300, 1, 129, 0};
-  const int64_t B = lens.size(), maxPages = 6, pages = B * maxPages;
-  RoundedBuffer q = makeRounded(DType::BF16, B * kHeads * D, rng);
-  RoundedBuffer kv = makeRounded(DType::BF16, pages * P * D, rng);
-  std::vector<int32_t> table(B * maxPages);
-  std::iota(table.begin(), table.end(), 0);
-  std::shuffle(table.begin(), table.end(), rng);
+  DecodeProblem p =
+      makeDecode(kHeads, D, Dv, P, DType::BF16, {300, 1, 129, 0}, rng);
+  const int64_t B = p.batch();
   std::vector<float> sinks = randomSinks(rng);
-  const float scale = name == "softcap" ? 2.0f : 1.0f / std::sqrt(192.0f);
+  if (name == "softcap")
+    p.scale = 2.0f;
   Kernel kernel = compileAndLoad("decode_" + name);
   std::vector<uint8_t> o(B * kHeads * Dv * 2, 0xFF);
   std::vector<float> lse(B * kHeads, std::numeric_limits<float>::quiet_NaN());
-  std::vector<int32_t> lensCopy = lens;
+  std::vector<int32_t> lensCopy = p.lens;
   std::map<std::string, ArgValue> args{
-      {"q", TensorView{q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
-      {"kv", TensorView{kv.bytes.data(), DType::BF16, {pages, P, D}}},
-      {"block_table", TensorView{table.data(), DType::I32, {B, maxPages}}},
+      {"q", TensorView{p.q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
+      {"kv", TensorView{p.kv.bytes.data(), DType::BF16, {p.pages, P, D}}},
+      {"block_table",
+       TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
       {"seq_lens", TensorView{lensCopy.data(), DType::I32, {B}}},
-      {"scale", Scalar::f32(scale)},
+      {"scale", Scalar::f32(p.scale)},
       {"o", TensorView{o.data(), DType::BF16, {B, 1, kHeads, Dv}}},
       {"lse", TensorView{lse.data(), DType::F32, {B, 1, kHeads}}}};
   if (name == "sink")
     args.emplace("sinks", TensorView{sinks.data(), DType::F32, {kHeads}});
   Status st = kernel.launchByRole(args);
   ASSERT_TRUE(st.ok()) << st.toString();
-
-  // float64 reference: query position len - 1, key positions 0..len-1.
-  VariantRef variant = variantFor(name, sinks);
-  PrefillResult ref;
-  ref.o.assign(B * kHeads * Dv, 0.0);
-  ref.lse.assign(B * kHeads, -INFINITY);
-  std::vector<double> s, w;
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t qpos = lens[b] - 1;
-    for (int64_t h = 0; h < kHeads; ++h) {
-      const double *qr = &q.exact[(b * kHeads + h) * D];
-      s.assign(lens[b], 0.0);
-      auto row = [&](int64_t t) {
-        int64_t page = table[b * maxPages + t / P];
-        return &kv.exact[(page * P + t % P) * D];
-      };
-      for (int64_t t = 0; t < lens[b]; ++t) {
-        double dot = 0;
-        for (int64_t d = 0; d < D; ++d)
-          dot += qr[d] * row(t)[d];
-        s[t] = dot * scale;
-        if (variant.score)
-          s[t] = variant.score(s[t], b, h, qpos, t);
-        if (variant.mask && !variant.mask(b, h, qpos, t))
-          s[t] = -INFINITY;
-      }
-      double sinkLogit = variant.sink ? variant.sink(b, h, qpos) : 0.0;
-      double l;
-      if (!softmaxRow(s, variant.sink ? &sinkLogit : nullptr, w, l))
-        continue;
-      for (int64_t t = 0; t < lens[b]; ++t)
-        for (int64_t d = 0; d < Dv; ++d)
-          ref.o[(b * kHeads + h) * Dv + d] += w[t] * row(t)[d];
-      ref.lse[b * kHeads + h] = l;
-    }
-  }
+  PrefillResult ref = referenceDecode(p, variantFor(name, sinks));
   expectClose(comparePrefill(ref, DType::BF16, o.data(), lse.data()),
               "decode " + name);
 }
