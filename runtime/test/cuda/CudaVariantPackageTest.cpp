@@ -1,8 +1,8 @@
 //===- CudaVariantPackageTest.cpp - Variant kernels (IR regions) on a GPU -===//
 //
 // Runs the compiled variant examples of test/e2e/variants in
-// $MLA_PACKAGE_DIR (scripts/gpu-packages names them variant_prefill_NAME and
-// variant_decode_NAME, NAME one of softcap, sliding_window, alibi, sink)
+// $MLA_PACKAGE_DIR/variants (scripts/gpu-packages names them
+// variant_prefill_NAME and variant_decode_NAME, NAME one of softcap, sliding_window, alibi, sink)
 // against the float64 references of PrefillReference.h that apply the same
 // variant, on random data (never zeros). Skips without a CUDA device or
 // without such packages.
@@ -41,7 +41,9 @@ std::vector<VariantPackage> variantPackages(std::string &why) {
   }
   std::vector<std::filesystem::path> paths;
   std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, error))
+  const std::string folder = std::string(dir) + "/variants";
+  for (const auto &entry :
+       std::filesystem::directory_iterator(folder, error))
     if (entry.path().extension() == ".mlapkg" &&
         entry.path().stem().string().rfind("variant_", 0) == 0)
       paths.push_back(entry.path());
@@ -59,7 +61,7 @@ std::vector<VariantPackage> variantPackages(std::string &why) {
                           stem.substr(underscore + 1), package.take()});
   }
   if (packages.empty())
-    why = std::string("no variant_* package in ") + dir;
+    why = "no variant_* package in " + folder;
   return packages;
 }
 
