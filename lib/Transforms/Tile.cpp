@@ -257,12 +257,9 @@ Value inlineVariant(ImplicitLocOpBuilder &b, Region &region,
     auto operand = [&](unsigned i) {
       return map.lookupOrDefault(op.getOperand(i));
     };
-    Value log2e = nullptr;
-    auto l2e = [&](Type t) {
-      return arith::ConstantOp::create(b, b.getFloatAttr(t, kLog2e));
-    };
     if (auto e = dyn_cast<math::ExpOp>(op)) {
-      log2e = l2e(e.getType());
+      Value log2e =
+          arith::ConstantOp::create(b, b.getFloatAttr(e.getType(), kLog2e));
       map.map(e.getResult(),
               math::Exp2Op::create(
                   b, arith::MulFOp::create(b, operand(0), log2e)));
@@ -299,13 +296,10 @@ Value inlineVariant(ImplicitLocOpBuilder &b, Region &region,
 struct Variants {
   Region *score = nullptr, *mask = nullptr, *sink = nullptr;
   std::function<std::array<Value, 3>(ImplicitLocOpBuilder &, Value)> position;
-
-  bool any() const { return score || mask || sink; }
 };
 
-Variants variantsOf(Operation *op, Region &score, Region &mask,
-                    Region &sink) {
-  (void)op;
+/// The op's non-empty variant regions.
+Variants variantsOf(Region &score, Region &mask, Region &sink) {
   Variants v;
   if (!score.empty())
     v.score = &score;
@@ -707,7 +701,7 @@ LogicalResult tileDecode(DecodeOp op) {
     // Row i * group + hh: request req, head headBase + hh, query position
     // len - sq + i.
     Variants variants =
-        variantsOf(op, op.getScore(), op.getMask(), op.getSink());
+        variantsOf(op.getScore(), op.getMask(), op.getSink());
     variants.position = [&](ImplicitLocOpBuilder &rb,
                             Value row) -> std::array<Value, 3> {
       Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
@@ -893,7 +887,7 @@ LogicalResult tilePrefill(PrefillOp op) {
                   });
     // Row r: request req, head `head`, query position q0 + r + Lk - Lq.
     Variants variants =
-        variantsOf(op, op.getScore(), op.getMask(), op.getSink());
+        variantsOf(op.getScore(), op.getMask(), op.getSink());
     variants.position = [&](ImplicitLocOpBuilder &rb,
                             Value row) -> std::array<Value, 3> {
       return {req, head,

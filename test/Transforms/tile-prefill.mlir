@@ -148,3 +148,24 @@ func.func @variants(%q: memref<?x1x32xf32>, %k: memref<?x1x32xf32>, %v: memref<?
   }
   return
 }
+
+// -----
+
+// math.exp and math.log in a region become exp2/log2 forms (every target
+// lowers those without a device library).
+// CHECK-LABEL: func @exp_log
+// CHECK: math.exp2
+// CHECK: math.log2
+// CHECK-NOT: math.exp %
+// CHECK-NOT: math.log %
+func.func @exp_log(%q: memref<?x1x32xf32>, %k: memref<?x1x32xf32>, %v: memref<?x1x32xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x1x32xf32>, %lse: memref<1x?xf32>) {
+  mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 1, warps = 1, stages = 1, tile_q = 16>} : memref<?x1x32xf32>, memref<?x1x32xf32>, memref<?x1x32xf32>, memref<?xi32>, memref<?xi32>, f32, memref<?x1x32xf32>, memref<1x?xf32> score {
+  ^bb0(%s: f32, %b: index, %h: index, %qp: index, %kp: index):
+    %e = math.exp %s : f32
+    %one = arith.constant 1.0 : f32
+    %a = arith.addf %e, %one : f32
+    %l = math.log %a : f32
+    mla.yield %l : f32
+  }
+  return
+}
