@@ -134,6 +134,51 @@ bool asyncCopies(scf::ParallelOp par) {
   return true;
 }
 
+/// NVIDIA: vector loads and stores of global memory whose every address is a
+/// multiple of 16 bytes are marked so (one 16-byte access instead of one per
+/// element). That holds for identity-layout memrefs whose innermost extent
+/// is a multiple of 16 bytes, accessed at a last index that is a multiple of
+/// the vector width (every chunked access mla-tile emits), with 16-byte
+/// aligned base pointers, which the runtime requires of GPU float tensors.
+void markGlobalVectorAlignment(GridOp grid) {
+  auto aligned16 = [](Value base, VectorType vt, Value lastIndex) {
+    auto type = cast<MemRefType>(base.getType());
+    int64_t elemBytes = type.getElementTypeBitWidth() / 8;
+    int64_t vecBytes = vt.getNumElements() * elemBytes;
+    if (isWorkgroup(base) || !type.getLayout().isIdentity() ||
+        type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1) ||
+        (type.getDimSize(type.getRank() - 1) * elemBytes) % 16 != 0 ||
+        vecBytes % 16 != 0)
+      return false;
+    // The last index: c * k with k a multiple of the vector width (or a
+    // constant multiple of it), plus such terms.
+    std::function<bool(Value)> multipleOfWidth = [&](Value v) -> bool {
+      if (std::optional<int64_t> c = getConstantIntValue(v))
+        return *c % vt.getNumElements() == 0;
+      Operation *def = v.getDefiningOp();
+      if (auto mul = dyn_cast_or_null<arith::MulIOp>(def))
+        return multipleOfWidth(mul.getLhs()) || multipleOfWidth(mul.getRhs());
+      if (auto add = dyn_cast_or_null<arith::AddIOp>(def))
+        return multipleOfWidth(add.getLhs()) && multipleOfWidth(add.getRhs());
+      return false;
+    };
+    return multipleOfWidth(lastIndex);
+  };
+  grid.walk([&](Operation *op) {
+    if (auto load = dyn_cast<vector::LoadOp>(op)) {
+      if (!load.getIndices().empty() &&
+          aligned16(load.getBase(), load.getVectorType(),
+                    load.getIndices().back()))
+        load.setAlignment(16);
+    } else if (auto store = dyn_cast<vector::StoreOp>(op)) {
+      if (!store.getIndices().empty() &&
+          aligned16(store.getBase(), store.getVectorType(),
+                    store.getIndices().back()))
+        store.setAlignment(16);
+    }
+  });
+}
+
 /// scf.parallel -> strided loop over the linearised space + barrier.
 void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
                         bool waitAsyncCopies) {
@@ -774,6 +819,8 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
           lowerMatmulScalar(mm, ti);
       }
       lowerGPUMath(grid, arch->kind);
+      if (arch->kind == TargetKind::NVIDIA)
+        markGlobalVectorAlignment(grid);
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

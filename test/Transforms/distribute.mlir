@@ -202,3 +202,26 @@ func.func @hoisted(%n: index) {
   }
   return
 }
+
+// -----
+
+// NVIDIA: global vector accesses at multiples of the vector width of rows
+// that are multiples of 16 bytes are 16-byte aligned (one 16-byte access);
+// an access at an arbitrary column is not marked.
+// CHECK-LABEL: func @aligned_global
+// CHECK: vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x576xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x576xbf16>, vector<8xbf16>
+// CHECK: vector.load %arg0[%{{.*}}, %arg2] : memref<?x576xbf16>, vector<8xbf16>
+func.func @aligned_global(%src: memref<?x576xbf16>, %dst: memref<?x576xbf16>, %col: index) {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %c8 = arith.constant 8 : index
+    %d = arith.muli %y, %c8 : index
+    %v = vector.load %src[%x, %d] : memref<?x576xbf16>, vector<8xbf16>
+    vector.store %v, %dst[%x, %d] : memref<?x576xbf16>, vector<8xbf16>
+    %w = vector.load %src[%x, %col] : memref<?x576xbf16>, vector<8xbf16>
+    vector.store %w, %dst[%z, %d] : memref<?x576xbf16>, vector<8xbf16>
+  }
+  return
+}
