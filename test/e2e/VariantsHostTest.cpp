@@ -140,6 +140,76 @@ TEST_P(Variants, DecodeMatchesFloat64Reference) {
               "decode " + name);
 }
 
+/// A mask that hides every key from the first queries of each request (and
+/// a score region on top): those rows must come out as o = 0, lse = -inf,
+/// never NaN; the others match the reference.
+TEST(VariantsFullyMasked, RowsWithoutVisibleKeysAreZeroAndMinusInf) {
+  std::string ir = tempDir() + "/masked_rows.mlir";
+  FILE *f = std::fopen(ir.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(R"(func.func @masked(%q: memref<?x2x32xf32>, %k: memref<?x2x32xf32>, %v: memref<?x2x16xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x2x16xf32>, %lse: memref<2x?xf32>) {
+  mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal} : memref<?x2x32xf32>, memref<?x2x32xf32>, memref<?x2x16xf32>, memref<?xi32>, memref<?xi32>, f32, memref<?x2x16xf32>, memref<2x?xf32> score {
+  ^bb0(%s: f32, %b: index, %h: index, %qp: index, %kp: index):
+    %two = arith.constant 2.0 : f32
+    %r = arith.mulf %s, %two : f32
+    mla.yield %r : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %qp: index, %kp: index):
+    %c5 = arith.constant 5 : index
+    %in = arith.cmpi sge, %qp, %c5 : index
+    mla.yield %in : i1
+  }
+  return
+}
+)",
+             f);
+  std::fclose(f);
+  std::string pkgPath = tempDir() + "/masked_rows.mlapkg";
+  std::string cmd = std::string(MLA_COMPILE_PATH) + " " + ir +
+                    " --target=host -o " + pkgPath;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  Expected<Package> pkg = readPackage(pkgPath);
+  ASSERT_TRUE(pkg.ok()) << pkg.status().toString();
+  Expected<Device> dev = Device::open("host");
+  ASSERT_TRUE(dev.ok());
+  Expected<Kernel> kernel = dev->loadKernel(*pkg);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+
+  std::mt19937 rng(7);
+  PrefillProblem p = makePrefill(2, 32, 16, /*causal=*/true, DType::F32,
+                                 {3, 40, 100}, {3, 40, 100}, rng);
+  const int64_t T = p.tokens(), B1 = p.cuQ.size();
+  std::vector<uint8_t> o(T * 2 * 16 * 4, 0xFF);
+  std::vector<float> lse(2 * T, std::numeric_limits<float>::quiet_NaN());
+  Status st = kernel->launchByRole(
+      {{"q", TensorView{p.q.bytes.data(), DType::F32, {T, 2, 32}}},
+       {"k", TensorView{p.k.bytes.data(), DType::F32, {T, 2, 32}}},
+       {"v", TensorView{p.v.bytes.data(), DType::F32, {T, 2, 16}}},
+       {"cu_seqlens_q", TensorView{p.cuQ.data(), DType::I32, {B1}}},
+       {"cu_seqlens_k", TensorView{p.cuK.data(), DType::I32, {B1}}},
+       {"scale", Scalar::f32(p.scale)},
+       {"o", TensorView{o.data(), DType::F32, {T, 2, 16}}},
+       {"lse", TensorView{lse.data(), DType::F32, {2, T}}}});
+  ASSERT_TRUE(st.ok()) << st.toString();
+  VariantRef variant;
+  variant.score = [](double s, int64_t, int64_t, int64_t, int64_t) {
+    return 2.0 * s;
+  };
+  variant.mask = [](int64_t, int64_t, int64_t qpos, int64_t) {
+    return qpos >= 5;
+  };
+  PrefillResult ref = referencePrefill(p, variant);
+  int64_t emptyRows = 0;
+  for (float l : ref.lse)
+    emptyRows += std::isinf(l);
+  EXPECT_EQ(emptyRows, 2 * (3 + 5 + 5)) << "rows the mask empties";
+  PrefillErrors e = comparePrefill(ref, DType::F32, o.data(), lse.data());
+  EXPECT_EQ(e.nans, 0);
+  EXPECT_EQ(e.wrongEmpty, 0);
+  EXPECT_LE(e.relO, 1e-4);
+  EXPECT_LE(e.relLse, 1e-4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, Variants,
                          ::testing::Values("softcap", "sliding_window",
                                            "alibi", "sink"),
