@@ -126,26 +126,6 @@ void maskedRowCopy(
   });
 }
 
-/// Records which semantic operand a function argument is, so that launchers
-/// can bind their tensors by role (`mla.role` argument attribute).
-void tagRole(Value v, StringRef role) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg)
-    return;
-  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  if (!func || arg.getOwner() != &func.getBody().front())
-    return;
-  func.setArgAttr(arg.getArgNumber(), "mla.role",
-                  StringAttr::get(func.getContext(), role));
-}
-
-std::string typeName(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  t.print(os);
-  return s;
-}
-
 /// Describes the kernel on its function (`mla.kernel_info`), for the package
 /// manifest.
 void recordDecodeInfo(DecodeOp op) {

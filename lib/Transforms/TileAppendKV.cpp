@@ -37,26 +37,6 @@ Value dimOrConst(ImplicitLocOpBuilder &b, Value memref, int64_t d) {
   return memref::DimOp::create(b, memref, d);
 }
 
-/// Element type name as the manifest writes it (bf16, f16, f32).
-std::string typeName(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  t.print(os);
-  return s;
-}
-
-/// Tags `v` with `mla.role` when it is an argument of its function.
-void tagArgRole(Value v, StringRef role) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg)
-    return;
-  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  if (!func || arg.getOwner() != &func.getBody().front())
-    return;
-  func.setArgAttr(arg.getArgNumber(), "mla.role",
-                  StringAttr::get(func.getContext(), role));
-}
-
 /// Roles and `mla.kernel_info` for the package manifest.
 LogicalResult recordAppendKVInfo(AppendKVOp op) {
   auto func = op->getParentOfType<func::FuncOp>();
@@ -82,9 +62,9 @@ LogicalResult recordAppendKVInfo(AppendKVOp op) {
   info.append("page_size",
               b.getI64IntegerAttr(ShapedType::isDynamic(page) ? 0 : page));
   func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
-  tagArgRole(op.getKvNew(), "kv_new");
-  tagArgRole(op.getSlotMapping(), "slot_mapping");
-  tagArgRole(op.getKv(), "kv");
+  tagRole(op.getKvNew(), "kv_new");
+  tagRole(op.getSlotMapping(), "slot_mapping");
+  tagRole(op.getKv(), "kv");
   return success();
 }
 

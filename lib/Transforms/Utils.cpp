@@ -1,6 +1,8 @@
 //===- Utils.cpp - helpers shared by mla passes ----------------------------===//
 #include "mla/Transforms/Utils.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -112,6 +114,24 @@ void replaceMemRefUses(Value oldV, Value newV) {
     replaceMemRefUses(sub.getResult(), newSub.getResult());
     sub.erase();
   }
+}
+
+void tagRole(Value v, StringRef role) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func || arg.getOwner() != &func.getBody().front())
+    return;
+  func.setArgAttr(arg.getArgNumber(), "mla.role",
+                  StringAttr::get(func.getContext(), role));
+}
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
 }
 
 } // namespace mla

@@ -99,6 +99,38 @@ inline PrefillProblem makePrefill(int64_t heads, int64_t dqk, int64_t dv,
   return p;
 }
 
+/// Chunked prefill: splits every request's keys of `whole` (whose requests
+/// have `ctx[b]` cached context tokens followed by `lq[b]` new ones) into
+/// the context chunk (`newPart` false: no mask) or the new tokens' chunk
+/// (`newPart` true: causal). Queries stay those of `whole`.
+inline PrefillProblem keyChunk(const PrefillProblem &whole,
+                               const std::vector<int32_t> &ctx,
+                               const std::vector<int32_t> &lq, bool newPart) {
+  PrefillProblem c = whole;
+  c.causal = newPart;
+  c.cuK = {0};
+  c.k.bytes.clear();
+  c.v.bytes.clear();
+  c.k.exact.clear();
+  c.v.exact.clear();
+  const size_t es = dtypeSize(whole.dtype);
+  const int64_t kRow = whole.heads * whole.dqk, vRow = whole.heads * whole.dv;
+  for (size_t b = 0; b < ctx.size(); ++b) {
+    int64_t first = whole.cuK[b] + (newPart ? ctx[b] : 0);
+    int64_t n = newPart ? lq[b] : ctx[b];
+    c.cuK.push_back(c.cuK.back() + static_cast<int32_t>(n));
+    c.k.bytes.insert(c.k.bytes.end(), whole.k.bytes.begin() + first * kRow * es,
+                     whole.k.bytes.begin() + (first + n) * kRow * es);
+    c.v.bytes.insert(c.v.bytes.end(), whole.v.bytes.begin() + first * vRow * es,
+                     whole.v.bytes.begin() + (first + n) * vRow * es);
+    c.k.exact.insert(c.k.exact.end(), whole.k.exact.begin() + first * kRow,
+                     whole.k.exact.begin() + (first + n) * kRow);
+    c.v.exact.insert(c.v.exact.end(), whole.v.exact.begin() + first * vRow,
+                     whole.v.exact.begin() + (first + n) * vRow);
+  }
+  return c;
+}
+
 /// float64 o [T, H, Dv] and lse [H, T] (natural log; -inf and o = 0 for a
 /// query that sees no key).
 struct PrefillResult {

@@ -178,27 +178,8 @@ void chunkedPrefill(DType dt, int64_t heads, const std::vector<int32_t> &ctx,
     full[b] = ctx[b] + lq[b];
   PrefillProblem whole =
       makePrefill(heads, 192, 128, /*causal=*/true, dt, lq, full, rng);
-  // Split each request's keys into its context and its new tokens.
-  auto slice = [&](bool newPart) {
-    PrefillProblem c = whole;
-    c.causal = newPart;
-    c.cuK = {0};
-    c.k.bytes.clear();
-    c.v.bytes.clear();
-    const size_t es = dtypeSize(dt);
-    const size_t kRow = heads * 192 * es, vRow = heads * 128 * es;
-    for (size_t b = 0; b < ctx.size(); ++b) {
-      int64_t first = whole.cuK[b] + (newPart ? ctx[b] : 0);
-      int64_t n = newPart ? lq[b] : ctx[b];
-      c.cuK.push_back(c.cuK.back() + n);
-      c.k.bytes.insert(c.k.bytes.end(), whole.k.bytes.begin() + first * kRow,
-                       whole.k.bytes.begin() + (first + n) * kRow);
-      c.v.bytes.insert(c.v.bytes.end(), whole.v.bytes.begin() + first * vRow,
-                       whole.v.bytes.begin() + (first + n) * vRow);
-    }
-    return c;
-  };
-  PrefillProblem context = slice(false), fresh = slice(true);
+  PrefillProblem context = keyChunk(whole, ctx, lq, /*newPart=*/false);
+  PrefillProblem fresh = keyChunk(whole, ctx, lq, /*newPart=*/true);
   Kernel full1 =
       load(compile(name + "_ctx", prefillFlags(context) + " --o-dtype=f32"));
   Kernel causal2 =

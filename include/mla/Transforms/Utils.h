@@ -52,6 +52,14 @@ void fillBuffer(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
 /// the source type.
 void replaceMemRefUses(mlir::Value oldV, mlir::Value newV);
 
+/// Records which semantic operand a function argument is (`mla.role`
+/// argument attribute), so that launchers bind tensors by role. Does
+/// nothing when `v` is not an argument of its function's entry block.
+void tagRole(mlir::Value v, llvm::StringRef role);
+
+/// A type as the manifest writes it (bf16, f16, f32, ...).
+std::string typeName(mlir::Type t);
+
 } // namespace mla
 
 #endif // MLA_TRANSFORMS_UTILS_H

@@ -218,25 +218,8 @@ TEST_F(CudaPrefillPackageTest, ChunkedPrefillMerged) {
   std::mt19937 rng(77);
   PrefillProblem whole =
       makePrefill(H, 192, 128, /*causal=*/true, DType::BF16, lq, full, rng);
-  auto slice = [&](bool newPart) {
-    PrefillProblem c = whole;
-    c.causal = newPart;
-    c.cuK = {0};
-    c.k.bytes.clear();
-    c.v.bytes.clear();
-    const size_t kRow = H * 192 * 2, vRow = H * 128 * 2;
-    for (size_t b = 0; b < ctx.size(); ++b) {
-      int64_t first = whole.cuK[b] + (newPart ? ctx[b] : 0);
-      int64_t n = newPart ? lq[b] : ctx[b];
-      c.cuK.push_back(c.cuK.back() + n);
-      c.k.bytes.insert(c.k.bytes.end(), whole.k.bytes.begin() + first * kRow,
-                       whole.k.bytes.begin() + (first + n) * kRow);
-      c.v.bytes.insert(c.v.bytes.end(), whole.v.bytes.begin() + first * vRow,
-                       whole.v.bytes.begin() + (first + n) * vRow);
-    }
-    return c;
-  };
-  PrefillProblem context = slice(false), fresh = slice(true);
+  PrefillProblem context = keyChunk(whole, ctx, lq, /*newPart=*/false);
+  PrefillProblem fresh = keyChunk(whole, ctx, lq, /*newPart=*/true);
   std::vector<uint8_t> oA, oB;
   std::vector<float> lA, lB;
   run(*ctxK, context, oA, lA);
