@@ -45,11 +45,8 @@ void expand(LoadKVTileOp op) {
   // chunk) into a small buffer of the workgroup, placed with the tiles at
   // the top of the enclosing grid (or function). Rows past `end` look up
   // entry 0, which every block-table row has.
-  Block *top = op->getBlock();
-  while (!isa<GridOp, func::FuncOp>(top->getParentOp()))
-    top = top->getParentOp()->getBlock();
   ImplicitLocOpBuilder topBuilder =
-      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), top);
+      builderAtGridTop(op.getLoc(), op->getBlock());
   auto pagesBuf = memref::AllocaOp::create(
       topBuilder, MemRefType::get({rows}, b.getI32Type()));
   Value c0 = indexConst(b, 0);

@@ -451,11 +451,8 @@ void emitOnlineSoftmax(
   // of the tile first, which costs a fraction of Q·Kᵀ and holds for any
   // mask. Per-row flags, then one workgroup-wide flag, each written by one
   // parallel phase (so that on GPUs a barrier separates them from readers).
-  Block *top = g.getInsertionBlock();
-  while (!isa<GridOp, func::FuncOp>(top->getParentOp()))
-    top = top->getParentOp()->getBlock();
   ImplicitLocOpBuilder topBuilder =
-      ImplicitLocOpBuilder::atBlockBegin(g.getLoc(), top);
+      builderAtGridTop(g.getLoc(), g.getInsertionBlock());
   Value anyFlag = memref::AllocaOp::create(
       topBuilder, MemRefType::get({1}, g.getF32Type()));
   forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {

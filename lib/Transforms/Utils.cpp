@@ -1,5 +1,6 @@
 //===- Utils.cpp - helpers shared by mla passes ----------------------------===//
 #include "mla/Transforms/Utils.h"
+#include "mla/Dialect/MLA/IR/MLA.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -125,6 +126,12 @@ void tagRole(Value v, StringRef role) {
     return;
   func.setArgAttr(arg.getArgNumber(), "mla.role",
                   StringAttr::get(func.getContext(), role));
+}
+
+ImplicitLocOpBuilder builderAtGridTop(Location loc, Block *block) {
+  while (!isa<GridOp, func::FuncOp>(block->getParentOp()))
+    block = block->getParentOp()->getBlock();
+  return ImplicitLocOpBuilder::atBlockBegin(loc, block);
 }
 
 std::string typeName(Type t) {

@@ -330,29 +330,38 @@ mla::rt::test::captureDecode(const Device &device, const Kernel &kernel,
   return captureLaunch(device, kernel, *bound, options);
 }
 
-std::vector<mla::rt::test::DecodePackage>
-mla::rt::test::decodePackages(std::string &why) {
-  const char *dir = std::getenv("MLA_PACKAGE_DIR");
-  if (!dir || !*dir) {
+std::vector<mla::rt::test::KindPackage>
+mla::rt::test::packagesOfKind(const std::string &kind, std::string &why,
+                              const std::string &subdir) {
+  const char *root = std::getenv("MLA_PACKAGE_DIR");
+  if (!root || !*root) {
     why = "MLA_PACKAGE_DIR is not set";
     return {};
   }
+  std::string dir = subdir.empty() ? std::string(root)
+                                   : std::string(root) + "/" + subdir;
   std::vector<std::string> paths;
   std::error_code error;
   for (const auto &entry : std::filesystem::directory_iterator(dir, error))
     if (entry.path().extension() == ".mlapkg")
       paths.push_back(entry.path().string());
   std::sort(paths.begin(), paths.end());
-  std::vector<DecodePackage> packages;
+  std::vector<KindPackage> packages;
   for (const std::string &path : paths) {
     Expected<Package> package = readPackage(path);
     EXPECT_TRUE(package.ok()) << package.status().toString();
-    if (package.ok() && package->manifest.kernel == "decode")
+    if (package.ok() && (kind.empty() || package->manifest.kernel == kind))
       packages.push_back({path, package.take()});
   }
   if (packages.empty())
-    why = std::string("no decode package in ") + dir;
+    why = "no " + (kind.empty() ? std::string("") : kind + " ") +
+          "package in " + dir;
   return packages;
+}
+
+std::vector<mla::rt::test::DecodePackage>
+mla::rt::test::decodePackages(std::string &why) {
+  return packagesOfKind("decode", why);
 }
 
 mla::rt::test::DecodeShape mla::rt::test::shapeOf(const Manifest &m) {

@@ -125,13 +125,20 @@ Expected<std::unique_ptr<Graph>> captureDecode(const Device &device,
                                                const LaunchOptions &options);
 
 /// A compiled package from $MLA_PACKAGE_DIR.
-struct DecodePackage {
+struct KindPackage {
   std::string path;
   Package package;
 };
+using DecodePackage = KindPackage;
 
-/// The decode packages of $MLA_PACKAGE_DIR (not recursing), sorted by path;
+/// The packages of kernel kind `kind` (any kind when empty) in
+/// $MLA_PACKAGE_DIR, or its folder `subdir` (not recursing), sorted by path;
 /// when there are none, `why` says why (for GTEST_SKIP).
+std::vector<KindPackage> packagesOfKind(const std::string &kind,
+                                        std::string &why,
+                                        const std::string &subdir = "");
+
+/// packagesOfKind("decode", why).
 std::vector<DecodePackage> decodePackages(std::string &why);
 
 /// The decode shape a package's manifest describes.

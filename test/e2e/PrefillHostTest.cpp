@@ -7,6 +7,7 @@
 // per chunk and merges them with an `mla-compile --kernel=merge` package.
 //
 //===----------------------------------------------------------------------===//
+#include "HostPackages.h"
 #include "PrefillReference.h"
 #include "mla/runtime/Runtime.h"
 
@@ -25,34 +26,11 @@ using namespace mla::rt::test;
 
 namespace {
 
-std::string tempDir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/mla-prefill-XXXXXX";
-    const char *d = mkdtemp(tmpl);
-    return std::string(d ? d : "/tmp");
-  }();
-  return dir;
-}
-
-/// Runs mla-compile with `flags`; returns the package path.
 std::string compile(const std::string &name, const std::string &flags) {
-  std::string out = tempDir() + "/" + name + ".mlapkg";
-  std::string cmd = std::string(MLA_COMPILE_PATH) + " --target=host " + flags +
-                    " -o " + out;
-  int rc = std::system(cmd.c_str());
-  EXPECT_EQ(rc, 0) << cmd;
-  return out;
+  return compileHostPackage(name, flags);
 }
 
-Kernel load(const std::string &path) {
-  Expected<Package> pkg = readPackage(path);
-  EXPECT_TRUE(pkg.ok()) << pkg.status().toString();
-  Expected<Device> dev = Device::open("host");
-  EXPECT_TRUE(dev.ok()) << dev.status().toString();
-  Expected<Kernel> kernel = dev->loadKernel(*pkg);
-  EXPECT_TRUE(kernel.ok()) << kernel.status().toString();
-  return *kernel;
-}
+Kernel load(const std::string &path) { return loadHostKernel(path); }
 
 const char *dtypeFlag(DType dt) {
   return dt == DType::BF16 ? "bf16" : dt == DType::F16 ? "f16" : "f32";

@@ -7,6 +7,7 @@
 // variant.
 //
 //===----------------------------------------------------------------------===//
+#include "HostPackages.h"
 #include "PrefillReference.h"
 #include "mla/runtime/Runtime.h"
 
@@ -28,27 +29,9 @@ namespace {
 
 constexpr int64_t kHeads = 16;
 
-std::string tempDir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/mla-variants-XXXXXX";
-    const char *d = mkdtemp(tmpl);
-    return std::string(d ? d : "/tmp");
-  }();
-  return dir;
-}
-
 Kernel compileAndLoad(const std::string &file) {
-  std::string out = tempDir() + "/" + file + ".mlapkg";
-  std::string cmd = std::string(MLA_COMPILE_PATH) + " " + MLA_VARIANTS_DIR +
-                    "/" + file + ".mlir --target=host -o " + out;
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  Expected<Package> pkg = readPackage(out);
-  EXPECT_TRUE(pkg.ok()) << pkg.status().toString();
-  Expected<Device> dev = Device::open("host");
-  EXPECT_TRUE(dev.ok()) << dev.status().toString();
-  Expected<Kernel> kernel = dev->loadKernel(*pkg);
-  EXPECT_TRUE(kernel.ok()) << kernel.status().toString();
-  return *kernel;
+  return loadHostKernel(compileHostPackage(
+      file, std::string(MLA_VARIANTS_DIR) + "/" + file + ".mlir"));
 }
 
 VariantRef variantFor(const std::string &name,
@@ -144,7 +127,7 @@ TEST_P(Variants, DecodeMatchesFloat64Reference) {
 /// a score region on top): those rows must come out as o = 0, lse = -inf,
 /// never NaN; the others match the reference.
 TEST(VariantsFullyMasked, RowsWithoutVisibleKeysAreZeroAndMinusInf) {
-  std::string ir = tempDir() + "/masked_rows.mlir";
+  std::string ir = e2eTempDir() + "/masked_rows.mlir";
   FILE *f = std::fopen(ir.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fputs(R"(func.func @masked(%q: memref<?x2x32xf32>, %k: memref<?x2x32xf32>, %v: memref<?x2x16xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x2x16xf32>, %lse: memref<2x?xf32>) {
@@ -164,16 +147,7 @@ TEST(VariantsFullyMasked, RowsWithoutVisibleKeysAreZeroAndMinusInf) {
 )",
              f);
   std::fclose(f);
-  std::string pkgPath = tempDir() + "/masked_rows.mlapkg";
-  std::string cmd = std::string(MLA_COMPILE_PATH) + " " + ir +
-                    " --target=host -o " + pkgPath;
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  Expected<Package> pkg = readPackage(pkgPath);
-  ASSERT_TRUE(pkg.ok()) << pkg.status().toString();
-  Expected<Device> dev = Device::open("host");
-  ASSERT_TRUE(dev.ok());
-  Expected<Kernel> kernel = dev->loadKernel(*pkg);
-  ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+  Kernel kernel = loadHostKernel(compileHostPackage("masked_rows", ir));
 
   std::mt19937 rng(7);
   PrefillProblem p = makePrefill(2, 32, 16, /*causal=*/true, DType::F32,
@@ -181,7 +155,7 @@ TEST(VariantsFullyMasked, RowsWithoutVisibleKeysAreZeroAndMinusInf) {
   const int64_t T = p.tokens(), B1 = p.cuQ.size();
   std::vector<uint8_t> o(T * 2 * 16 * 4, 0xFF);
   std::vector<float> lse(2 * T, std::numeric_limits<float>::quiet_NaN());
-  Status st = kernel->launchByRole(
+  Status st = kernel.launchByRole(
       {{"q", TensorView{p.q.bytes.data(), DType::F32, {T, 2, 32}}},
        {"k", TensorView{p.k.bytes.data(), DType::F32, {T, 2, 32}}},
        {"v", TensorView{p.v.bytes.data(), DType::F32, {T, 2, 16}}},

@@ -57,6 +57,11 @@ void replaceMemRefUses(mlir::Value oldV, mlir::Value newV);
 /// nothing when `v` is not an argument of its function's entry block.
 void tagRole(mlir::Value v, llvm::StringRef role);
 
+/// A builder at the start of the block of the mla.grid (or function) that
+/// encloses `block`: where per-workgroup buffers (allocas) go.
+mlir::ImplicitLocOpBuilder builderAtGridTop(mlir::Location loc,
+                                            mlir::Block *block);
+
 /// A type as the manifest writes it (bf16, f16, f32, ...).
 std::string typeName(mlir::Type t);
 

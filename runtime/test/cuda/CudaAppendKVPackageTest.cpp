@@ -36,36 +36,7 @@ using namespace mla::rt::test;
 
 namespace {
 
-struct AppendPackage {
-  std::string path;
-  Package package;
-};
-
-/// The append_kv packages of $MLA_PACKAGE_DIR (not recursing), sorted by
-/// path; when there are none, `why` says why.
-std::vector<AppendPackage> appendPackages(std::string &why) {
-  const char *dir = std::getenv("MLA_PACKAGE_DIR");
-  if (!dir || !*dir) {
-    why = "MLA_PACKAGE_DIR is not set";
-    return {};
-  }
-  std::vector<std::string> paths;
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, error))
-    if (entry.path().extension() == ".mlapkg")
-      paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  std::vector<AppendPackage> packages;
-  for (const std::string &path : paths) {
-    Expected<Package> package = readPackage(path);
-    EXPECT_TRUE(package.ok()) << package.status().toString();
-    if (package.ok() && package->manifest.kernel == "append_kv")
-      packages.push_back({path, package.take()});
-  }
-  if (packages.empty())
-    why = std::string("no append_kv package in ") + dir;
-  return packages;
-}
+using AppendPackage = KindPackage;
 
 /// `n` random values of `dtype`, none zero: magnitudes in [0.25, 2), random
 /// signs.
@@ -152,7 +123,7 @@ protected:
       GTEST_SKIP() << opened.status().message();
     device = opened.take();
     std::string why;
-    packages = appendPackages(why);
+    packages = packagesOfKind("append_kv", why);
     if (packages.empty())
       GTEST_SKIP() << why;
     Expected<std::unique_ptr<Stream>> created =

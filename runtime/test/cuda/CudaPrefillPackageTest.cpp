@@ -34,35 +34,10 @@ using namespace mla::rt::test;
 
 namespace {
 
-struct NamedPackage {
-  std::string path, stem;
-  Package package;
-};
+using NamedPackage = KindPackage;
 
-/// The packages of $MLA_PACKAGE_DIR whose kernel kind is `kind`, sorted.
-std::vector<NamedPackage> packagesOfKind(const std::string &kind,
-                                         std::string &why) {
-  const char *dir = std::getenv("MLA_PACKAGE_DIR");
-  if (!dir || !*dir) {
-    why = "MLA_PACKAGE_DIR is not set";
-    return {};
-  }
-  std::vector<std::filesystem::path> paths;
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, error))
-    if (entry.path().extension() == ".mlapkg")
-      paths.push_back(entry.path());
-  std::sort(paths.begin(), paths.end());
-  std::vector<NamedPackage> packages;
-  for (const auto &path : paths) {
-    Expected<Package> package = readPackage(path.string());
-    EXPECT_TRUE(package.ok()) << package.status().toString();
-    if (package.ok() && package->manifest.kernel == kind)
-      packages.push_back({path.string(), path.stem().string(), package.take()});
-  }
-  if (packages.empty())
-    why = "no " + kind + " package in " + dir;
-  return packages;
+std::string stemOf(const NamedPackage &p) {
+  return std::filesystem::path(p.path).stem().string();
 }
 
 class CudaPrefillPackageTest : public ::testing::Test {
@@ -184,7 +159,7 @@ TEST_F(CudaPrefillPackageTest, RaggedBatchesMatchReference) {
       DType oType = m.findArg("o")->dtype;
       expectClose(comparePrefill(referencePrefill(p), oType, o.data(),
                                  lse.data()),
-                  p.dtype, pkg.stem + " batch " + std::to_string(i));
+                  p.dtype, stemOf(pkg) + " batch " + std::to_string(i));
     }
   }
 }
@@ -194,10 +169,10 @@ TEST_F(CudaPrefillPackageTest, ChunkedPrefillMerged) {
   std::vector<NamedPackage> merges = packagesOfKind("merge", why);
   auto find = [&](const std::string &stem) -> const NamedPackage * {
     for (const NamedPackage &p : packages)
-      if (p.stem == stem)
+      if (stemOf(p) == stem)
         return &p;
     for (const NamedPackage &p : merges)
-      if (p.stem == stem)
+      if (stemOf(p) == stem)
         return &p;
     return nullptr;
   };

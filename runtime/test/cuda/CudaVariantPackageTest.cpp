@@ -33,35 +33,22 @@ struct VariantPackage {
   Package package;
 };
 
+/// The variant_KIND_NAME packages of $MLA_PACKAGE_DIR/variants.
 std::vector<VariantPackage> variantPackages(std::string &why) {
-  const char *dir = std::getenv("MLA_PACKAGE_DIR");
-  if (!dir || !*dir) {
-    why = "MLA_PACKAGE_DIR is not set";
-    return {};
-  }
-  std::vector<std::filesystem::path> paths;
-  std::error_code error;
-  const std::string folder = std::string(dir) + "/variants";
-  for (const auto &entry :
-       std::filesystem::directory_iterator(folder, error))
-    if (entry.path().extension() == ".mlapkg" &&
-        entry.path().stem().string().rfind("variant_", 0) == 0)
-      paths.push_back(entry.path());
-  std::sort(paths.begin(), paths.end());
   std::vector<VariantPackage> packages;
-  for (const auto &path : paths) {
-    std::string stem = path.stem().string().substr(8); // after "variant_"
+  for (KindPackage &p : packagesOfKind("", why, "variants")) {
+    std::string stem = std::filesystem::path(p.path).stem().string();
+    if (stem.rfind("variant_", 0) != 0)
+      continue;
+    stem = stem.substr(8);
     size_t underscore = stem.find('_');
     if (underscore == std::string::npos)
       continue;
-    Expected<Package> package = readPackage(path.string());
-    EXPECT_TRUE(package.ok()) << package.status().toString();
-    if (package.ok())
-      packages.push_back({path.string(), stem.substr(0, underscore),
-                          stem.substr(underscore + 1), package.take()});
+    packages.push_back({p.path, stem.substr(0, underscore),
+                        stem.substr(underscore + 1), std::move(p.package)});
   }
-  if (packages.empty())
-    why = "no variant_* package in " + folder;
+  if (packages.empty() && why.empty())
+    why = "no variant_* package in $MLA_PACKAGE_DIR/variants";
   return packages;
 }
 
