@@ -31,6 +31,9 @@ void buildHostKernelPipeline(OpPassManager &pm,
   // Paging made explicit: --mla-expand-paging. After tiling, which is what
   // creates the mla.load_kv_tile ops it expands.
   pm.addPass(createMLAExpandPaging());
+  // The online-softmax steps as parallel phases: --mla-expand-softmax
+  // (mla-distribute does this itself on GPUs, fusing what it can).
+  pm.addPass(createMLAExpandSoftmax());
   // Layer 4 -- host leaves the GPU path: --mla-lower-host (mla.matmul ->
   // vector loops).
   pm.addPass(createMLALowerHost());

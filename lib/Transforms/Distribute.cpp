@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Target/Arch.h"
+#include "mla/Transforms/ExpandSoftmax.h"
 #include "mla/Transforms/Passes.h"
 #include "mla/Transforms/Utils.h"
 
@@ -19,6 +20,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -575,6 +577,357 @@ LogicalResult hoistAccumulator(MatmulOp op, const ThreadInfo &ti) {
   return success();
 }
 
+/// The root buffer of a tile view: a memref.alloca at the top of the grid
+/// (looking through subviews), or null.
+memref::AllocaOp gridTile(Value v) {
+  while (auto sub = v.getDefiningOp<memref::SubViewOp>())
+    v = sub.getSource();
+  auto alloca = v.getDefiningOp<memref::AllocaOp>();
+  if (!alloca || !isa<GridOp>(alloca->getParentOp()))
+    return nullptr;
+  return alloca;
+}
+
+/// NVIDIA: one key tile of flash attention in registers. mla-tile emits,
+/// as the whole body of the key loop after the copies,
+///   S = Q·Kᵀ;  online_softmax(S) -> P, m, l, corr;  acc = corr·acc + P·V.
+/// Here each warp owns 16 query rows (row block `warp % RB`) and a slice
+/// of the value columns (`warp / RB` of `warps / RB`): it computes its
+/// rows' scores with mma.sync into registers (the whole key tile; warps
+/// that share a row block compute the same scores), evaluates the softmax
+/// element function on the accumulator fragments, takes row maxima and
+/// sums with quad shuffles, converts the probabilities in registers into
+/// the A operand of the P·V product (the m16n8 accumulator layout is the
+/// m16n8k16 A layout) and keeps its accumulators, maxima and (per-lane
+/// partial) sums in registers across the loop. Nothing of S, P or the
+/// accumulators goes through shared memory inside the loop; after it,
+/// acc, m and l are written back once for the epilogue.
+LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
+  auto qk = dyn_cast_or_null<MatmulOp>(sm->getPrevNode());
+  auto pv = dyn_cast_or_null<MatmulOp>(sm->getNextNode());
+  auto loop = dyn_cast<scf::ForOp>(sm->getParentOp());
+  if (!qk || !pv || !loop ||
+      pv->getNextNode() != loop.getBody()->getTerminator())
+    return failure();
+  if (qk.getC() != sm.getS() || !qk.getTransposeB() || qk.getAccumulate() ||
+      pv.getA() != sm.getP() || !pv.getAccumulate() ||
+      pv.getCScale() != sm.getCorr())
+    return failure();
+  Value q = qk.getA(), k = qk.getB(), v = pv.getB(), acc = pv.getC();
+  Value mBuf = sm.getM(), lBuf = sm.getL(), sTile = sm.getS(),
+        pTile = sm.getP(), corrBuf = sm.getCorr();
+  for (Value tileV : {q, k, v, acc, mBuf, lBuf, sTile, pTile, corrBuf})
+    if (!gridTile(tileV))
+      return failure();
+  Type elem = cast<MemRefType>(q.getType()).getElementType();
+  if (!(elem.isBF16() || elem.isF16()) ||
+      cast<MemRefType>(k.getType()).getElementType() != elem ||
+      cast<MemRefType>(v.getType()).getElementType() != elem ||
+      sm.getP().getType().getElementType() != elem)
+    return failure();
+  const int64_t rows = cast<MemRefType>(q.getType()).getDimSize(0);
+  const int64_t dim = cast<MemRefType>(q.getType()).getDimSize(1);
+  const int64_t tile = cast<MemRefType>(k.getType()).getDimSize(0);
+  const int64_t dv = cast<MemRefType>(v.getType()).getDimSize(1);
+  const int64_t warps = ti.threads / ti.warpSize;
+  if (rows % 16 || tile % 16 || dim % 16 || warps % (rows / 16) != 0)
+    return failure();
+  const int64_t rowBlocks = rows / 16, colSplit = warps / rowBlocks;
+  // Warps that share a row block all compute its scores: measured on the
+  // H200 (decode, 16 rows), four-fold redundant Q·Kᵀ (4 warps) is 1.3x
+  // slower than the shared-memory phases, two-fold is not.
+  if (colSplit > 2 || dv % (16 * colSplit) != 0)
+    return failure();
+  const int64_t sBlocks = tile / 8;             // 16x8 score fragments
+  const int64_t vBlocks = dv / colSplit / 8;    // 16x8 accumulator fragments
+  if (sBlocks * 4 > 64 || vBlocks * 4 > 128)
+    return failure(); // would not fit the register file
+  // Nothing else in the loop may touch the state buffers.
+  SmallVector<memref::AllocaOp> roots;
+  for (Value tileV : {acc, mBuf, lBuf, sTile, pTile, corrBuf})
+    roots.push_back(gridTile(tileV));
+  bool otherUse = false;
+  loop.walk([&](Operation *user) {
+    if (user == qk.getOperation() || user == sm.getOperation() ||
+        user == pv.getOperation() || isa<memref::SubViewOp>(user))
+      return;
+    for (Value operand : user->getOperands())
+      if (isa<MemRefType>(operand.getType()))
+        if (memref::AllocaOp r = gridTile(operand))
+          if (llvm::is_contained(roots, r))
+            otherUse = true;
+  });
+  if (otherUse)
+    return failure();
+
+  Type f32 = Float32Type::get(sm.getContext());
+  ImplicitLocOpBuilder b(loop.getLoc(), loop);
+  Value c2 = indexConst(b, 2), c4 = indexConst(b, 4), c8 = indexConst(b, 8);
+  Value warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  Value lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  Value group = arith::DivUIOp::create(b, lane, c4);
+  Value quadPos = arith::RemUIOp::create(b, lane, c4);
+  Value twoTg = arith::MulIOp::create(b, quadPos, c2);
+  Value lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
+  Value lane8 = arith::RemUIOp::create(b, lane, c8);
+  Value laneHi8 = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
+  Value laneMid8 = arith::MulIOp::create(
+      b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
+      c8);
+  Value rowBase = arith::MulIOp::create(
+      b, arith::RemUIOp::create(b, warp, indexConst(b, rowBlocks)),
+      indexConst(b, 16));
+  Value colPart = arith::DivUIOp::create(b, warp, indexConst(b, rowBlocks));
+  Value colBase = arith::MulIOp::create(b, colPart,
+                                        indexConst(b, dv / colSplit));
+  Value row0 = arith::AddIOp::create(b, rowBase, group);
+  Value row1 = arith::AddIOp::create(b, row0, c8);
+  // The lanes that own m and l of their two rows when writing back.
+  Value owner = arith::AndIOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, quadPos,
+                            indexConst(b, 0)),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, colPart,
+                            indexConst(b, 0)));
+  auto accCol = [&](ImplicitLocOpBuilder &ib, int64_t blk, int64_t odd) {
+    return arith::AddIOp::create(
+        ib, colBase, arith::AddIOp::create(ib, twoTg,
+                                           indexConst(ib, blk * 8 + odd)));
+  };
+  // State: vBlocks x 4 accumulators, m of rows 0/1, l of rows 0/1 (l is
+  // a per-lane partial sum; only the owner lane starts from l[row]).
+  SmallVector<Value> init;
+  for (int64_t blk = 0; blk < vBlocks; ++blk)
+    for (int64_t i = 0; i < 4; ++i)
+      init.push_back(memref::LoadOp::create(
+          b, acc, ValueRange{i < 2 ? row0 : row1, accCol(b, blk, i & 1)}));
+  Value zeroF = f32Const(b, 0.0);
+  Value negInf = f32Const(b, -std::numeric_limits<double>::infinity());
+  for (Value r : {row0, row1})
+    init.push_back(memref::LoadOp::create(b, mBuf, ValueRange{r}));
+  for (Value r : {row0, row1})
+    init.push_back(arith::SelectOp::create(
+        b, owner, memref::LoadOp::create(b, lBuf, ValueRange{r}), zeroF));
+  const int64_t nAcc = vBlocks * 4;
+
+  NVVM::MMATypes ptxType =
+      elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+  auto resType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  auto mma = [&](ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
+                 ArrayRef<Value> bRegs, ArrayRef<Value> c) {
+    auto op = NVVM::MmaOp::create(
+        ib, resType, aRegs, bRegs, c, ArrayRef<int64_t>{16, 8, 16},
+        std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(ib, op, i));
+    return out;
+  };
+  auto ldmatrix4 = [&](ImplicitLocOpBuilder &ib, Value mem, Value r, Value c,
+                       bool trans) {
+    Value frag = nvgpu::LdMatrixOp::create(
+        ib, VectorType::get({4, 2}, elem), mem, ValueRange{r, c},
+        ib.getBoolAttr(trans), ib.getI32IntegerAttr(4));
+    SmallVector<Value> regs;
+    for (int64_t i = 0; i < 4; ++i)
+      regs.push_back(mmaOperand(
+          ib, vector::ExtractOp::create(ib, frag, ArrayRef<int64_t>{i})));
+    return regs;
+  };
+  auto quadReduce = [&](ImplicitLocOpBuilder &ib, Value x, bool isMax) {
+    for (int32_t off : {1, 2}) {
+      Value other =
+          gpu::ShuffleOp::create(ib, x, off, ti.warpSize,
+                                 gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      x = isMax ? arith::MaximumFOp::create(ib, x, other).getResult()
+                : arith::AddFOp::create(ib, x, other).getResult();
+    }
+    return x;
+  };
+
+  IRRewriter rewriter(loop.getContext());
+  FailureOr<LoopLikeOpInterface> newLoop = loop.replaceWithAdditionalYields(
+      rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
+        ImplicitLocOpBuilder ib(loc, qk);
+        // S = Q·Kᵀ for this warp's 16 rows, all key columns.
+        SmallVector<Value> sInit(sBlocks * 4, f32Const(ib, 0.0));
+        auto kLoop = scf::ForOp::create(
+            ib, indexConst(ib, 0), indexConst(ib, dim), indexConst(ib, 16),
+            sInit,
+            [&](OpBuilder &nb, Location l, Value k0, ValueRange sAcc) {
+              ImplicitLocOpBuilder kb(l, nb);
+              SmallVector<Value> aRegs = ldmatrix4(
+                  kb, q, arith::AddIOp::create(kb, rowBase, lane16),
+                  arith::AddIOp::create(kb, k0, laneHi8), false);
+              SmallVector<Value> next;
+              for (int64_t jp = 0; jp < sBlocks / 2; ++jp) {
+                SmallVector<Value> bRegs = ldmatrix4(
+                    kb, k,
+                    arith::AddIOp::create(
+                        kb, indexConst(kb, jp * 16),
+                        arith::AddIOp::create(kb, laneHi8, lane8)),
+                    arith::AddIOp::create(kb, k0, laneMid8), false);
+                for (int64_t h = 0; h < 2; ++h) {
+                  int64_t j = 2 * jp + h;
+                  llvm::append_range(
+                      next, mma(kb, aRegs, {bRegs[2 * h], bRegs[2 * h + 1]},
+                                SmallVector<Value>(sAcc.slice(j * 4, 4))));
+                }
+              }
+              scf::YieldOp::create(kb, next);
+            });
+        // The softmax on the fragments: element e = (block j, i) sits at
+        // row row0 (i < 2) or row1, column 8j + 2·(lane % 4) + (i & 1).
+        SmallVector<Value> x(sBlocks * 4), vis(sBlocks * 4);
+        Value mx[2] = {negInf, negInf};
+        for (int64_t j = 0; j < sBlocks; ++j)
+          for (int64_t i = 0; i < 4; ++i) {
+            int64_t e = j * 4 + i;
+            Value col = arith::AddIOp::create(
+                ib, twoTg, indexConst(ib, j * 8 + (i & 1)));
+            SmallVector<Value> r =
+                inlineRegion(ib, sm.getBody(),
+                             {i < 2 ? row0 : row1, col, kLoop.getResult(e)});
+            x[e] = r[0];
+            vis[e] = r[1];
+            mx[i / 2] = arith::MaximumFOp::create(
+                ib, mx[i / 2],
+                arith::SelectOp::create(ib, vis[e], x[e], negInf));
+          }
+        Value ref[2], corr[2], mNew[2];
+        for (int64_t r = 0; r < 2; ++r) {
+          Value mOld = args[nAcc + r];
+          mNew[r] = arith::MaximumFOp::create(ib, mOld,
+                                              quadReduce(ib, mx[r], true));
+          Value isEmpty = arith::CmpFOp::create(
+              ib, arith::CmpFPredicate::OEQ, mNew[r], negInf);
+          ref[r] = arith::SelectOp::create(ib, isEmpty, f32Const(ib, 0.0),
+                                           mNew[r]);
+          corr[r] = math::Exp2Op::create(
+              ib, arith::SubFOp::create(ib, mOld, ref[r]));
+        }
+        SmallVector<Value> p(sBlocks * 4);
+        Value sum[2] = {f32Const(ib, 0.0), f32Const(ib, 0.0)};
+        for (int64_t e = 0; e < sBlocks * 4; ++e) {
+          int64_t r = (e % 4) / 2;
+          Value ex = math::Exp2Op::create(
+              ib, arith::SubFOp::create(ib, x[e], ref[r]));
+          p[e] = arith::SelectOp::create(ib, vis[e], ex, f32Const(ib, 0.0));
+          sum[r] = arith::AddFOp::create(ib, sum[r], p[e]);
+        }
+        SmallVector<Value> state;
+        for (int64_t a = 0; a < nAcc; ++a)
+          state.push_back(arith::MulFOp::create(ib, args[a],
+                                                corr[(a % 4) / 2]));
+        // acc += P·V over the key tile in steps of 16 keys.
+        auto pack = [&](Value lo, Value hi) {
+          return mmaOperand(
+              ib, vector::FromElementsOp::create(
+                      ib, VectorType::get({2}, elem),
+                      ValueRange{castFloat(ib, lo, elem),
+                                 castFloat(ib, hi, elem)}));
+        };
+        for (int64_t kk = 0; kk < tile / 16; ++kk) {
+          int64_t j0 = 2 * kk * 4, j1 = (2 * kk + 1) * 4;
+          SmallVector<Value> aRegs = {pack(p[j0], p[j0 + 1]),
+                                      pack(p[j0 + 2], p[j0 + 3]),
+                                      pack(p[j1], p[j1 + 1]),
+                                      pack(p[j1 + 2], p[j1 + 3])};
+          for (int64_t dp = 0; dp < vBlocks / 2; ++dp) {
+            SmallVector<Value> bRegs = ldmatrix4(
+                ib, v,
+                arith::AddIOp::create(
+                    ib, indexConst(ib, kk * 16),
+                    arith::AddIOp::create(ib, laneMid8, lane8)),
+                arith::AddIOp::create(
+                    ib, colBase,
+                    arith::AddIOp::create(ib, indexConst(ib, dp * 16),
+                                          laneHi8)),
+                true);
+            for (int64_t h = 0; h < 2; ++h) {
+              int64_t blk = 2 * dp + h;
+              SmallVector<Value> res =
+                  mma(ib, aRegs, {bRegs[2 * h], bRegs[2 * h + 1]},
+                      ArrayRef<Value>(state).slice(blk * 4, 4));
+              for (int64_t i = 0; i < 4; ++i)
+                state[blk * 4 + i] = res[i];
+            }
+          }
+        }
+        for (int64_t r = 0; r < 2; ++r)
+          state.push_back(mNew[r]);
+        for (int64_t r = 0; r < 2; ++r)
+          state.push_back(arith::AddFOp::create(
+              ib, arith::MulFOp::create(ib, args[nAcc + 2 + r], corr[r]),
+              sum[r]));
+        // The next iteration's copies overwrite the key and value tiles.
+        gpu::BarrierOp::create(ib);
+        return state;
+      });
+  if (failed(newLoop))
+    return failure();
+  pv.erase();
+  sm.erase();
+  qk.erase();
+  // After the loop: the state back to shared memory for the epilogue.
+  ImplicitLocOpBuilder ab((*newLoop)->getLoc(), (*newLoop)->getContext());
+  ab.setInsertionPointAfter(*newLoop);
+  ValueRange fin =
+      (*newLoop)->getResults().take_back(nAcc + 4);
+  for (int64_t blk = 0; blk < vBlocks; ++blk)
+    for (int64_t i = 0; i < 4; ++i)
+      memref::StoreOp::create(
+          ab, fin[blk * 4 + i], acc,
+          ValueRange{i < 2 ? row0 : row1, accCol(ab, blk, i & 1)});
+  Value lTot[2] = {quadReduce(ab, fin[nAcc + 2], false),
+                   quadReduce(ab, fin[nAcc + 3], false)};
+  guarded(ab, owner, [&](ImplicitLocOpBuilder &ib) {
+    for (int64_t r = 0; r < 2; ++r) {
+      memref::StoreOp::create(ib, fin[nAcc + r], mBuf,
+                              ValueRange{r ? row1 : row0});
+      memref::StoreOp::create(ib, lTot[r], lBuf,
+                              ValueRange{r ? row1 : row0});
+    }
+  });
+  gpu::BarrierOp::create(ab);
+  return success();
+}
+
+/// Buffers of the grid that nothing reads or writes any more (the score
+/// and probability tiles of a fused attention step): erased, so that they
+/// take no shared memory.
+void eraseDeadTiles(GridOp grid) {
+  SmallVector<memref::AllocaOp> allocas(
+      grid.getBody().front().getOps<memref::AllocaOp>());
+  for (memref::AllocaOp a : allocas) {
+    SmallVector<Operation *> views;
+    bool used = false;
+    std::function<void(Value)> visit = [&](Value v) {
+      for (Operation *user : v.getUsers()) {
+        if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
+          views.push_back(sub);
+          visit(sub.getResult());
+        } else {
+          used = true;
+        }
+      }
+    };
+    visit(a.getResult());
+    if (used)
+      continue;
+    for (Operation *view : llvm::reverse(views))
+      view->erase();
+    a.erase();
+  }
+}
+
 /// mma.sync m16n8k16 with f32 accumulation. C tiles of 16x8 are spread over
 /// the warps; each warp walks K in steps of 16 loading its fragments from A
 /// and B (any memory space) and keeps the four accumulators in registers.
@@ -795,6 +1148,15 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       ti.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
       grid->setAttr("mla.block_size", b.getI64IntegerAttr(ti.threads));
 
+      // The online-softmax steps: fused into registers where the target
+      // and the tile shapes allow it (NVIDIA), parallel phases otherwise.
+      SmallVector<OnlineSoftmaxOp> softmaxes;
+      grid.walk([&](OnlineSoftmaxOp sm) { softmaxes.push_back(sm); });
+      for (OnlineSoftmaxOp sm : softmaxes)
+        if (arch->kind != TargetKind::NVIDIA ||
+            failed(fuseAttentionStep(sm, ti)))
+          expandOnlineSoftmax(sm);
+      eraseDeadTiles(grid);
       allocasToWorkgroup(grid);
       SmallVector<scf::ParallelOp> pars;
       grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });

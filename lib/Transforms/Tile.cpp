@@ -178,18 +178,15 @@ struct AttentionTiles {
   int64_t rows, tile, dim, dv;
   Type elem;
   Value qTile, kTile, vTile, sTile, pTile, acc;
-  Value mBuf, lBuf, corrBuf, refBuf, partial;
+  Value mBuf, lBuf, corrBuf, refBuf;
 };
-
-/// Per (row, 8-column chunk) partial maxima, then partial sums.
-constexpr int64_t kChunk = 8;
 
 AttentionTiles allocateTiles(ImplicitLocOpBuilder &g, int64_t rows,
                              int64_t tile, int64_t dim, int64_t dv, Type elem,
                              bool separateValues) {
   Type f32 = g.getF32Type();
   AttentionTiles t{rows, tile, dim, dv, elem, {}, {}, {}, {}, {}, {},
-                   {}, {}, {}, {}, {}};
+                   {}, {}, {}, {}};
   // Matrix tiles get 16 bytes of padding per row: their natural row strides
   // are multiples of 128 bytes, which would put the same column of
   // consecutive rows in one shared-memory bank.
@@ -213,8 +210,6 @@ AttentionTiles allocateTiles(ImplicitLocOpBuilder &g, int64_t rows,
   t.lBuf = rowBuf();
   t.corrBuf = rowBuf();
   t.refBuf = rowBuf();
-  t.partial = memref::AllocaOp::create(
-      g, MemRefType::get({rows, tile / kChunk}, f32));
   return t;
 }
 
@@ -310,134 +305,52 @@ void emitOnlineSoftmax(
     function_ref<void(ImplicitLocOpBuilder &, Value)> loadTiles,
     function_ref<Value(ImplicitLocOpBuilder &, Value)> visibleEnd) {
   Value scaleLog2 = arith::MulFOp::create(g, scale, f32Const(g, kLog2e));
-  const int64_t chunks = t.tile / kChunk;
   Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
   Value cTile = indexConst(g, t.tile), cRows = indexConst(g, t.rows);
-  Value negInf = f32Const(g, kNegInf);
   Value zeroF = f32Const(g, 0.0);
   auto tileBody = [&](ImplicitLocOpBuilder &tb, Value t0) {
     loadTiles(tb, t0);
     auto qk = MatmulOp::create(tb, t.qTile, t.kTile, t.sTile, Value());
     qk.setTransposeB(true);
-    // The online-softmax update, as four parallel phases over (row,
-    // 8-column chunk) and rows, so that every thread of a GPU workgroup
-    // has work: chunk maxima, row maxima and corrections, chunk
-    // exponentials and sums, row sums. Columns past `end` are padding.
-    auto validCols = [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
-      Value visEnd = minIdx(rb, end, visibleEnd(rb, row));
-      return minIdx(
-          rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0), cTile);
-    };
-    Value cChunks = indexConst(tb, chunks), cChunk = indexConst(tb, kChunk);
-    // Columns [c * 8, c * 8 + 8) of the row that are visible.
-    auto chunkCols = [&](ImplicitLocOpBuilder &rb, Value row, Value c)
-        -> std::pair<Value, Value> {
-      Value lo = arith::MulIOp::create(rb, c, cChunk);
-      Value hi = minIdx(rb, arith::AddIOp::create(rb, lo, cChunk),
-                        validCols(rb, row));
-      return {lo, maxIdx(rb, hi, lo)};
-    };
-    // Score of (row, column c) in the log2 domain, and the mask's verdict
-    // (null without a mask region). With a score region, the scaled score
-    // goes through it first. Columns of the visible range [lo, hi) only.
-    auto scoreAt = [&](ImplicitLocOpBuilder &cb, Value row,
-                       Value c) -> std::pair<Value, Value> {
-      Value sc = memref::LoadOp::create(cb, t.sTile, ValueRange{row, c});
-      Value visible;
-      if (!variants.score && !variants.mask)
-        return {arith::MulFOp::create(cb, sc, scaleLog2), visible};
-      std::array<Value, 3> pos = variants.position(cb, row);
-      Value key = arith::AddIOp::create(cb, t0, c);
+    // The online-softmax update of this tile. Its element function maps
+    // (row, column, raw score) to the log2-domain logit and its
+    // visibility: columns past the row's visible end (causal limit,
+    // sequence end) and masked keys are invisible.
+    auto sm = OnlineSoftmaxOp::create(tb, t.sTile, t.pTile, t.mBuf, t.lBuf,
+                                      t.corrBuf);
+    Type idxType = tb.getIndexType();
+    Block *body = tb.createBlock(&sm.getBody(), {},
+                                 {idxType, idxType, tb.getF32Type()},
+                                 {tb.getLoc(), tb.getLoc(), tb.getLoc()});
+    {
+      ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockEnd(tb.getLoc(),
+                                                                 body);
+      Value row = body->getArgument(0), c = body->getArgument(1),
+            sc = body->getArgument(2);
+      Value visEnd = minIdx(eb, end, visibleEnd(eb, row));
+      Value visible = arith::CmpIOp::create(
+          eb, arith::CmpIPredicate::slt, arith::AddIOp::create(eb, t0, c),
+          visEnd);
       Value x;
+      std::array<Value, 3> pos;
+      if (variants.score || variants.mask)
+        pos = variants.position(eb, row);
+      Value key = arith::AddIOp::create(eb, t0, c);
       if (variants.score) {
-        Value s = inlineVariant(cb, *variants.score,
-                                {arith::MulFOp::create(cb, sc, scale), pos[0],
+        Value s = inlineVariant(eb, *variants.score,
+                                {arith::MulFOp::create(eb, sc, scale), pos[0],
                                  pos[1], pos[2], key});
-        x = arith::MulFOp::create(cb, s, f32Const(cb, kLog2e));
+        x = arith::MulFOp::create(eb, s, f32Const(eb, kLog2e));
       } else {
-        x = arith::MulFOp::create(cb, sc, scaleLog2);
+        x = arith::MulFOp::create(eb, sc, scaleLog2);
       }
       if (variants.mask)
-        visible = inlineVariant(cb, *variants.mask,
-                                {pos[0], pos[1], pos[2], key});
-      return {x, visible};
-    };
-    parallelFor(tb, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb,
-                                          ValueRange iv) {
-      Value row = iv[0];
-      auto [lo, hi] = chunkCols(rb, row, iv[1]);
-      Value mx = reduceLoop(
-          rb, lo, hi, c1, negInf,
-          [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
-            auto [x, visible] = scoreAt(cb, row, c);
-            if (visible)
-              x = arith::SelectOp::create(cb, visible, x, negInf);
-            return arith::MaximumFOp::create(cb, m, x);
-          });
-      memref::StoreOp::create(rb, mx, t.partial, ValueRange{row, iv[1]});
-    });
-    parallelFor(tb, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-      Value row = iv[0];
-      Value mOld = memref::LoadOp::create(rb, t.mBuf, ValueRange{row});
-      Value mNew = reduceLoop(
-          rb, c0, cChunks, c1, mOld,
-          [&](ImplicitLocOpBuilder &cb, Value c, Value m) -> Value {
-            return arith::MaximumFOp::create(
-                cb, m,
-                memref::LoadOp::create(cb, t.partial, ValueRange{row, c}));
-          });
-      // While no key has been seen, keep the reference at 0 so that
-      // exp2(-inf - ref) = 0 instead of NaN.
-      Value isEmpty = arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
-                                            mNew, negInf);
-      Value ref = arith::SelectOp::create(rb, isEmpty, zeroF, mNew);
-      memref::StoreOp::create(
-          rb, math::Exp2Op::create(rb, arith::SubFOp::create(rb, mOld, ref)),
-          t.corrBuf, ValueRange{row});
-      memref::StoreOp::create(rb, mNew, t.mBuf, ValueRange{row});
-      memref::StoreOp::create(rb, ref, t.refBuf, ValueRange{row});
-    });
-    parallelFor(tb, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb,
-                                          ValueRange iv) {
-      Value row = iv[0];
-      auto [lo, hi] = chunkCols(rb, row, iv[1]);
-      Value ref = memref::LoadOp::create(rb, t.refBuf, ValueRange{row});
-      Value first = arith::MulIOp::create(rb, iv[1], cChunk);
-      Value sum = reduceLoop(
-          rb, c0, cChunk, c1, zeroF,
-          [&](ImplicitLocOpBuilder &cb, Value k, Value total) -> Value {
-            Value c = arith::AddIOp::create(cb, first, k);
-            Value valid = arith::AndIOp::create(
-                cb,
-                arith::CmpIOp::create(cb, arith::CmpIPredicate::sge, c, lo),
-                arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, c, hi));
-            auto [x, visible] = scoreAt(cb, row, c);
-            if (visible)
-              valid = arith::AndIOp::create(cb, valid, visible);
-            Value e = math::Exp2Op::create(cb, arith::SubFOp::create(cb, x, ref));
-            Value p = arith::SelectOp::create(cb, valid, e, zeroF);
-            memref::StoreOp::create(cb, castFloat(cb, p, t.elem), t.pTile,
-                                    ValueRange{row, c});
-            return arith::AddFOp::create(cb, total, p);
-          });
-      memref::StoreOp::create(rb, sum, t.partial, ValueRange{row, iv[1]});
-    });
-    parallelFor(tb, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-      Value row = iv[0];
-      Value sum = reduceLoop(
-          rb, c0, cChunks, c1, zeroF,
-          [&](ImplicitLocOpBuilder &cb, Value c, Value total) -> Value {
-            return arith::AddFOp::create(
-                cb, total,
-                memref::LoadOp::create(cb, t.partial, ValueRange{row, c}));
-          });
-      Value lOld = memref::LoadOp::create(rb, t.lBuf, ValueRange{row});
-      Value corr = memref::LoadOp::create(rb, t.corrBuf, ValueRange{row});
-      memref::StoreOp::create(
-          rb,
-          arith::AddFOp::create(rb, arith::MulFOp::create(rb, lOld, corr), sum),
-          t.lBuf, ValueRange{row});
-    });
+        visible = arith::AndIOp::create(
+            eb, visible,
+            inlineVariant(eb, *variants.mask, {pos[0], pos[1], pos[2], key}));
+      YieldOp::create(eb, ValueRange{x, visible});
+    }
+    tb.setInsertionPointAfter(sm);
     // acc = diag(exp2(m_old - m_new)) * acc + P * V.
     auto pv = MatmulOp::create(tb, t.pTile, t.vTile, t.acc, t.corrBuf);
     pv.setAccumulate(true);

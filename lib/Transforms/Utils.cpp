@@ -8,6 +8,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -132,6 +133,19 @@ ImplicitLocOpBuilder builderAtGridTop(Location loc, Block *block) {
   while (!isa<GridOp, func::FuncOp>(block->getParentOp()))
     block = block->getParentOp()->getBlock();
   return ImplicitLocOpBuilder::atBlockBegin(loc, block);
+}
+
+SmallVector<Value> inlineRegion(ImplicitLocOpBuilder &b, Region &region,
+                                ValueRange args) {
+  Block &block = region.front();
+  IRMapping map;
+  map.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator())
+    b.clone(op, map);
+  SmallVector<Value> results;
+  for (Value v : block.getTerminator()->getOperands())
+    results.push_back(map.lookupOrDefault(v));
+  return results;
 }
 
 std::string typeName(Type t) {

@@ -495,7 +495,7 @@ func.func @variant_score_type(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, 
   mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> score {
   ^bb0(%x: f32, %b: index, %h: index, %qp: index, %kp: index):
     %i = arith.constant 1 : i32
-    // expected-error @+1 {{the 'score' region must yield one 'f32', got 'i32'}}
+    // expected-error @+1 {{the 'score' region must yield ('f32'), got ('i32')}}
     mla.yield %i : i32
   }
   return
@@ -531,7 +531,7 @@ func.func @variant_sink_yield_count(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xb
   mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> sink {
   ^bb0(%b: index, %h: index, %qp: index):
     %z = arith.constant 0.0 : f32
-    // expected-error @+1 {{the 'sink' region must yield one 'f32', got 'f32', 'f32'}}
+    // expected-error @+1 {{the 'sink' region must yield ('f32'), got ('f32', 'f32')}}
     mla.yield %z, %z : f32, f32
   }
   return
@@ -552,6 +552,66 @@ func.func @variant_vector_op(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %
 // -----
 
 func.func @variant_yield_outside(%x: f32) {
-  // expected-error @+1 {{'mla.yield' op expects parent op to be one of 'mla.decode, mla.prefill'}}
+  // expected-error @+1 {{'mla.yield' op expects parent op to be one of 'mla.decode, mla.prefill, mla.online_softmax'}}
   mla.yield %x : f32
+}
+
+// -----
+
+func.func @softmax_shape(%s: memref<16x32xf32>, %p: memref<16x16xbf16>, %m: memref<16xf32>, %l: memref<16xf32>, %c: memref<16xf32>) {
+  // expected-error @+1 {{'mla.online_softmax' op probabilities (16x16) must have the shape of the scores (16x32)}}
+  mla.online_softmax %s -> %p state(%m, %l, %c) : memref<16x32xf32>, memref<16x16xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %col: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @softmax_state(%s: memref<16x32xf32>, %p: memref<16x32xbf16>, %m: memref<8xf32>, %l: memref<16xf32>, %c: memref<16xf32>) {
+  // expected-error @+1 {{'mla.online_softmax' op 'm' must have 16 elements (one per score row)}}
+  mla.online_softmax %s -> %p state(%m, %l, %c) : memref<16x32xf32>, memref<16x32xbf16>, memref<8xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %col: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @softmax_args(%s: memref<16x32xf32>, %p: memref<16x32xbf16>, %m: memref<16xf32>, %l: memref<16xf32>, %c: memref<16xf32>) {
+  // expected-error @+1 {{'mla.online_softmax' op 'body' region must take (row, column: index, score: f32), got 2 arguments}}
+  mla.online_softmax %s -> %p state(%m, %l, %c) : memref<16x32xf32>, memref<16x32xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @softmax_yield(%s: memref<16x32xf32>, %p: memref<16x32xbf16>, %m: memref<16xf32>, %l: memref<16xf32>, %c: memref<16xf32>) {
+  mla.online_softmax %s -> %p state(%m, %l, %c) : memref<16x32xf32>, memref<16x32xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %col: index, %x: f32):
+    // expected-error @+1 {{the 'body' region must yield ('f32', 'i1'), got ('f32')}}
+    mla.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @softmax_op(%s: memref<16x32xf32>, %p: memref<16x32xbf16>, %m: memref<16xf32>, %l: memref<16xf32>, %c: memref<16xf32>) {
+  mla.online_softmax %s -> %p state(%m, %l, %c) : memref<16x32xf32>, memref<16x32xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %col: index, %x: f32):
+    // expected-error @+1 {{'math.sin' is not supported in the 'body' region of mla.online_softmax}}
+    %y = math.sin %x : f32
+    %t = arith.constant true
+    mla.yield %y, %t : f32, i1
+  }
+  return
 }

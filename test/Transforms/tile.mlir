@@ -35,12 +35,13 @@
 // CHECK: scf.for %[[T0:.*]] = %[[START]] to %[[END]] step %c16
 // CHECK: mla.load_kv_tile %arg1[%arg2, %[[REQ]], %[[T0]], %[[END]]] into %[[KT]]
 // CHECK: mla.matmul %[[QT]], %[[KT]], %[[ST]] {transpose_b}
-//   Causal limit for query i: keys < len - Sq + i + 1.
+//   The softmax step; its element function holds the causal limit for
+//   query i (keys < len - Sq + i + 1) and the scale.
+// CHECK: mla.online_softmax %[[ST]] -> %[[PT]] state(
+// CHECK: ^bb0(%[[ROW:.*]]: index, %[[COL:.*]]: index, %[[S:.*]]: f32):
 // CHECK: arith.subi %[[LEN]], %c2{{.*}}
-// CHECK: arith.maximumf
-// CHECK: math.exp2
-// CHECK: math.exp2
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[SL2]] : f32
+// CHECK: mla.yield %[[X]], %{{.*}} : f32, i1
 // CHECK: mla.matmul %[[PT]], %[[V]], %[[ACC]] scale %{{.*}} {accumulate} : memref<4x16xbf16, strided<[24, 1]>>, memref<16x32xbf16, strided<[56, 1]>>, memref<4x32xf32, strided<[36, 1]>>, memref<4xf32>
 //   Epilogue: lse = (m + log2 l) * ln 2, -inf when no key was seen.
 // CHECK: math.log2

@@ -66,6 +66,23 @@ def MLAExpandPaging : Pass<"mla-expand-paging", "mlir::ModuleOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def MLAExpandSoftmax : Pass<"mla-expand-softmax", "mlir::ModuleOp"> {
+  let summary = "Expand mla.online_softmax into parallel phases";
+  let description = [{
+    Replaces each `mla.online_softmax` by four `scf.parallel` phases over
+    (row, 8-column chunk) and rows: chunk maxima of the visible logits, the
+    new row maxima and corrections, the chunk exponentials (stored to `P`)
+    and their sums, the new row sums. Each phase evaluates the op's element
+    function inline. The host pipeline runs it before `mla-lower-host`;
+    `mla-distribute` applies the same expansion to every online softmax it
+    does not fuse into registers (AMD, f32 tiles, layouts it cannot fuse).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 def MLALowerHost : Pass<"mla-lower-host", "mlir::ModuleOp"> {
   let summary = "Lower blockwise ops to vectorised CPU loops";
   let description = [{

@@ -62,6 +62,12 @@ void tagRole(mlir::Value v, llvm::StringRef role);
 mlir::ImplicitLocOpBuilder builderAtGridTop(mlir::Location loc,
                                             mlir::Block *block);
 
+/// Clones the single block of `region` at the builder with `args` for its
+/// block arguments and returns the values its terminator yields.
+llvm::SmallVector<mlir::Value> inlineRegion(mlir::ImplicitLocOpBuilder &b,
+                                            mlir::Region &region,
+                                            mlir::ValueRange args);
+
 /// A type as the manifest writes it (bf16, f16, f32, ...).
 std::string typeName(mlir::Type t);
 

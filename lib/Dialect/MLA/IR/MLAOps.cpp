@@ -46,7 +46,8 @@ LogicalResult checkDim(Operation *op, StringRef name, MemRefType type,
 /// types, ops that every target lowers, an `mla.yield` of `result`.
 LogicalResult verifyVariantRegion(Operation *op, Region &region,
                                   StringRef name, ArrayRef<Type> argTypes,
-                                  Type result, StringRef argsText) {
+                                  ArrayRef<Type> results,
+                                  StringRef argsText) {
   if (region.empty())
     return success();
   if (!region.hasOneBlock())
@@ -83,11 +84,12 @@ LogicalResult verifyVariantRegion(Operation *op, Region &region,
   if (!yield)
     return op->emitOpError() << "'" << name
                              << "' region must end in mla.yield";
-  if (yield.getValues().size() != 1 ||
-      yield.getValues().front().getType() != result)
-    return yield.emitError() << "the '" << name << "' region must yield one "
-                             << result << ", got "
-                             << yield.getValues().getTypes();
+  if (yield.getValues().getTypes() != TypeRange(results)) {
+    InFlightDiagnostic d = yield.emitError()
+                           << "the '" << name << "' region must yield (";
+    llvm::interleaveComma(results, d);
+    return d << "), got (" << yield.getValues().getTypes() << ")";
+  }
   return success();
 }
 
@@ -96,12 +98,12 @@ LogicalResult verifyVariants(Operation *op, Region &score, Region &mask,
   Builder b(op->getContext());
   Type idx = b.getIndexType(), f32 = b.getF32Type();
   if (failed(verifyVariantRegion(
-          op, score, "score", {f32, idx, idx, idx, idx}, f32,
+          op, score, "score", {f32, idx, idx, idx, idx}, {f32},
           "score: f32, request, head, query position, key position: index")) ||
       failed(verifyVariantRegion(
-          op, mask, "mask", {idx, idx, idx, idx}, b.getI1Type(),
+          op, mask, "mask", {idx, idx, idx, idx}, {b.getI1Type()},
           "request, head, query position, key position: index")) ||
-      failed(verifyVariantRegion(op, sink, "sink", {idx, idx, idx}, f32,
+      failed(verifyVariantRegion(op, sink, "sink", {idx, idx, idx}, {f32},
                                  "request, head, query position: index")))
     return failure();
   return success();
@@ -382,6 +384,36 @@ LogicalResult MatmulOp::verify() {
                            << " elements (the rows of C)";
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// OnlineSoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult OnlineSoftmaxOp::verify() {
+  MemRefType s = getS().getType(), p = getP().getType();
+  if (!s.hasStaticShape() || !p.hasStaticShape())
+    return emitOpError() << "scores and probabilities must have static shapes";
+  if (s.getShape() != p.getShape())
+    return emitOpError() << "probabilities (" << p.getDimSize(0) << "x"
+                         << p.getDimSize(1) << ") must have the shape of the "
+                         << "scores (" << s.getDimSize(0) << "x"
+                         << s.getDimSize(1) << ")";
+  for (auto [name, v] : {std::pair<StringRef, Value>{"m", getM()},
+                         {"l", getL()},
+                         {"corr", getCorr()}}) {
+    auto t = cast<MemRefType>(v.getType());
+    if (!t.hasStaticShape() || t.getDimSize(0) != s.getDimSize(0))
+      return emitOpError() << "'" << name << "' must have " << s.getDimSize(0)
+                           << " elements (one per score row)";
+  }
+  Builder b(getContext());
+  Type idx = b.getIndexType(), f32 = b.getF32Type();
+  if (getBody().empty())
+    return emitOpError() << "needs an element region";
+  return verifyVariantRegion(*this, getBody(), "body", {idx, idx, f32},
+                             {f32, b.getI1Type()},
+                             "row, column: index, score: f32");
 }
 
 //===----------------------------------------------------------------------===//

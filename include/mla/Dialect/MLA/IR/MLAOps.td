@@ -264,12 +264,14 @@ def MLA_AppendKVOp : MLA_Op<"append_kv"> {
 }
 
 def MLA_YieldOp : MLA_Op<"yield", [Pure, Terminator,
-                                   ParentOneOf<["DecodeOp", "PrefillOp"]>]> {
-  let summary = "Ends a variant region of mla.decode / mla.prefill";
+                                   ParentOneOf<["DecodeOp", "PrefillOp",
+                                                "OnlineSoftmaxOp"]>]> {
+  let summary = "Ends a variant region or an online-softmax element function";
   let description = [{
     Yields the value of a variant region: the rewritten score (`f32`) of a
     `score` region, the visibility (`i1`) of a `mask` region, the logit
-    (`f32`) of a `sink` region.
+    (`f32`) of a `sink` region; the log2-domain score (`f32`) and the
+    visibility (`i1`) of an element in `mla.online_softmax`.
 
     ```mlir
     score {
@@ -365,6 +367,59 @@ def MLA_MatmulOp : MLA_Op<"matmul"> {
   let assemblyFormat = [{
     $a `,` $b `,` $c (`scale` $c_scale^)? attr-dict `:` type($a) `,` type($b)
     `,` type($c) (`,` type($c_scale)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def MLA_OnlineSoftmaxOp : MLA_Op<"online_softmax"> {
+  let summary = "One online-softmax step over a tile of scores";
+  let description = [{
+    The update of flash attention's running softmax state by one tile of
+    raw scores `S` (`R x C`, f32). For each row `r` and column `c`, the
+    region maps `(r, c, S[r, c])` to the log2-domain logit `x[r, c]` and its
+    visibility (the causal limit, the sequence end, a variant's mask, its
+    score rewrite and the softmax scale all live there). Then, with `m`, `l`
+    the running maximum (log2 domain, -inf before any key) and sum:
+
+    ```
+    m'[r]    = max(m[r], max over visible c of x[r, c])
+    ref[r]   = m'[r] == -inf ? 0 : m'[r]
+    corr[r]  = 2^(m[r] - ref[r])
+    p        = visible ? 2^(x[r, c] - ref[r]) : 0      (f32)
+    P[r, c]  = p rounded to P's element type
+    l'[r]    = l[r] · corr[r] + Σ_c p
+    ```
+
+    The accumulator update `acc = diag(corr) · acc + P · V` is the
+    `mla.matmul ... scale %corr {accumulate}` that follows. `mla-tile` emits
+    the triple (Q·Kᵀ matmul, online_softmax, P·V matmul) once per key tile;
+    `mla-distribute` on NVIDIA fuses the triple into warp-level register
+    code (scores, probabilities and accumulators never touch shared
+    memory); everywhere else `mla-expand-softmax` (host) or
+    `mla-distribute` (what it does not fuse) expands it into parallel
+    phases over rows and 8-column chunks.
+
+    ```mlir
+    mla.online_softmax %s -> %p state(%m, %l, %corr)
+        : memref<32x32xf32>, memref<32x32xbf16>, memref<32xf32>,
+          memref<32xf32>, memref<32xf32> {
+    ^bb0(%row: index, %col: index, %score: f32):
+      %x = arith.mulf %score, %scale_log2 : f32
+      %vis = arith.cmpi ult, %col, %n : index
+      mla.yield %x, %vis : f32, i1
+    }
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[F32], [2]>, "scores", [MemRead]>:$s,
+    Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "probabilities", [MemWrite]>:$p,
+    Arg<MemRefRankOf<[F32], [1]>, "running max", [MemRead, MemWrite]>:$m,
+    Arg<MemRefRankOf<[F32], [1]>, "running sum", [MemRead, MemWrite]>:$l,
+    Arg<MemRefRankOf<[F32], [1]>, "correction", [MemWrite]>:$corr);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $s `->` $p `state` `(` $m `,` $l `,` $corr `)` attr-dict `:` type($s)
+    `,` type($p) `,` type($m) `,` type($l) `,` type($corr) $body
   }];
   let hasVerifier = 1;
 }
