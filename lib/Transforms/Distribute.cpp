@@ -588,6 +588,45 @@ memref::AllocaOp gridTile(Value v) {
   return alloca;
 }
 
+/// Whether `op` reads or writes (a view of) `root`.
+bool touches(Operation *op, memref::AllocaOp root) {
+  bool hit = false;
+  op->walk([&](Operation *inner) {
+    for (Value v : inner->getOperands())
+      if (isa<MemRefType>(v.getType()) && gridTile(v) == root)
+        hit = true;
+  });
+  return hit;
+}
+
+/// The scf.parallel before `loop` in its block that fills `root` with
+/// zeros (a fillBuffer), when nothing between it and the loop touches
+/// `root`; null otherwise.
+scf::ParallelOp zeroFillBefore(scf::ForOp loop, memref::AllocaOp root) {
+  for (Operation *op = loop->getPrevNode(); op; op = op->getPrevNode()) {
+    if (!touches(op, root))
+      continue;
+    auto par = dyn_cast<scf::ParallelOp>(op);
+    if (!par)
+      return nullptr;
+    int64_t stores = 0;
+    bool other = false;
+    par.getBody()->walk([&](Operation *inner) {
+      if (auto st = dyn_cast<vector::StoreOp>(inner)) {
+        if (gridTile(st.getBase()) == root &&
+            isZeroVector(st.getValueToStore()))
+          ++stores;
+        else
+          other = true;
+      } else if (!isPure(inner) && !isa<scf::ReduceOp, scf::YieldOp>(inner)) {
+        other = true;
+      }
+    });
+    return stores == 1 && !other ? par : nullptr;
+  }
+  return nullptr;
+}
+
 /// NVIDIA: one key tile of flash attention in registers. mla-tile emits,
 /// as the whole body of the key loop after the copies,
 ///   S = Q·Kᵀ;  online_softmax(S) -> P, m, l, corr;  acc = corr·acc + P·V.
@@ -696,13 +735,21 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
                                            indexConst(ib, blk * 8 + odd)));
   };
   // State: vBlocks x 4 accumulators, m of rows 0/1, l of rows 0/1 (l is
-  // a per-lane partial sum; only the owner lane starts from l[row]).
+  // a per-lane partial sum; only the owner lane starts from l[row]). When
+  // the accumulator tile was just zero-filled, the registers start at 0
+  // and the fill goes: the tile is then only written after the loop (and
+  // may share memory with the tiles the loop reads).
   SmallVector<Value> init;
-  for (int64_t blk = 0; blk < vBlocks; ++blk)
-    for (int64_t i = 0; i < 4; ++i)
-      init.push_back(memref::LoadOp::create(
-          b, acc, ValueRange{i < 2 ? row0 : row1, accCol(b, blk, i & 1)}));
   Value zeroF = f32Const(b, 0.0);
+  if (scf::ParallelOp fill = zeroFillBefore(loop, gridTile(acc))) {
+    fill.erase();
+    init.assign(vBlocks * 4, zeroF);
+  } else {
+    for (int64_t blk = 0; blk < vBlocks; ++blk)
+      for (int64_t i = 0; i < 4; ++i)
+        init.push_back(memref::LoadOp::create(
+            b, acc, ValueRange{i < 2 ? row0 : row1, accCol(b, blk, i & 1)}));
+  }
   Value negInf = f32Const(b, -std::numeric_limits<double>::infinity());
   for (Value r : {row0, row1})
     init.push_back(memref::LoadOp::create(b, mBuf, ValueRange{r}));

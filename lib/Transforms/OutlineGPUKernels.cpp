@@ -5,7 +5,8 @@
 //   * every mla.grid becomes `gpu.func @<f>_k<i>(captures...) kernel` in
 //     `gpu.module @mla_kernels`, its coordinates read from gpu.block_id;
 //   * the grid's top-level memref.allocas (its tiles) become views into the
-//     kernel's dynamic shared memory (16-byte aligned offsets);
+//     kernel's dynamic shared memory (16-byte aligned offsets; tiles whose
+//     uses a barrier separates share memory);
 //   * the launch plan records each launch's block size (`mla.block_size` set
 //     by mla-distribute) and dynamic shared-memory bytes.
 //
@@ -17,6 +18,11 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include <functional>
+#include <limits>
 
 #define DEBUG_TYPE "mla-outline-gpu-kernels"
 
@@ -30,8 +36,76 @@ using namespace mla;
 
 namespace {
 
+/// Where each tile of a kernel lives and when it is in use, for packing
+/// tiles whose uses never overlap into the same shared memory.
+struct TileLiveness {
+  /// Pre-order position of every op, and the last position inside it.
+  DenseMap<Operation *, int64_t> first, last;
+  /// Positions after which every thread has passed a barrier: each
+  /// gpu.barrier, and the end of a loop whose body ends in one (every
+  /// iteration, the last included, finishes with it).
+  SmallVector<int64_t> barriers;
+
+  explicit TileLiveness(gpu::GPUFuncOp kernel) {
+    int64_t n = 0;
+    std::function<void(Operation *)> number = [&](Operation *op) {
+      first[op] = n++;
+      for (Region &r : op->getRegions())
+        for (Block &b : r)
+          for (Operation &inner : b)
+            number(&inner);
+      last[op] = n - 1;
+    };
+    for (Operation &op : kernel.getBody().front())
+      number(&op);
+    kernel.walk([&](gpu::BarrierOp bar) {
+      barriers.push_back(first[bar]);
+      Operation *op = bar;
+      while (op->getNextNode() &&
+             op->getNextNode() == op->getBlock()->getTerminator() &&
+             isa<LoopLikeOpInterface>(op->getParentOp())) {
+        op = op->getParentOp();
+        barriers.push_back(last[op]);
+      }
+    });
+  }
+
+  /// [first, last] positions in which `alloca` (or a view of it) is used; a
+  /// use inside a loop keeps it live for the whole outermost such loop.
+  std::pair<int64_t, int64_t> range(memref::AllocaOp alloca) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1;
+    std::function<void(Value)> visit = [&](Value v) {
+      for (Operation *user : v.getUsers()) {
+        if (isa<ViewLikeOpInterface>(user) && user->getNumResults() == 1 &&
+            isa<MemRefType>(user->getResult(0).getType())) {
+          visit(user->getResult(0));
+          continue;
+        }
+        Operation *span = user;
+        for (Operation *p = user->getParentOp(); p && !isa<gpu::GPUFuncOp>(p);
+             p = p->getParentOp())
+          if (isa<LoopLikeOpInterface>(p))
+            span = p;
+        lo = std::min(lo, first[span]);
+        hi = std::max(hi, last[span]);
+      }
+    };
+    visit(alloca.getResult());
+    return {lo, hi};
+  }
+
+  /// Whether a barrier separates a use range ending at `end` from one
+  /// starting at `start`.
+  bool separated(int64_t end, int64_t start) const {
+    return llvm::any_of(barriers,
+                        [&](int64_t b) { return end <= b && b < start; });
+  }
+};
+
 /// Moves the kernel's top-level allocas into dynamic shared memory; returns
-/// the bytes used.
+/// the bytes used. Tiles whose uses are separated by a barrier share
+/// memory (e.g. the accumulator tile that a fused attention step only
+/// writes after its key loop reuses the query and key tiles).
 FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
   SmallVector<memref::AllocaOp> allocas;
   for (Operation &op : kernel.getBody().front())
@@ -41,32 +115,76 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
     return 0;
   MLIRContext *ctx = kernel.getContext();
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  TileLiveness live(kernel);
+  struct Placed {
+    int64_t offset, bytes, lo, hi;
+  };
+  SmallVector<Placed> placed(allocas.size());
+  SmallVector<size_t> order(allocas.size());
+  for (size_t i = 0; i < allocas.size(); ++i) {
+    MemRefType t = allocas[i].getType();
+    if (!t.hasStaticShape())
+      return allocas[i].emitError() << "a GPU tile must have a static shape";
+    auto [lo, hi] = live.range(allocas[i]);
+    placed[i] = {0, (t.getNumElements() * t.getElementTypeBitWidth() / 8 + 15) /
+                        16 * 16,
+                 lo, hi};
+    order[i] = i;
+  }
+  // Largest first; each at the lowest 16-byte offset that overlaps no
+  // placed tile it may not share memory with.
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    return placed[a].bytes > placed[b].bytes;
+  });
+  int64_t total = 0;
+  SmallVector<size_t> done;
+  for (size_t i : order) {
+    Placed &p = placed[i];
+    auto conflicts = [&](const Placed &o) {
+      if (p.hi < 0 || o.hi < 0) // an unused tile conflicts with nothing
+        return false;
+      return !(live.separated(p.hi, o.lo) || live.separated(o.hi, p.lo));
+    };
+    SmallVector<int64_t> candidates = {0};
+    for (size_t j : done)
+      if (conflicts(placed[j]))
+        candidates.push_back(placed[j].offset + placed[j].bytes);
+    llvm::sort(candidates);
+    for (int64_t off : candidates) {
+      bool fits = llvm::none_of(done, [&](size_t j) {
+        const Placed &o = placed[j];
+        return conflicts(o) && off < o.offset + o.bytes &&
+               o.offset < off + p.bytes;
+      });
+      if (fits) {
+        p.offset = off;
+        break;
+      }
+    }
+    done.push_back(i);
+    total = std::max(total, p.offset + p.bytes);
+  }
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
       kernel.getLoc(), &kernel.getBody().front());
   auto bytesType = MemRefType::get({ShapedType::kDynamic},
                                    IntegerType::get(ctx, 8), nullptr, wg);
   Value smem = gpu::DynamicSharedMemoryOp::create(b, bytesType);
-  int64_t offset = 0;
-  for (memref::AllocaOp a : allocas) {
+  for (auto [a, p] : llvm::zip(allocas, placed)) {
     MemRefType t = a.getType();
-    if (!t.hasStaticShape())
-      return a.emitError() << "a GPU tile must have a static shape";
-    int64_t bytes = t.getNumElements() * t.getElementTypeBitWidth() / 8;
     auto shared = MemRefType::get(t.getShape(), t.getElementType(), nullptr,
                                   wg);
     b.setInsertionPoint(a);
     Value view = memref::ViewOp::create(b, shared, smem,
-                                        indexConst(b, offset), ValueRange{});
+                                        indexConst(b, p.offset), ValueRange{});
     replaceMemRefUses(a.getResult(), view);
     a.erase();
-    offset += (bytes + 15) / 16 * 16;
   }
-  if (offset > limit)
+  if (total > limit)
     return kernel.emitError()
-           << "kernel needs " << offset
+           << "kernel needs " << total
            << " bytes of shared memory, more than the target's " << limit
            << "; choose a smaller tile_kv or head_group";
-  return offset;
+  return total;
 }
 
 LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,

@@ -156,6 +156,10 @@ def MLAOutlineGPUKernels : Pass<"mla-outline-gpu-kernels", "mlir::ModuleOp"> {
     `gpu.module @mla_kernels`, reading its coordinates from `gpu.block_id`.
     The grid's tiles (top-level `memref.alloca`s) become views into the
     kernel's dynamic shared memory; more than the target allows is an error.
+    Tiles are packed by liveness: two tiles share memory when a barrier
+    separates all uses of one from all uses of the other (a use inside a
+    loop counts for the whole loop; a loop whose body ends in a barrier
+    ends with one).
     Top-level `memref.alloc`s become workspaces, and the function is replaced
     by the `mla.launch_plans` module attribute, whose launch lines carry the
     block size and the dynamic shared-memory bytes.
