@@ -217,10 +217,17 @@ void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
               lb.clone(op, map);
           });
   if (waitAsyncCopies) {
-    // One group of all this thread's copies; wait for it before the barrier.
+    // One group of all this thread's copies; wait for it before the
+    // barrier. A prefetch (`mla.prefetch = N`, a pipelined key loop) waits
+    // only until N groups are pending: its own copies stay in flight, the
+    // ones the loop reads next have landed.
+    int64_t pending = 0;
+    if (auto attr = par->getAttrOfType<IntegerAttr>("mla.prefetch"))
+      pending = attr.getInt();
     Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
-    nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
+    nvgpu::DeviceAsyncWaitOp::create(b, group,
+                                     b.getI32IntegerAttr(pending));
   }
   gpu::BarrierOp::create(b);
   par.erase();

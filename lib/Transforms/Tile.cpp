@@ -173,33 +173,56 @@ void recordDecodeInfo(DecodeOp op) {
 /// The fast-memory buffers of one workgroup's attention: `rows` query rows
 /// of width `dim`, key tiles of `tile` rows, values of width `dv` (a view of
 /// the key tile when values are the keys' first columns, as in the absorbed
-/// decode; a tile of their own otherwise).
+/// decode; a tile of their own otherwise). With `stages` > 1 the key (and
+/// value) buffers hold `stages` tiles: while one is read, the next ones are
+/// being copied.
 struct AttentionTiles {
-  int64_t rows, tile, dim, dv;
+  int64_t rows, tile, dim, dv, stages;
   Type elem;
-  Value qTile, kTile, vTile, sTile, pTile, acc;
+  bool separateValues;
+  Value qTile, kBuf, vBuf, sTile, pTile, acc;
   Value mBuf, lBuf, corrBuf, refBuf;
+
+  /// The key / value tile in slot `slot` (an index) of the buffers.
+  Value kTile(ImplicitLocOpBuilder &b, Value slot) const {
+    return slotView(b, kBuf, slot, dim);
+  }
+  Value vTile(ImplicitLocOpBuilder &b, Value slot) const {
+    if (separateValues)
+      return slotView(b, vBuf, slot, dv);
+    return slotView(b, kBuf, slot, dv);
+  }
+
+private:
+  Value slotView(ImplicitLocOpBuilder &b, Value buf, Value slot,
+                 int64_t cols) const {
+    if (stages == 1 && cols == cast<MemRefType>(buf.getType()).getDimSize(1))
+      return buf;
+    OpFoldResult row0 = b.getIndexAttr(0);
+    if (std::optional<int64_t> c = getConstantIntValue(slot))
+      row0 = b.getIndexAttr(*c * tile);
+    else
+      row0 = arith::MulIOp::create(b, slot, indexConst(b, tile)).getResult();
+    return memref::SubViewOp::create(
+        b, buf, ArrayRef<OpFoldResult>{row0, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(tile), b.getIndexAttr(cols)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
 };
 
 AttentionTiles allocateTiles(ImplicitLocOpBuilder &g, int64_t rows,
                              int64_t tile, int64_t dim, int64_t dv, Type elem,
-                             bool separateValues) {
+                             bool separateValues, int64_t stages) {
   Type f32 = g.getF32Type();
-  AttentionTiles t{rows, tile, dim, dv, elem, {}, {}, {}, {}, {}, {},
-                   {}, {}, {}, {}};
+  AttentionTiles t{rows, tile, dim, dv, stages, elem, separateValues,
+                   {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   // Matrix tiles get 16 bytes of padding per row: their natural row strides
   // are multiples of 128 bytes, which would put the same column of
   // consecutive rows in one shared-memory bank.
   t.qTile = paddedTile(g, rows, dim, elem);
-  t.kTile = paddedTile(g, tile, dim, elem);
+  t.kBuf = paddedTile(g, stages * tile, dim, elem);
   if (separateValues)
-    t.vTile = paddedTile(g, tile, dv, elem);
-  else
-    t.vTile = memref::SubViewOp::create(
-        g, t.kTile,
-        ArrayRef<OpFoldResult>{g.getIndexAttr(0), g.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{g.getIndexAttr(tile), g.getIndexAttr(dv)},
-        ArrayRef<OpFoldResult>{g.getIndexAttr(1), g.getIndexAttr(1)});
+    t.vBuf = paddedTile(g, stages * tile, dv, elem);
   t.sTile = paddedTile(g, rows, tile, f32);
   t.pTile = paddedTile(g, rows, tile, elem);
   t.acc = paddedTile(g, rows, dv, f32);
@@ -302,15 +325,16 @@ void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t) {
 void emitOnlineSoftmax(
     ImplicitLocOpBuilder &g, const AttentionTiles &t, Value start, Value end,
     Value scale, const Variants &variants,
-    function_ref<void(ImplicitLocOpBuilder &, Value)> loadTiles,
+    function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)> loadTiles,
     function_ref<Value(ImplicitLocOpBuilder &, Value)> visibleEnd) {
   Value scaleLog2 = arith::MulFOp::create(g, scale, f32Const(g, kLog2e));
   Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
   Value cTile = indexConst(g, t.tile), cRows = indexConst(g, t.rows);
   Value zeroF = f32Const(g, 0.0);
-  auto tileBody = [&](ImplicitLocOpBuilder &tb, Value t0) {
-    loadTiles(tb, t0);
-    auto qk = MatmulOp::create(tb, t.qTile, t.kTile, t.sTile, Value());
+  // Tile t0 from the given key / value tiles (already staged).
+  auto tileBody = [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile,
+                      Value vTile) {
+    auto qk = MatmulOp::create(tb, t.qTile, kTile, t.sTile, Value());
     qk.setTransposeB(true);
     // The online-softmax update of this tile. Its element function maps
     // (row, column, raw score) to the log2-domain logit and its
@@ -352,11 +376,55 @@ void emitOnlineSoftmax(
     }
     tb.setInsertionPointAfter(sm);
     // acc = diag(exp2(m_old - m_new)) * acc + P * V.
-    auto pv = MatmulOp::create(tb, t.pTile, t.vTile, t.acc, t.corrBuf);
+    auto pv = MatmulOp::create(tb, t.pTile, vTile, t.acc, t.corrBuf);
     pv.setAccumulate(true);
   };
+  if (!variants.mask && t.stages > 1) {
+    // A pipeline of `stages` tiles: the first stages - 1 are copied before
+    // the loop; iteration i first starts the copy of tile i + stages - 1
+    // into the slot tile i - 1 used (marked `mla.prefetch`: a GPU target
+    // may keep stages - 1 such copies in flight while it computes), then
+    // computes tile i from slot i % stages. Copies past `end` only write
+    // zeros.
+    const int64_t stages = t.stages;
+    for (int64_t s = 0; s + 1 < stages; ++s) {
+      Value slot = indexConst(g, s);
+      Value kTile = t.kTile(g, slot), vTile = t.vTile(g, slot);
+      loadTiles(g,
+                arith::AddIOp::create(g, start, indexConst(g, s * t.tile)),
+                kTile, vTile);
+    }
+    Value cStages = indexConst(g, stages);
+    forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
+      Value i = arith::DivUIOp::create(
+          lb, arith::SubIOp::create(lb, t0, start), cTile);
+      Value slot = arith::RemUIOp::create(lb, i, cStages);
+      Value next = arith::RemUIOp::create(
+          lb, arith::AddIOp::create(lb, i, indexConst(lb, stages - 1)),
+          cStages);
+      Value kNext = t.kTile(lb, next), vNext = t.vTile(lb, next);
+      Value tNext = arith::AddIOp::create(
+          lb, t0, indexConst(lb, (stages - 1) * t.tile));
+      Block *block = lb.getInsertionBlock();
+      Operation *before = block->empty() ? nullptr : &block->back();
+      loadTiles(lb, tNext, kNext, vNext);
+      for (Operation &op : llvm::make_range(
+               before ? std::next(before->getIterator()) : block->begin(),
+               block->end()))
+        if (isa<scf::ParallelOp, LoadKVTileOp>(op))
+          op.setAttr("mla.prefetch", lb.getI64IntegerAttr(stages - 1));
+      Value kTile = t.kTile(lb, slot), vTile = t.vTile(lb, slot);
+      tileBody(lb, t0, kTile, vTile);
+    });
+    return;
+  }
   if (!variants.mask) {
-    forLoop(g, start, end, cTile, tileBody);
+    forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
+      Value slot = indexConst(lb, 0);
+      Value kTile = t.kTile(lb, slot), vTile = t.vTile(lb, slot);
+      loadTiles(lb, t0, kTile, vTile);
+      tileBody(lb, t0, kTile, vTile);
+    });
     return;
   }
   // With a mask, a key tile that no row of the workgroup sees is skipped
@@ -401,7 +469,10 @@ void emitOnlineSoftmax(
         memref::LoadOp::create(lb, anyFlag, ValueRange{c0}), zeroF);
     auto ifOp = scf::IfOp::create(lb, any, /*withElseRegion=*/false);
     ImplicitLocOpBuilder ib(lb.getLoc(), ifOp.thenBlock()->getTerminator());
-    tileBody(ib, t0);
+    Value slot = indexConst(ib, 0);
+    Value kTile = t.kTile(ib, slot), vTile = t.vTile(ib, slot);
+    loadTiles(ib, t0, kTile, vTile);
+    tileBody(ib, t0, kTile, vTile);
   });
 }
 
@@ -546,7 +617,8 @@ LogicalResult tileDecode(DecodeOp op) {
 
     // Values are the first `dv` columns of the staged key rows.
     AttentionTiles t =
-        allocateTiles(g, rows, tile, dim, dv, elem, /*separateValues=*/false);
+        allocateTiles(g, rows, tile, dim, dv, elem, /*separateValues=*/false,
+                      op.getMask().empty() ? cfg.getStages() : 1);
 
     // Row `i * group + hh` of the tiles is query token i, head headBase + hh.
     auto rowOf = [&](ImplicitLocOpBuilder &ib, Value i, Value hh) {
@@ -603,9 +675,9 @@ LogicalResult tileDecode(DecodeOp op) {
     };
     emitOnlineSoftmax(
         g, t, start, end, op.getScale(), variants,
-        [&](ImplicitLocOpBuilder &tb, Value t0) {
+        [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile, Value) {
           LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0,
-                               end, t.kTile);
+                               end, kTile);
         },
         // Query i (row i * group + hh) sees keys t <= len - sq + i.
         [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
@@ -752,7 +824,8 @@ LogicalResult tilePrefill(PrefillOp op) {
     Value shift = arith::SubIOp::create(g, kLen, qLen);
 
     AttentionTiles t =
-        allocateTiles(g, tileQ, tile, dim, dv, elem, /*separateValues=*/true);
+        allocateTiles(g, tileQ, tile, dim, dv, elem, /*separateValues=*/true,
+                      op.getMask().empty() ? cfg.getStages() : 1);
 
     auto activeIf = scf::IfOp::create(
         g, arith::CmpIOp::create(g, arith::CmpIPredicate::slt, q0, qLen),
@@ -786,15 +859,15 @@ LogicalResult tilePrefill(PrefillOp op) {
     };
     emitOnlineSoftmax(
         g, t, c0, end, op.getScale(), variants,
-        [&](ImplicitLocOpBuilder &tb, Value t0) {
+        [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile, Value vTile) {
           Value limit = arith::SubIOp::create(tb, end, t0);
           Value keyRow = arith::AddIOp::create(tb, kStart, t0);
           auto at = [&](ImplicitLocOpBuilder &ib, Value r, Value d) {
             return SmallVector<Value>{arith::AddIOp::create(ib, keyRow, r),
                                       head, d};
           };
-          maskedRowCopy(tb, t.kTile, tile, dim, limit, op.getK(), at);
-          maskedRowCopy(tb, t.vTile, tile, dv, limit, op.getV(), at);
+          maskedRowCopy(tb, kTile, tile, dim, limit, op.getK(), at);
+          maskedRowCopy(tb, vTile, tile, dv, limit, op.getV(), at);
         },
         [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
           if (!causal)

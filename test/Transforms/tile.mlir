@@ -23,7 +23,6 @@
 // CHECK: %[[QT:.*]] = memref.subview %[[QB]][0, 0] [4, 48] [1, 1] : memref<4x56xbf16> to memref<4x48xbf16, strided<[56, 1]>>
 // CHECK: %[[KB:.*]] = memref.alloca() : memref<16x56xbf16>
 // CHECK: %[[KT:.*]] = memref.subview %[[KB]]
-// CHECK: %[[V:.*]] = memref.subview %[[KT]][0, 0] [16, 32] [1, 1]
 // CHECK: %[[SB:.*]] = memref.alloca() : memref<4x20xf32>
 // CHECK: %[[ST:.*]] = memref.subview %[[SB]]
 // CHECK: %[[PB:.*]] = memref.alloca() : memref<4x24xbf16>
@@ -33,6 +32,7 @@
 //   log2(e) is folded into the scale once.
 // CHECK: %[[SL2:.*]] = arith.mulf %arg4, %{{.*}} : f32
 // CHECK: scf.for %[[T0:.*]] = %[[START]] to %[[END]] step %c16
+// CHECK: %[[V:.*]] = memref.subview %[[KT]][0, 0] [16, 32] [1, 1]
 // CHECK: mla.load_kv_tile %arg1[%arg2, %[[REQ]], %[[T0]], %[[END]]] into %[[KT]]
 // CHECK: mla.matmul %[[QT]], %[[KT]], %[[ST]] {transpose_b}
 //   The softmax step; its element function holds the causal limit for
@@ -96,5 +96,35 @@ func.func @merge(%op: memref<7x3x2x24xf32>, %lp: memref<7x3x2xf32>, %o: memref<7
 // CHECK:     vector.load
 func.func @balanced(%q: memref<?x1x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x4x32xbf16>, %lse: memref<?x1x4xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 1, stages = 1, min_workgroups = 256>} : memref<?x1x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x32xbf16>, memref<?x1x4xf32>
+  return
+}
+
+// -----
+
+// stages = 3: the key buffer holds three tiles; two are copied before the
+// loop, each iteration starts the copy of tile i + 2 into slot (i + 2) % 3
+// (marked mla.prefetch = 2) and computes tile i from slot i % 3.
+// CHECK-LABEL: func @pipelined
+// CHECK: %[[KB:.*]] = memref.alloca() : memref<48x56xbf16>
+// CHECK: %[[KT:.*]] = memref.subview %[[KB]][0, 0] [48, 48] [1, 1]
+// CHECK: %[[S0:.*]] = memref.subview %[[KT]][0, 0] [16, 48] [1, 1]
+// CHECK: mla.load_kv_tile %arg1[%arg2, %{{.*}}, %{{.*}}, %{{.*}}] into %[[S0]]
+// CHECK: %[[S1:.*]] = memref.subview %[[KT]][16, 0] [16, 48] [1, 1]
+// CHECK: mla.load_kv_tile %arg1[%arg2, %{{.*}}, %{{.*}}, %{{.*}}] into %[[S1]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
+// CHECK: %[[I:.*]] = arith.divui
+// CHECK: %[[SLOT:.*]] = arith.remui %[[I]], %c3
+// CHECK: %[[NEXT:.*]] = arith.remui %{{.*}}, %c3
+// CHECK: %[[ROW:.*]] = arith.muli %[[NEXT]], %c16
+// CHECK: %[[KN:.*]] = memref.subview %[[KT]][%[[ROW]], 0] [16, 48] [1, 1]
+// CHECK: mla.load_kv_tile %arg1[{{.*}}] into %[[KN]] {mla.prefetch = 2 : i64}
+// CHECK: %[[ROWC:.*]] = arith.muli %[[SLOT]], %c16
+// CHECK: %[[KC:.*]] = memref.subview %[[KT]][%[[ROWC]], 0] [16, 48] [1, 1]
+// CHECK: memref.subview %[[KT]][%{{.*}}, 0] [16, 32] [1, 1]
+// CHECK: mla.matmul %{{.*}}, %[[KC]], %{{.*}} {transpose_b}
+// CHECK: mla.online_softmax
+// CHECK: mla.matmul
+func.func @pipelined(%q: memref<?x1x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x4x32xbf16>, %lse: memref<?x1x4xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 4, warps = 1, stages = 3>} : memref<?x1x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x32xbf16>, memref<?x1x4xf32>
   return
 }

@@ -246,6 +246,12 @@ const Case kCases[] = {
     // 4 of the 8 splits hold keys, the rest are empty parts.
     {"ds_h16_p16_balanced_bf16", 16, 512, 64, 16, 1, "bf16", {300, 1, 77},
      "kv_splits=8,head_group=4,min_workgroups=40"},
+    // Pipelined key loops: stages 2 and 3, splits ending mid-tile, page
+    // sizes 1 and 3.
+    {"ds_h16_p1_stages2_bf16", 16, 512, 64, 1, 1, "bf16", {300, 1, 77},
+     "stages=2,tile_kv=32,kv_splits=2"},
+    {"ds_h128_p3_stages3_bf16", 128, 512, 64, 3, 2, "bf16", {150, 2},
+     "stages=3,tile_kv=16,head_group=32"},
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {

@@ -76,6 +76,7 @@ struct Case {
   bool causal;
   std::string dtype;
   std::vector<int32_t> lensQ, lensK;
+  std::string perfConfig = "";
 };
 
 std::ostream &operator<<(std::ostream &os, const Case &c) {
@@ -93,7 +94,10 @@ TEST_P(PrefillHost, MatchesFloat64Reference) {
   std::mt19937 rng(std::hash<std::string>()(c.name));
   PrefillProblem p = makePrefill(c.heads, c.dqk, c.dv, c.causal,
                                  dtypeOf(c.dtype), c.lensQ, c.lensK, rng);
-  Kernel kernel = load(compile(c.name, prefillFlags(p)));
+  std::string flags = prefillFlags(p);
+  if (!c.perfConfig.empty())
+    flags += " --perf-config=" + c.perfConfig;
+  Kernel kernel = load(compile(c.name, flags));
   PrefillOutputs out = runPrefill(kernel, p, p.dtype);
   PrefillErrors e =
       comparePrefill(referencePrefill(p), p.dtype, out.o.data(),
@@ -135,6 +139,12 @@ const Case kCases[] = {
     {"d64_h4_causal_f32", 4, 64, 64, true, "f32", {65, 1, 129},
      {65, 1, 129}},
     {"d32_16_h2_full_bf16", 2, 32, 16, false, "bf16", {31, 7}, {45, 7}},
+    // Pipelined key loops (stages 2 and 3: copies of the next tiles while
+    // one is computed); lengths that end mid-tile and in the first tile.
+    {"ds_h16_causal_stages2_bf16", 16, 192, 128, true, "bf16", {1, 17, 300},
+     {1, 17, 300}, "tile_q=64,tile_kv=64,stages=2"},
+    {"ds_h4_full_stages3_f32", 4, 192, 128, false, "f32", {40, 1, 129},
+     {100, 5, 129}, "tile_q=32,tile_kv=16,stages=3"},
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
