@@ -183,7 +183,7 @@ void markGlobalVectorAlignment(GridOp grid) {
 
 /// scf.parallel -> strided loop over the linearised space + barrier.
 void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
-                        bool waitAsyncCopies) {
+                        bool waitAsyncCopies, int64_t pending = 0) {
   ImplicitLocOpBuilder b(par.getLoc(), par);
   // Extent of each dim: (ub - lb) / step, all our loops have lb 0 / step 1.
   SmallVector<Value> extents;
@@ -217,13 +217,8 @@ void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
               lb.clone(op, map);
           });
   if (waitAsyncCopies) {
-    // One group of all this thread's copies; wait for it before the
-    // barrier. A prefetch (`mla.prefetch = N`, a pipelined key loop) waits
-    // only until N groups are pending: its own copies stay in flight, the
-    // ones the loop reads next have landed.
-    int64_t pending = 0;
-    if (auto attr = par->getAttrOfType<IntegerAttr>("mla.prefetch"))
-      pending = attr.getInt();
+    // One group of all this thread's copies; wait until at most `pending`
+    // groups are in flight (0: this one has landed) before the barrier.
     Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
     nvgpu::DeviceAsyncWaitOp::create(b, group,
@@ -231,6 +226,32 @@ void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
   }
   gpu::BarrierOp::create(b);
   par.erase();
+}
+
+/// How many cp.async groups each asynchronous prefetch copy of a pipelined
+/// key loop (`mla.prefetch = S - 1`, S stages; mla-tile) may leave in
+/// flight. Iteration i copies tile i + S - 1 in g groups (the loop's async
+/// prefetches, in order) and then reads tile i, whose groups were
+/// committed S - 1 iterations earlier: after committing its j-th group,
+/// (S - 2)·g + j + 1 newer groups may still be pending. Copies that are not
+/// asynchronous complete at once and commit no group.
+DenseMap<Operation *, int64_t>
+prefetchWaits(ArrayRef<scf::ParallelOp> pars,
+              const DenseMap<Operation *, bool> &async) {
+  DenseMap<Operation *, SmallVector<scf::ParallelOp>> byLoop;
+  for (scf::ParallelOp p : pars)
+    if (p->hasAttr("mla.prefetch") && async.lookup(p))
+      byLoop[p->getParentOp()].push_back(p);
+  DenseMap<Operation *, int64_t> waits;
+  for (auto &[loop, copies] : byLoop) {
+    const int64_t g = copies.size();
+    for (auto [j, p] : llvm::enumerate(copies)) {
+      int64_t ahead =
+          cast<IntegerAttr>(p->getAttr("mla.prefetch")).getInt(); // S - 1
+      waits[p] = (ahead - 1) * g + static_cast<int64_t>(j) + 1;
+    }
+  }
+  return waits;
 }
 
 /// Loads `width` consecutive elements at (row, col) of a 2-D memref, or zeros
@@ -810,33 +831,47 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
       rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
         ImplicitLocOpBuilder ib(loc, qk);
-        // S = Q·Kᵀ for this warp's 16 rows, all key columns.
-        SmallVector<Value> sInit(sBlocks * 4, f32Const(ib, 0.0));
+        // S = Q·Kᵀ for this warp's 16 rows, all key columns. With few
+        // score fragments (a narrow key tile), consecutive k-steps go to
+        // `kSplit` separate accumulator sets, summed at the end, so that
+        // enough independent mma.sync chains are in flight.
+        const int64_t kSplit = sBlocks < 8 && dim % 32 == 0 ? 2 : 1;
+        SmallVector<Value> sInit(sBlocks * 4 * kSplit, f32Const(ib, 0.0));
         auto kLoop = scf::ForOp::create(
-            ib, indexConst(ib, 0), indexConst(ib, dim), indexConst(ib, 16),
-            sInit,
-            [&](OpBuilder &nb, Location l, Value k0, ValueRange sAcc) {
+            ib, indexConst(ib, 0), indexConst(ib, dim),
+            indexConst(ib, 16 * kSplit), sInit,
+            [&](OpBuilder &nb, Location l, Value kBase, ValueRange sAcc) {
               ImplicitLocOpBuilder kb(l, nb);
-              SmallVector<Value> aRegs = ldmatrix4(
-                  kb, q, arith::AddIOp::create(kb, rowBase, lane16),
-                  arith::AddIOp::create(kb, k0, laneHi8), false);
-              SmallVector<Value> next;
-              for (int64_t jp = 0; jp < sBlocks / 2; ++jp) {
-                SmallVector<Value> bRegs = ldmatrix4(
-                    kb, k,
-                    arith::AddIOp::create(
-                        kb, indexConst(kb, jp * 16),
-                        arith::AddIOp::create(kb, laneHi8, lane8)),
-                    arith::AddIOp::create(kb, k0, laneMid8), false);
-                for (int64_t h = 0; h < 2; ++h) {
-                  int64_t j = 2 * jp + h;
-                  llvm::append_range(
-                      next, mma(kb, aRegs, {bRegs[2 * h], bRegs[2 * h + 1]},
-                                SmallVector<Value>(sAcc.slice(j * 4, 4))));
+              SmallVector<Value> next(sAcc.begin(), sAcc.end());
+              for (int64_t part = 0; part < kSplit; ++part) {
+                Value k0 = arith::AddIOp::create(kb, kBase,
+                                                 indexConst(kb, 16 * part));
+                SmallVector<Value> aRegs = ldmatrix4(
+                    kb, q, arith::AddIOp::create(kb, rowBase, lane16),
+                    arith::AddIOp::create(kb, k0, laneHi8), false);
+                for (int64_t jp = 0; jp < sBlocks / 2; ++jp) {
+                  SmallVector<Value> bRegs = ldmatrix4(
+                      kb, k,
+                      arith::AddIOp::create(
+                          kb, indexConst(kb, jp * 16),
+                          arith::AddIOp::create(kb, laneHi8, lane8)),
+                      arith::AddIOp::create(kb, k0, laneMid8), false);
+                  for (int64_t h = 0; h < 2; ++h) {
+                    int64_t at = (part * sBlocks + 2 * jp + h) * 4;
+                    SmallVector<Value> res =
+                        mma(kb, aRegs, {bRegs[2 * h], bRegs[2 * h + 1]},
+                            ArrayRef<Value>(next).slice(at, 4));
+                    llvm::copy(res, next.begin() + at);
+                  }
                 }
               }
               scf::YieldOp::create(kb, next);
             });
+        SmallVector<Value> scores(kLoop.getResults().take_front(sBlocks * 4));
+        for (int64_t part = 1; part < kSplit; ++part)
+          for (int64_t e = 0; e < sBlocks * 4; ++e)
+            scores[e] = arith::AddFOp::create(
+                ib, scores[e], kLoop.getResult(part * sBlocks * 4 + e));
         // The softmax on the fragments: element e = (block j, i) sits at
         // row row0 (i < 2) or row1, column 8j + 2·(lane % 4) + (i & 1).
         SmallVector<Value> x(sBlocks * 4), vis(sBlocks * 4);
@@ -848,7 +883,7 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
                 ib, twoTg, indexConst(ib, j * 8 + (i & 1)));
             SmallVector<Value> r =
                 inlineRegion(ib, sm.getBody(),
-                             {i < 2 ? row0 : row1, col, kLoop.getResult(e)});
+                             {i < 2 ? row0 : row1, col, scores[e]});
             x[e] = r[0];
             vis[e] = r[1];
             mx[i / 2] = arith::MaximumFOp::create(
@@ -1214,10 +1249,12 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       allocasToWorkgroup(grid);
       SmallVector<scf::ParallelOp> pars;
       grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
-      for (scf::ParallelOp p : pars) {
-        bool async = arch->kind == TargetKind::NVIDIA && asyncCopies(p);
-        distributeParallel(p, ti, async);
-      }
+      DenseMap<Operation *, bool> async;
+      for (scf::ParallelOp p : pars)
+        async[p] = arch->kind == TargetKind::NVIDIA && asyncCopies(p);
+      DenseMap<Operation *, int64_t> pending = prefetchWaits(pars, async);
+      for (scf::ParallelOp p : pars)
+        distributeParallel(p, ti, async[p], pending.lookup(p));
       SmallVector<MatmulOp> mms;
       grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
       for (MatmulOp mm : mms) {

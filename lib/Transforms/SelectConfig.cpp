@@ -59,22 +59,60 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
          align(rows * (tileKv / 8) * 4) + align(tileKv * 4);
 }
 
-/// GPU heuristics: 4 warps/waves (on the H200 4 warps beat 8 once the P·V
-/// accumulators live in registers); up to 16 (NVIDIA) or 32 (AMD) query rows
-/// per workgroup (the
-/// accumulator lives in shared memory / LDS); 32-key tiles on NVIDIA (two
-/// workgroups fit an SM: measured faster than 64 on the H200, see
-/// docs/Performance.md), 64 on AMD, halved (and then the head group shrunk)
-/// until the tiles fit the chip's shared memory or LDS; up to 8 KV splits,
-/// balanced at run time against the batch size so that every launch has
-/// about `minWorkgroups` workgroups (the arch table).
+/// Shared-memory bytes of a decode workgroup whose attention step
+/// mla-distribute fuses into registers: queries and `stages` key tiles; the
+/// accumulator tile (written after the key loop) reuses their bytes, the
+/// score and probability tiles do not exist.
+int64_t fusedDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup,
+                             int64_t stages) {
+  int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
+  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
+  auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
+  int64_t tiles = align(rows * (d * esize + 16)) +
+                  stages * align(tileKv * (d * esize + 16));
+  return std::max(tiles, align(rows * (op.getLatentDim() * 4 + 16))) +
+         4 * align(rows * 4) + align(tileKv * 4);
+}
+
+/// Whether the decode's rows can take mla-distribute's register-fused
+/// attention step on NVIDIA: 16-bit floats, whole 16-row blocks, value
+/// columns that split over two warps per row block.
+bool fusableDecode(DecodeOp op, int64_t rows) {
+  Type elem = op.getQ().getType().getElementType();
+  return (elem.isBF16() || elem.isF16()) && rows % 16 == 0 &&
+         op.getLatentDim() % 32 == 0 && op.getLatentDim() / 2 <= 256 &&
+         op.getMask().empty();
+}
+
+/// GPU heuristics. NVIDIA, 16-bit floats: up to 64 query rows (Sq x
+/// head_group) per workgroup, two warps per 16-row block (each owns half
+/// of the value columns: mla-distribute's register-fused step), 32-key
+/// tiles, two pipeline stages. Measured on the H200 (docs/Performance.md):
+/// H=16 398 µs against 430 µs for the shared-memory phases (4 warps, one
+/// stage), H=128 156 TFLOP/s against 92. Otherwise (AMD, f32, masks):
+/// 4 warps/waves, up to 16 (NVIDIA) or 32 (AMD) query rows, 32 (NVIDIA) or
+/// 64 (AMD) key tiles, one stage. Tiles are halved (then the head group
+/// shrunk) until they fit the chip's shared memory or LDS; up to 8 KV
+/// splits, balanced at run time against the batch size so that every
+/// launch has about `minWorkgroups` workgroups (the arch table).
 ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
+  if (arch.kind == TargetKind::NVIDIA) {
+    int64_t group = largestDivisorAtMost(
+        op.getNumHeads(), std::max<int64_t>(1, 64 / op.getQLen()));
+    int64_t rows = group * op.getQLen();
+    if (fusableDecode(op, rows)) {
+      ConfigFields cfg{/*tileKv=*/32, /*kvSplits=*/8, group,
+                       /*warps=*/2 * rows / 16, /*stages=*/2,
+                       arch.minWorkgroups};
+      if (fusedDecodeTileBytes(op, cfg.tileKv, cfg.headGroup, cfg.stages) <=
+          arch.sharedBytes)
+        return cfg;
+    }
+  }
   // NVIDIA: 16 query rows (one mma.sync M tile) measured faster than 32 at
-  // 128 heads on the H200; AMD: up to 32.
+  // 128 heads on the H200 without fusion; AMD: up to 32.
   int64_t rowsCap = std::max<int64_t>(
       1, (arch.kind == TargetKind::NVIDIA ? 16 : 32) / op.getQLen());
-  // Up to 8 splits, of which each launch uses as many as fill the chip for
-  // its batch size (balanced split-KV, see #mla.config's min_workgroups).
   ConfigFields cfg{arch.kind == TargetKind::NVIDIA ? 32 : 64, 8,
                    largestDivisorAtMost(op.getNumHeads(), rowsCap), 4, 1,
                    arch.minWorkgroups};
@@ -105,15 +143,23 @@ int64_t prefillTileBytes(PrefillOp op, int64_t tileQ, int64_t tileKv) {
 }
 
 /// Prefill: one head per workgroup, no split (queries tiles x heads give
-/// the parallelism). Host: 32 x 64 tiles (they stay in L1/L2). GPUs: 32
-/// query rows and 32-key tiles with 4 warps/waves, halved until they fit
-/// the chip. On the H200 (H=16, T=4096, causal bf16) 32 x 32 measured 77
-/// TFLOP/s against 51-68 for 64 x 64, 64 x 32, 32 x 64, 64 x 16, 128 x 32
-/// and 16-row tiles: the smaller tiles fit three workgroups per SM.
+/// the parallelism). Host: 32 x 64 tiles (they stay in L1/L2). NVIDIA,
+/// 16-bit floats: 64 x 64 tiles, 4 warps of 16 query rows each, one stage
+/// (mla-distribute fuses the step into registers; the accumulator reuses
+/// the query/key bytes: 68 KB, three workgroups per SM). On the H200 (H=16,
+/// T=4096, causal bf16) 64 x 64 measured 171 TFLOP/s against 139-160 for
+/// 64 x 32, 128 x 64 and 128 x 32 (8 warps), 64 x 128 and two stages
+/// (docs/Performance.md). Otherwise: 32 x 32 tiles with 4 warps/waves,
+/// halved until they fit the chip.
 ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch) {
   if (arch.kind == TargetKind::Host)
     return {/*tileKv=*/64, /*kvSplits=*/1, /*headGroup=*/1, /*warps=*/1,
             /*stages=*/1, /*minWorkgroups=*/0, /*tileQ=*/32};
+  Type elem = op.getQ().getType().getElementType();
+  if (arch.kind == TargetKind::NVIDIA && (elem.isBF16() || elem.isF16()) &&
+      op.getQkDim() % 16 == 0 && op.getVDim() % 16 == 0 &&
+      op.getVDim() <= 256 && op.getMask().empty())
+    return {/*tileKv=*/64, 1, 1, /*warps=*/4, /*stages=*/1, 0, /*tileQ=*/64};
   ConfigFields cfg{/*tileKv=*/32, 1, 1, /*warps=*/4, 1, 0, /*tileQ=*/32};
   while (prefillTileBytes(op, cfg.tileQ, cfg.tileKv) > arch.sharedBytes) {
     if (cfg.tileKv > 16)
