@@ -705,8 +705,12 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
   // slower than the shared-memory phases, two-fold is not.
   if (colSplit > 2 || dv % (16 * colSplit) != 0)
     return failure();
-  const int64_t sBlocks = tile / 8;             // 16x8 score fragments
-  const int64_t vBlocks = dv / colSplit / 8;    // 16x8 accumulator fragments
+  // Two warps per row block split the key columns of the scores (each
+  // computes half, row maxima and probabilities meet in shared memory)
+  // when the halves are whole 16-key steps; otherwise both compute all.
+  const bool splitScores = colSplit == 2 && tile % 32 == 0;
+  const int64_t sBlocks = splitScores ? tile / 16 : tile / 8; // own 16x8
+  const int64_t vBlocks = dv / colSplit / 8; // 16x8 accumulator fragments
   if (sBlocks * 4 > 64 || vBlocks * 4 > 128)
     return failure(); // would not fit the register file
   // Nothing else in the loop may touch the state buffers.
@@ -748,6 +752,21 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
   Value colPart = arith::DivUIOp::create(b, warp, indexConst(b, rowBlocks));
   Value colBase = arith::MulIOp::create(b, colPart,
                                         indexConst(b, dv / colSplit));
+  // This warp's first key column, and the shared buffers of split scores:
+  // per (half, row) maxima; the probability tile (P of both halves, read
+  // as the A operand of P·V); after the loop, the second half's row sums.
+  Value keyBase =
+      splitScores
+          ? arith::MulIOp::create(b, colPart, indexConst(b, tile / 2))
+                .getResult()
+          : indexConst(b, 0);
+  Value halfMax;
+  if (splitScores) {
+    ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(),
+                                                loop->getBlock());
+    halfMax = memref::AllocaOp::create(
+        top, MemRefType::get({2, rows}, Float32Type::get(b.getContext())));
+  }
   Value row0 = arith::AddIOp::create(b, rowBase, group);
   Value row1 = arith::AddIOp::create(b, row0, c8);
   // The lanes that own m and l of their two rows when writing back.
@@ -853,7 +872,9 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
                   SmallVector<Value> bRegs = ldmatrix4(
                       kb, k,
                       arith::AddIOp::create(
-                          kb, indexConst(kb, jp * 16),
+                          kb,
+                          arith::AddIOp::create(kb, keyBase,
+                                                indexConst(kb, jp * 16)),
                           arith::AddIOp::create(kb, laneHi8, lane8)),
                       arith::AddIOp::create(kb, k0, laneMid8), false);
                   for (int64_t h = 0; h < 2; ++h) {
@@ -880,7 +901,8 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
           for (int64_t i = 0; i < 4; ++i) {
             int64_t e = j * 4 + i;
             Value col = arith::AddIOp::create(
-                ib, twoTg, indexConst(ib, j * 8 + (i & 1)));
+                ib, arith::AddIOp::create(ib, keyBase, twoTg),
+                indexConst(ib, j * 8 + (i & 1)));
             SmallVector<Value> r =
                 inlineRegion(ib, sm.getBody(),
                              {i < 2 ? row0 : row1, col, scores[e]});
@@ -891,10 +913,31 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
                 arith::SelectOp::create(ib, vis[e], x[e], negInf));
           }
         Value ref[2], corr[2], mNew[2];
+        for (int64_t r = 0; r < 2; ++r)
+          mx[r] = quadReduce(ib, mx[r], true);
+        if (splitScores) {
+          // Each half's row maxima to shared memory; the row maximum is the
+          // larger of the two halves'.
+          Value other = arith::SubIOp::create(ib, indexConst(ib, 1), colPart);
+          guarded(ib,
+                  arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, quadPos,
+                                        indexConst(ib, 0)),
+                  [&](ImplicitLocOpBuilder &gb) {
+                    for (int64_t r = 0; r < 2; ++r)
+                      memref::StoreOp::create(
+                          gb, mx[r], halfMax,
+                          ValueRange{colPart, r ? row1 : row0});
+                  });
+          gpu::BarrierOp::create(ib);
+          for (int64_t r = 0; r < 2; ++r)
+            mx[r] = arith::MaximumFOp::create(
+                ib, mx[r],
+                memref::LoadOp::create(ib, halfMax,
+                                       ValueRange{other, r ? row1 : row0}));
+        }
         for (int64_t r = 0; r < 2; ++r) {
           Value mOld = args[nAcc + r];
-          mNew[r] = arith::MaximumFOp::create(ib, mOld,
-                                              quadReduce(ib, mx[r], true));
+          mNew[r] = arith::MaximumFOp::create(ib, mOld, mx[r]);
           Value isEmpty = arith::CmpFOp::create(
               ib, arith::CmpFPredicate::OEQ, mNew[r], negInf);
           ref[r] = arith::SelectOp::create(ib, isEmpty, f32Const(ib, 0.0),
@@ -923,12 +966,35 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
                       ValueRange{castFloat(ib, lo, elem),
                                  castFloat(ib, hi, elem)}));
         };
+        if (splitScores) {
+          // This half of P to the probability tile; after the barrier each
+          // warp reads all of its rows' P as the A operand.
+          for (int64_t j = 0; j < sBlocks; ++j)
+            for (int64_t h = 0; h < 2; ++h) {
+              Value col = arith::AddIOp::create(
+                  ib, arith::AddIOp::create(ib, keyBase, twoTg),
+                  indexConst(ib, j * 8));
+              Value pair = vector::FromElementsOp::create(
+                  ib, VectorType::get({2}, elem),
+                  ValueRange{castFloat(ib, p[j * 4 + 2 * h], elem),
+                             castFloat(ib, p[j * 4 + 2 * h + 1], elem)});
+              vector::StoreOp::create(ib, pair, pTile,
+                                      ValueRange{h ? row1 : row0, col});
+            }
+          gpu::BarrierOp::create(ib);
+        }
         for (int64_t kk = 0; kk < tile / 16; ++kk) {
-          int64_t j0 = 2 * kk * 4, j1 = (2 * kk + 1) * 4;
-          SmallVector<Value> aRegs = {pack(p[j0], p[j0 + 1]),
-                                      pack(p[j0 + 2], p[j0 + 3]),
-                                      pack(p[j1], p[j1 + 1]),
-                                      pack(p[j1 + 2], p[j1 + 3])};
+          SmallVector<Value> aRegs;
+          if (splitScores) {
+            aRegs = ldmatrix4(
+                ib, pTile, arith::AddIOp::create(ib, rowBase, lane16),
+                arith::AddIOp::create(ib, indexConst(ib, kk * 16), laneHi8),
+                false);
+          } else {
+            int64_t j0 = 2 * kk * 4, j1 = (2 * kk + 1) * 4;
+            aRegs = {pack(p[j0], p[j0 + 1]), pack(p[j0 + 2], p[j0 + 3]),
+                     pack(p[j1], p[j1 + 1]), pack(p[j1 + 2], p[j1 + 3])};
+          }
           for (int64_t dp = 0; dp < vBlocks / 2; ++dp) {
             SmallVector<Value> bRegs = ldmatrix4(
                 ib, v,
@@ -977,6 +1043,26 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
           ValueRange{i < 2 ? row0 : row1, accCol(ab, blk, i & 1)});
   Value lTot[2] = {quadReduce(ab, fin[nAcc + 2], false),
                    quadReduce(ab, fin[nAcc + 3], false)};
+  if (splitScores) {
+    // The second half's row sums join the first's (through the correction
+    // buffer, free after the loop).
+    Value second = arith::AndIOp::create(
+        ab,
+        arith::CmpIOp::create(ab, arith::CmpIPredicate::eq, quadPos,
+                              indexConst(ab, 0)),
+        arith::CmpIOp::create(ab, arith::CmpIPredicate::eq, colPart,
+                              indexConst(ab, 1)));
+    guarded(ab, second, [&](ImplicitLocOpBuilder &ib) {
+      for (int64_t r = 0; r < 2; ++r)
+        memref::StoreOp::create(ib, lTot[r], corrBuf,
+                                ValueRange{r ? row1 : row0});
+    });
+    gpu::BarrierOp::create(ab);
+    for (int64_t r = 0; r < 2; ++r)
+      lTot[r] = arith::AddFOp::create(
+          ab, lTot[r],
+          memref::LoadOp::create(ab, corrBuf, ValueRange{r ? row1 : row0}));
+  }
   guarded(ab, owner, [&](ImplicitLocOpBuilder &ib) {
     for (int64_t r = 0; r < 2; ++r) {
       memref::StoreOp::create(ib, fin[nAcc + r], mBuf,

@@ -53,3 +53,4 @@ func.func @prefill(%q: memref<?x2x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<
   mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal} : memref<?x2x64xbf16>, memref<?x2x64xbf16>, memref<?x2x32xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x2x32xbf16>, memref<2x?xf32>
   return
 }
+
