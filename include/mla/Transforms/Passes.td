@@ -118,8 +118,20 @@ def MLAOutlineHostKernels : Pass<"mla-outline-host-kernels",
 def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
   let summary = "Spread blockwise code over the threads of a GPU workgroup";
   let description = [{
-    Layer 4 for GPU targets. Inside each `mla.grid`, the tiles (top-level
-    `memref.alloca`s) move to workgroup memory; every `scf.parallel`
+    Layer 4 for GPU targets. Inside each `mla.grid`, first the online
+    softmax: on NVIDIA, a key loop whose body is copies, `Q·Kᵀ`,
+    `mla.online_softmax` and `P·V` on 16-bit tiles (whole 16-row blocks, at
+    most two warps per block) becomes one register-resident step per warp
+    (`mma.sync` scores, the element function on the fragments, quad
+    shuffles for row maxima, probabilities converted in registers into the
+    A operand of `P·V`, accumulators/maxima/sums carried by the loop; two
+    warps of a block split the key columns and exchange maxima and P in
+    shared memory); every other `mla.online_softmax` (AMD, f32, masked key
+    loops) is expanded into parallel phases as by `mla-expand-softmax`.
+    Copies marked `mla.prefetch` (pipelined key loops) leave their cp.async
+    groups in flight, down to those the loop reads next.
+    Then the tiles (top-level `memref.alloca`s that are still used) move to
+    workgroup memory; every `scf.parallel`
     becomes a loop over its linearised iteration space strided by the
     workgroup's thread count, followed by a `gpu.barrier` (on NVIDIA, a
     parallel masked copy from global memory into a tile becomes `cp.async`

@@ -20,7 +20,9 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       op's head count.
     * `warps`: waves/warps per workgroup on GPU targets (1..16); the host
       runs one workgroup per thread and ignores it.
-    * `stages`: KV-tile pipeline depth on GPU targets (1..4).
+    * `stages`: key tiles in flight (1..4): with S > 1 the key loop copies
+      tile i + S - 1 while it computes tile i (all targets; cp.async groups
+      stay in flight on NVIDIA). Key loops with a mask region use 1.
     * `min_workgroups` (optional, default 0): balanced split-KV. When
       non-zero, a request uses only `clamp(ceil(min_workgroups / (batch *
       head groups)), 1, kv_splits)` of its `kv_splits` splits, chosen at run
