@@ -659,15 +659,19 @@ scf::ParallelOp zeroFillBefore(scf::ForOp loop, memref::AllocaOp root) {
 /// as the whole body of the key loop after the copies,
 ///   S = Q·Kᵀ;  online_softmax(S) -> P, m, l, corr;  acc = corr·acc + P·V.
 /// Here each warp owns 16 query rows (row block `warp % RB`) and a slice
-/// of the value columns (`warp / RB` of `warps / RB`): it computes its
-/// rows' scores with mma.sync into registers (the whole key tile; warps
-/// that share a row block compute the same scores), evaluates the softmax
-/// element function on the accumulator fragments, takes row maxima and
-/// sums with quad shuffles, converts the probabilities in registers into
-/// the A operand of the P·V product (the m16n8 accumulator layout is the
-/// m16n8k16 A layout) and keeps its accumulators, maxima and (per-lane
-/// partial) sums in registers across the loop. Nothing of S, P or the
-/// accumulators goes through shared memory inside the loop; after it,
+/// of the value columns (`warp / RB` of `warps / RB`, at most 2): it
+/// computes its rows' scores with mma.sync into registers, evaluates the
+/// softmax element function on the accumulator fragments, takes row maxima
+/// and sums with quad shuffles and keeps its accumulators, maxima and
+/// (per-lane partial) sums in registers across the loop. With one warp per
+/// row block, or when the key tile does not split into 16-key halves, the
+/// warp computes all of the tile's scores and converts the probabilities
+/// in registers into the A operand of the P·V product (the m16n8
+/// accumulator layout is the m16n8k16 A layout): nothing of S, P or the
+/// accumulators goes through shared memory inside the loop. With two warps
+/// per row block each computes half of the key columns; their row maxima
+/// meet in a small shared buffer and each half of P is stored to the
+/// probability tile, from which both read the A operand. After the loop,
 /// acc, m and l are written back once for the epilogue.
 LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
   auto qk = dyn_cast_or_null<MatmulOp>(sm->getPrevNode());
@@ -850,7 +854,8 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
       rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
         ImplicitLocOpBuilder ib(loc, qk);
-        // S = Q·Kᵀ for this warp's 16 rows, all key columns. With few
+        // S = Q·Kᵀ for this warp's 16 rows and key columns (all, or its
+        // half from keyBase with split scores). With few
         // score fragments (a narrow key tile), consecutive k-steps go to
         // `kSplit` separate accumulator sets, summed at the end, so that
         // enough independent mma.sync chains are in flight.
