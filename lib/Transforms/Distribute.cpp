@@ -900,45 +900,23 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
                 ib, scores[e], kLoop.getResult(part * sBlocks * 4 + e));
         // The softmax on the fragments: element e = (block j, i) sits at
         // row row0 (i < 2) or row1, column 8j + 2·(lane % 4) + (i & 1).
-        // Invisible elements get the logit -inf (their exp2 is 0). A dense
-        // tile skips the visibility part of the element function: the two
-        // versions sit in the branches of an scf.if.
-        auto logits = [&](ImplicitLocOpBuilder &lb, bool checked) {
-          SmallVector<Value> out;
-          for (int64_t j = 0; j < sBlocks; ++j)
-            for (int64_t i = 0; i < 4; ++i) {
-              Value col = arith::AddIOp::create(
-                  lb, arith::AddIOp::create(lb, keyBase, twoTg),
-                  indexConst(lb, j * 8 + (i & 1)));
-              SmallVector<Value> r =
-                  inlineRegion(lb, sm.getBody(),
-                               {i < 2 ? row0 : row1, col, scores[j * 4 + i]});
-              out.push_back(checked ? arith::SelectOp::create(lb, r[1], r[0],
-                                                              negInf)
-                                          .getResult()
-                                    : r[0]);
-            }
-          return out;
-        };
-        SmallVector<Value> x;
-        if (Value dense = sm.getDense()) {
-          auto ifOp = scf::IfOp::create(
-              ib, dense,
-              [&](OpBuilder &nb, Location l) {
-                ImplicitLocOpBuilder lb(l, nb);
-                scf::YieldOp::create(lb, logits(lb, /*checked=*/false));
-              },
-              [&](OpBuilder &nb, Location l) {
-                ImplicitLocOpBuilder lb(l, nb);
-                scf::YieldOp::create(lb, logits(lb, /*checked=*/true));
-              });
-          x.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-        } else {
-          x = logits(ib, /*checked=*/true);
-        }
+        SmallVector<Value> x(sBlocks * 4), vis(sBlocks * 4);
         Value mx[2] = {negInf, negInf};
-        for (int64_t e = 0; e < sBlocks * 4; ++e)
-          mx[(e % 4) / 2] = arith::MaximumFOp::create(ib, mx[(e % 4) / 2], x[e]);
+        for (int64_t j = 0; j < sBlocks; ++j)
+          for (int64_t i = 0; i < 4; ++i) {
+            int64_t e = j * 4 + i;
+            Value col = arith::AddIOp::create(
+                ib, arith::AddIOp::create(ib, keyBase, twoTg),
+                indexConst(ib, j * 8 + (i & 1)));
+            SmallVector<Value> r =
+                inlineRegion(ib, sm.getBody(),
+                             {i < 2 ? row0 : row1, col, scores[e]});
+            x[e] = r[0];
+            vis[e] = r[1];
+            mx[i / 2] = arith::MaximumFOp::create(
+                ib, mx[i / 2],
+                arith::SelectOp::create(ib, vis[e], x[e], negInf));
+          }
         Value ref[2], corr[2], mNew[2];
         for (int64_t r = 0; r < 2; ++r)
           mx[r] = quadReduce(ib, mx[r], true);
@@ -976,8 +954,9 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
         Value sum[2] = {f32Const(ib, 0.0), f32Const(ib, 0.0)};
         for (int64_t e = 0; e < sBlocks * 4; ++e) {
           int64_t r = (e % 4) / 2;
-          p[e] = math::Exp2Op::create(
+          Value ex = math::Exp2Op::create(
               ib, arith::SubFOp::create(ib, x[e], ref[r]));
+          p[e] = arith::SelectOp::create(ib, vis[e], ex, f32Const(ib, 0.0));
           sum[r] = arith::AddFOp::create(ib, sum[r], p[e]);
         }
         SmallVector<Value> state;

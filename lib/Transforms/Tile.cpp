@@ -319,8 +319,7 @@ void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t) {
 /// tile`, ... below `end`. `loadTiles(b, t0)` stages keys (and values)
 /// t0, t0 + 1, ... into the key (and value) tile, zeros past `end`;
 /// `visibleEnd(b, row)` is the exclusive bound of the keys query row `row`
-/// sees (its causal limit; keys at or past `end` are never seen); it must
-/// not decrease with the row (tiles below row 0's bound are dense). Leaves
+/// sees (its causal limit; keys at or past `end` are never seen). Leaves
 /// the unnormalised output in `acc`, the running max (log2 domain) in `mBuf`
 /// and the sum of exponentials in `lBuf`.
 void emitOnlineSoftmax(
@@ -335,13 +334,6 @@ void emitOnlineSoftmax(
   // Tile t0 from the given key / value tiles (already staged).
   auto tileBody = [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile,
                       Value vTile) {
-    // Without a mask, a tile below every row's visible end is dense (row
-    // 0 sees the fewest keys: visible ends grow with the row).
-    Value dense;
-    if (!variants.mask)
-      dense = arith::CmpIOp::create(
-          tb, arith::CmpIPredicate::sle, arith::AddIOp::create(tb, t0, cTile),
-          minIdx(tb, end, visibleEnd(tb, indexConst(tb, 0))));
     auto qk = MatmulOp::create(tb, t.qTile, kTile, t.sTile, Value());
     qk.setTransposeB(true);
     // The online-softmax update of this tile. Its element function maps
@@ -349,7 +341,7 @@ void emitOnlineSoftmax(
     // visibility: columns past the row's visible end (causal limit,
     // sequence end) and masked keys are invisible.
     auto sm = OnlineSoftmaxOp::create(tb, t.sTile, t.pTile, t.mBuf, t.lBuf,
-                                      t.corrBuf, dense);
+                                      t.corrBuf);
     Type idxType = tb.getIndexType();
     Block *body = tb.createBlock(&sm.getBody(), {},
                                  {idxType, idxType, tb.getF32Type()},

@@ -140,18 +140,12 @@ func.func @blockwise(%kv: memref<?x3x576xbf16>, %bt: memref<?x?xi32>, %n: index,
 // CHECK: mla.online_softmax %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}, %{{.*}}) : memref<16x64xf32>, memref<16x64xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
 // CHECK: ^bb0(%[[R:.*]]: index, %[[C:.*]]: index, %[[S:.*]]: f32):
 // CHECK: mla.yield %{{.*}}, %{{.*}} : f32, i1
-// CHECK: mla.online_softmax %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}, %{{.*}}) dense %{{.*}} :
-func.func @online_softmax(%s: memref<16x64xf32>, %p: memref<16x64xbf16>, %m: memref<16xf32>, %l: memref<16xf32>, %corr: memref<16xf32>, %scale: f32, %n: index, %dense: i1) {
+func.func @online_softmax(%s: memref<16x64xf32>, %p: memref<16x64xbf16>, %m: memref<16xf32>, %l: memref<16xf32>, %corr: memref<16xf32>, %scale: f32, %n: index) {
   mla.online_softmax %s -> %p state(%m, %l, %corr) : memref<16x64xf32>, memref<16x64xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
   ^bb0(%r: index, %c: index, %x: f32):
     %y = arith.mulf %x, %scale : f32
     %vis = arith.cmpi ult, %c, %n : index
     mla.yield %y, %vis : f32, i1
-  }
-  mla.online_softmax %s -> %p state(%m, %l, %corr) dense %dense : memref<16x64xf32>, memref<16x64xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
-  ^bb0(%r: index, %c: index, %x: f32):
-    %vis = arith.cmpi ult, %c, %n : index
-    mla.yield %x, %vis : f32, i1
   }
   return
 }

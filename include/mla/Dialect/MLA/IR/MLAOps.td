@@ -390,12 +390,6 @@ def MLA_OnlineSoftmaxOp : MLA_Op<"online_softmax"> {
     l'[r]    = l[r] · corr[r] + Σ_c p
     ```
 
-    The optional `dense` operand (`i1`) promises, when true, that every
-    element of this tile is visible: lowerings may then skip the visibility
-    part of the element function (`mla-tile` passes it for key tiles below
-    every row's causal limit and the sequence end, when there is no mask
-    region).
-
     The accumulator update `acc = diag(corr) · acc + P · V` is the
     `mla.matmul ... scale %corr {accumulate}` that follows. `mla-tile` emits
     the triple (Q·Kᵀ matmul, online_softmax, P·V matmul) once per key tile;
@@ -421,13 +415,11 @@ def MLA_OnlineSoftmaxOp : MLA_Op<"online_softmax"> {
     Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "probabilities", [MemWrite]>:$p,
     Arg<MemRefRankOf<[F32], [1]>, "running max", [MemRead, MemWrite]>:$m,
     Arg<MemRefRankOf<[F32], [1]>, "running sum", [MemRead, MemWrite]>:$l,
-    Arg<MemRefRankOf<[F32], [1]>, "correction", [MemWrite]>:$corr,
-    Optional<I1>:$dense);
+    Arg<MemRefRankOf<[F32], [1]>, "correction", [MemWrite]>:$corr);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $s `->` $p `state` `(` $m `,` $l `,` $corr `)` (`dense` $dense^)?
-    attr-dict `:` type($s) `,` type($p) `,` type($m) `,` type($l) `,`
-    type($corr) $body
+    $s `->` $p `state` `(` $m `,` $l `,` $corr `)` attr-dict `:` type($s)
+    `,` type($p) `,` type($m) `,` type($l) `,` type($corr) $body
   }];
   let hasVerifier = 1;
 }
