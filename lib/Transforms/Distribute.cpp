@@ -674,11 +674,22 @@ scf::ParallelOp zeroFillBefore(scf::ForOp loop, memref::AllocaOp root) {
 /// probability tile, from which both read the A operand. After the loop,
 /// acc, m and l are written back once for the epilogue.
 LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
-  auto qk = dyn_cast_or_null<MatmulOp>(sm->getPrevNode());
-  auto pv = dyn_cast_or_null<MatmulOp>(sm->getNextNode());
+  // Side-effect-free ops (index arithmetic) may sit between the three; they
+  // move in front of the first.
+  SmallVector<Operation *> pure;
+  auto skipPure = [&](Operation *op, bool forward) {
+    while (op && isPure(op) && op->getNumRegions() == 0 &&
+           !op->hasTrait<OpTrait::IsTerminator>()) {
+      pure.push_back(op);
+      op = forward ? op->getNextNode() : op->getPrevNode();
+    }
+    return op;
+  };
+  auto qk = dyn_cast_or_null<MatmulOp>(skipPure(sm->getPrevNode(), false));
+  auto pv = dyn_cast_or_null<MatmulOp>(skipPure(sm->getNextNode(), true));
   auto loop = dyn_cast<scf::ForOp>(sm->getParentOp());
   if (!qk || !pv || !loop ||
-      pv->getNextNode() != loop.getBody()->getTerminator())
+      skipPure(pv->getNextNode(), true) != loop.getBody()->getTerminator())
     return failure();
   if (qk.getC() != sm.getS() || !qk.getTransposeB() || qk.getAccumulate() ||
       pv.getA() != sm.getP() || !pv.getAccumulate() ||
@@ -734,6 +745,12 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
   });
   if (otherUse)
     return failure();
+
+  llvm::sort(pure, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  for (Operation *op : pure)
+    op->moveBefore(qk);
 
   Type f32 = Float32Type::get(sm.getContext());
   ImplicitLocOpBuilder b(loop.getLoc(), loop);

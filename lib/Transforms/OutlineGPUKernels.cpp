@@ -183,7 +183,8 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
     return kernel.emitError()
            << "kernel needs " << total
            << " bytes of shared memory, more than the target's " << limit
-           << "; choose a smaller tile_kv or head_group";
+           << "; choose smaller tiles (tile_kv, tile_q, head_group) or fewer "
+              "stages";
   return total;
 }
 

@@ -14,7 +14,7 @@
 // CHECK:     memref.subview %[[T1]][0, 0] [8, 2] [1, 1] : memref<21000x4xbf16, #gpu.address_space<workgroup>> to memref<8x2xbf16, strided<[4, 1]>, #gpu.address_space<workgroup>>
 // CHECK:     memref.load %[[Q]][%[[X]], %{{.*}}]
 // CHECK:     gpu.return
-// SMALL: error: kernel needs 168064 bytes of shared memory, more than the target's 166912; choose a smaller tile_kv or head_group
+// SMALL: error: kernel needs 168064 bytes of shared memory, more than the target's 166912; choose smaller tiles (tile_kv, tile_q, head_group) or fewer stages
 func.func @f(%q: memref<?x16xbf16> {mla.role = "q"}, %o: memref<?x16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
