@@ -1,0 +1,49 @@
+// RUN: mla-opt %s --mla-expand-softmax | FileCheck %s
+
+// mla.online_softmax as four parallel phases; the element function is
+// inlined where a phase reads a score (chunk maxima, then exponentials).
+// Scratch buffers (per (row, 8-column chunk) partials, per-row references)
+// go to the top of the grid.
+// CHECK-LABEL: func @step
+// CHECK: mla.grid
+// CHECK-DAG: %[[PART:.*]] = memref.alloca() : memref<4x2xf32>
+// CHECK-DAG: %[[REF:.*]] = memref.alloca() : memref<4xf32>
+// CHECK-NOT: mla.online_softmax
+//   1. chunk maxima of the visible logits
+// CHECK: scf.parallel
+// CHECK: memref.load %{{.*}} : memref<4x16xf32>
+// CHECK: arith.mulf %{{.*}}, %arg1 : f32
+// CHECK: arith.cmpi ult, %{{.*}}, %arg2 : index
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// CHECK: arith.maximumf
+// CHECK: memref.store %{{.*}}, %[[PART]]
+//   2. row maxima, reference (0 while nothing was seen), correction
+// CHECK: scf.parallel
+// CHECK: arith.cmpf oeq
+// CHECK: math.exp2
+// CHECK: memref.store %{{.*}}, %arg5
+// CHECK: memref.store %{{.*}}, %arg3
+// CHECK: memref.store %{{.*}}, %[[REF]]
+//   3. exponentials stored to P (bf16), chunk sums
+// CHECK: scf.parallel
+// CHECK: math.exp2
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: memref.store %{{.*}}, %[[PART]]
+//   4. l = l * corr + sum
+// CHECK: scf.parallel
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %arg4
+func.func @step(%s: memref<4x16xf32>, %scale: f32, %n: index, %m: memref<4xf32>, %l: memref<4xf32>, %corr: memref<4xf32>, %p: memref<4x16xbf16>) {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    mla.online_softmax %s -> %p state(%m, %l, %corr) : memref<4x16xf32>, memref<4x16xbf16>, memref<4xf32>, memref<4xf32>, memref<4xf32> {
+    ^bb0(%row: index, %col: index, %score: f32):
+      %v = arith.mulf %score, %scale : f32
+      %vis = arith.cmpi ult, %col, %n : index
+      mla.yield %v, %vis : f32, i1
+    }
+  }
+  return
+}
