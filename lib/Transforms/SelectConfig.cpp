@@ -60,9 +60,10 @@ int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
 }
 
 /// Shared-memory bytes of a decode workgroup whose attention step
-/// mla-distribute fuses into registers: queries and `stages` key tiles; the
-/// accumulator tile (written after the key loop) reuses their bytes, the
-/// score and probability tiles do not exist.
+/// mla-distribute fuses into registers (two warps per row block, split
+/// scores): queries and `stages` key tiles, which the accumulator tile
+/// (written after the key loop) reuses; the probability tile, the halves'
+/// row maxima, row state and page numbers. The score tile does not exist.
 int64_t fusedDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup,
                              int64_t stages) {
   int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
@@ -71,6 +72,7 @@ int64_t fusedDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup,
   int64_t tiles = align(rows * (d * esize + 16)) +
                   stages * align(tileKv * (d * esize + 16));
   return std::max(tiles, align(rows * (op.getLatentDim() * 4 + 16))) +
+         align(rows * (tileKv * esize + 16)) + align(2 * rows * 4) +
          4 * align(rows * 4) + align(tileKv * 4);
 }
 

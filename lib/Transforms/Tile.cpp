@@ -198,7 +198,7 @@ private:
                  int64_t cols) const {
     if (stages == 1 && cols == cast<MemRefType>(buf.getType()).getDimSize(1))
       return buf;
-    OpFoldResult row0 = b.getIndexAttr(0);
+    OpFoldResult row0;
     if (std::optional<int64_t> c = getConstantIntValue(slot))
       row0 = b.getIndexAttr(*c * tile);
     else
