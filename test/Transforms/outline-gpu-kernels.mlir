@@ -69,3 +69,31 @@ func.func @g(%o: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A loop whose body does not end in a barrier separates nothing: %c, used
+// after it, may not reuse the bytes of %a, used in it.
+// CHECK: "launch h_k0 args 0 grid 1,1,1 block 32,1,1 shared 384"
+// CHECK-LABEL: gpu.func @h_k0
+// CHECK-DAG: memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view %{{.*}}[%c256{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<32xf32, #gpu.address_space<workgroup>>
+func.func @h(%o: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %f = arith.constant 1.0 : f32
+  mla.grid in (%c1, %c1, %c1) attributes {mla.block_size = 32 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %a = memref.alloca() : memref<64xf32>
+    %c = memref.alloca() : memref<32xf32>
+    scf.for %i = %c0 to %c4 step %c1 {
+      gpu.barrier
+      memref.store %f, %a[%i] : memref<64xf32>
+    }
+    memref.store %f, %c[%c0] : memref<32xf32>
+    %v = memref.load %c[%c0] : memref<32xf32>
+    memref.store %v, %o[%c0] : memref<4xf32>
+  }
+  return
+}
