@@ -325,6 +325,51 @@ Value mmaOperand(ImplicitLocOpBuilder &b, Value pair) {
   return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
 }
 
+/// Where a lane sits in the mma.sync m16n8k16 fragments and in ldmatrix
+/// address patterns: its warp, lane, group (lane / 4: accumulator row),
+/// 2·(lane % 4) (accumulator column pair), and the ldmatrix row/column
+/// offsets lane % 16, lane % 8, 8·(lane / 16), 8·((lane / 8) % 2).
+struct LaneLayout {
+  Value warp, lane, group, quadPos, twoTg, lane16, lane8, laneHi8, laneMid8;
+
+  LaneLayout(ImplicitLocOpBuilder &b, const ThreadInfo &ti) {
+    Value c2 = indexConst(b, 2), c8 = indexConst(b, 8);
+    warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+    lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+    group = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+    quadPos = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+    twoTg = arith::MulIOp::create(b, quadPos, c2);
+    lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
+    lane8 = arith::RemUIOp::create(b, lane, c8);
+    laneHi8 = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
+    laneMid8 = arith::MulIOp::create(
+        b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
+        c8);
+  }
+};
+
+/// One mma.sync m16n8k16 (row.col, f32 accumulation) on bf16/f16
+/// registers; returns the four accumulators.
+SmallVector<Value> mmaM16N8K16(ImplicitLocOpBuilder &b, Type elem,
+                               ArrayRef<Value> aRegs, ArrayRef<Value> bRegs,
+                               ArrayRef<Value> c) {
+  Type f32 = b.getF32Type();
+  auto resType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                  {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType =
+      elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+  auto mma = NVVM::MmaOp::create(
+      b, resType, aRegs, bRegs, c, ArrayRef<int64_t>{16, 8, 16}, std::nullopt,
+      std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < 4; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, mma, i));
+  return out;
+}
+
 /// What the mma.sync lowering of one mla.matmul needs everywhere.
 struct MmaSync {
   // The operands, kept as values: the op itself is erased before the
@@ -336,11 +381,15 @@ struct MmaSync {
   int64_t m, k, n, mt, nt, warps;
   bool full;        // M is a multiple of 16: no row masks
   bool useLdmatrix; // full tiles of A and B in shared memory
+  LaneLayout lanes;
   Value warp, lane, group, twoTg, lane16, lane8, laneHi8, laneMid8;
 
   MmaSync(MatmulOp op, const ThreadInfo &ti, ImplicitLocOpBuilder &b)
       : a(op.getA()), bMat(op.getB()), c(op.getC()), cScale(op.getCScale()),
-        transposeB(op.getTransposeB()), ti(ti) {
+        transposeB(op.getTransposeB()), ti(ti), lanes(b, ti),
+        warp(lanes.warp), lane(lanes.lane), group(lanes.group),
+        twoTg(lanes.twoTg), lane16(lanes.lane16), lane8(lanes.lane8),
+        laneHi8(lanes.laneHi8), laneMid8(lanes.laneMid8) {
     MemRefType aType = op.getA().getType();
     elem = aType.getElementType();
     m = aType.getDimSize(0);
@@ -353,19 +402,6 @@ struct MmaSync {
     // Full 16-row tiles in shared memory are read with ldmatrix (one
     // instruction per operand fragment instead of 4-6 loads).
     useLdmatrix = full && isWorkgroup(a) && isWorkgroup(bMat);
-    Value c2 = indexConst(b, 2), c8 = indexConst(b, 8);
-    warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-    lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-    group = arith::DivUIOp::create(b, lane, indexConst(b, 4));
-    twoTg = arith::MulIOp::create(
-        b, arith::RemUIOp::create(b, lane, indexConst(b, 4)), c2);
-    lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
-    lane8 = arith::RemUIOp::create(b, lane, c8);
-    laneHi8 = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
-    laneMid8 = arith::MulIOp::create(
-        b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
-        c8);
   }
 
   /// This lane's accumulator positions in C tile `tile`: rows g and g + 8,
@@ -436,11 +472,6 @@ struct MmaSync {
   /// acc += A[m0:m0+16, :] * B(:, n0:n0+8), walking K in steps of 16.
   SmallVector<Value> product(ImplicitLocOpBuilder &b, const Tile &t,
                              ValueRange init) const {
-    Type f32 = b.getF32Type();
-    auto resType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                    {f32, f32, f32, f32});
-    NVVM::MMATypes ptxType =
-        elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
     Value c1 = indexConst(b, 1), c8 = indexConst(b, 8);
     Value always = arith::ConstantIntOp::create(b, 1, 1);
     auto kLoop = scf::ForOp::create(
@@ -504,16 +535,9 @@ struct MmaSync {
               bRegs.push_back(mmaOperand(kb, pair));
             }
           }
-          auto mma = NVVM::MmaOp::create(
-              kb, resType, aRegs, bRegs, acc, ArrayRef<int64_t>{16, 8, 16},
-              std::nullopt, std::nullopt,
-              std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                             NVVM::MMALayout::col});
-          SmallVector<Value> next;
-          for (int64_t i = 0; i < 4; ++i)
-            next.push_back(LLVM::ExtractValueOp::create(kb, mma, i));
-          scf::YieldOp::create(kb, next);
+          scf::YieldOp::create(
+              kb, mmaM16N8K16(kb, elem, aRegs, bRegs,
+                              SmallVector<Value>(acc.begin(), acc.end())));
         });
     return SmallVector<Value>(kLoop.getResults());
   }
@@ -752,21 +776,12 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
   for (Operation *op : pure)
     op->moveBefore(qk);
 
-  Type f32 = Float32Type::get(sm.getContext());
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
-  Value c2 = indexConst(b, 2), c4 = indexConst(b, 4), c8 = indexConst(b, 8);
-  Value warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-  Value lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-  Value group = arith::DivUIOp::create(b, lane, c4);
-  Value quadPos = arith::RemUIOp::create(b, lane, c4);
-  Value twoTg = arith::MulIOp::create(b, quadPos, c2);
-  Value lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
-  Value lane8 = arith::RemUIOp::create(b, lane, c8);
-  Value laneHi8 = arith::MulIOp::create(
-      b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
-  Value laneMid8 = arith::MulIOp::create(
-      b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
-      c8);
+  LaneLayout lanes(b, ti);
+  Value c8 = indexConst(b, 8);
+  Value warp = lanes.warp, group = lanes.group, quadPos = lanes.quadPos,
+        twoTg = lanes.twoTg, lane16 = lanes.lane16, lane8 = lanes.lane8,
+        laneHi8 = lanes.laneHi8, laneMid8 = lanes.laneMid8;
   Value rowBase = arith::MulIOp::create(
       b, arith::RemUIOp::create(b, warp, indexConst(b, rowBlocks)),
       indexConst(b, 16));
@@ -826,22 +841,9 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
         b, owner, memref::LoadOp::create(b, lBuf, ValueRange{r}), zeroF));
   const int64_t nAcc = vBlocks * 4;
 
-  NVVM::MMATypes ptxType =
-      elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
-  auto resType =
-      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   auto mma = [&](ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
                  ArrayRef<Value> bRegs, ArrayRef<Value> c) {
-    auto op = NVVM::MmaOp::create(
-        ib, resType, aRegs, bRegs, c, ArrayRef<int64_t>{16, 8, 16},
-        std::nullopt, std::nullopt,
-        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < 4; ++i)
-      out.push_back(LLVM::ExtractValueOp::create(ib, op, i));
-    return out;
+    return mmaM16N8K16(ib, elem, aRegs, bRegs, c);
   };
   auto ldmatrix4 = [&](ImplicitLocOpBuilder &ib, Value mem, Value r, Value c,
                        bool trans) {
