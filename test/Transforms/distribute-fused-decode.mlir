@@ -4,9 +4,16 @@
 // columns (16 each): row maxima meet in a 2 x 16 buffer, each half of P is
 // stored and both warps read all of P as the A operand; after the loop the
 // second half's row sums join the first's.
+// Two stages: the prologue copy waits for everything, the copy of the
+// next tile inside the loop (its page lookup first) leaves its group in
+// flight.
 // SPLIT-LABEL: func @decode
 // SPLIT: memref.alloca() : memref<2x16xf32, #gpu.address_space<workgroup>>
+// SPLIT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // SPLIT: scf.for
+// SPLIT: memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x?xi32>
+// SPLIT: nvgpu.device_async_copy
+// SPLIT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 // SPLIT: nvvm.mma.sync
 // SPLIT: gpu.shuffle  xor
 // SPLIT: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<2x16xf32, #gpu.address_space<workgroup>>
