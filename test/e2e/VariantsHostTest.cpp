@@ -19,6 +19,7 @@
 #include <map>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -29,9 +30,13 @@ namespace {
 
 constexpr int64_t kHeads = 16;
 
-Kernel compileAndLoad(const std::string &file) {
+/// The example `file` compiled for the host with `stages` key tiles in
+/// flight (a mask keeps one).
+Kernel compileAndLoad(const std::string &file, int64_t stages) {
   return loadHostKernel(compileHostPackage(
-      file, std::string(MLA_VARIANTS_DIR) + "/" + file + ".mlir"));
+      file + "_stages" + std::to_string(stages),
+      std::string(MLA_VARIANTS_DIR) + "/" + file +
+          ".mlir --perf-config=stages=" + std::to_string(stages)));
 }
 
 VariantRef variantFor(const std::string &name,
@@ -56,10 +61,12 @@ void expectClose(const PrefillErrors &e, const std::string &what) {
               e.relLse);
 }
 
-class Variants : public ::testing::TestWithParam<std::string> {};
+/// (example name, pipeline stages).
+class Variants
+    : public ::testing::TestWithParam<std::tuple<std::string, int64_t>> {};
 
 TEST_P(Variants, PrefillMatchesFloat64Reference) {
-  const std::string name = GetParam();
+  const auto [name, stages] = GetParam();
   std::mt19937 rng(std::hash<std::string>()(name));
   // Ragged, more keys than queries (positions shift by Lk - Lq), lengths
   // past the 128-key window, a one-token request.
@@ -69,7 +76,7 @@ TEST_P(Variants, PrefillMatchesFloat64Reference) {
   // Softcap: scores of magnitude ~30 and more, where the cap bends them.
   if (name == "softcap")
     p.scale = 2.0f;
-  Kernel kernel = compileAndLoad(name);
+  Kernel kernel = compileAndLoad(name, stages);
   const int64_t T = p.tokens(), Tk = p.keyTokens(), B1 = p.cuQ.size();
   std::vector<uint8_t> o(T * kHeads * 128 * 2, 0xFF);
   std::vector<float> lse(kHeads * T, std::numeric_limits<float>::quiet_NaN());
@@ -92,7 +99,7 @@ TEST_P(Variants, PrefillMatchesFloat64Reference) {
 }
 
 TEST_P(Variants, DecodeMatchesFloat64Reference) {
-  const std::string name = GetParam();
+  const auto [name, stages] = GetParam();
   std::mt19937 rng(std::hash<std::string>()(name) + 1);
   const int64_t D = 576, Dv = 512, P = 64;
   DecodeProblem p =
@@ -101,7 +108,7 @@ TEST_P(Variants, DecodeMatchesFloat64Reference) {
   std::vector<float> sinks = randomSinks(rng);
   if (name == "softcap")
     p.scale = 2.0f;
-  Kernel kernel = compileAndLoad("decode_" + name);
+  Kernel kernel = compileAndLoad("decode_" + name, stages);
   std::vector<uint8_t> o(B * kHeads * Dv * 2, 0xFF);
   std::vector<float> lse(B * kHeads, std::numeric_limits<float>::quiet_NaN());
   std::vector<int32_t> lensCopy = p.lens;
@@ -184,11 +191,14 @@ TEST(VariantsFullyMasked, RowsWithoutVisibleKeysAreZeroAndMinusInf) {
   EXPECT_LE(e.relLse, 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, Variants,
-                         ::testing::Values("softcap", "sliding_window",
-                                           "alibi", "sink"),
-                         [](const ::testing::TestParamInfo<std::string> &i) {
-                           return i.param;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Examples, Variants,
+    ::testing::Combine(::testing::Values("softcap", "sliding_window", "alibi",
+                                         "sink"),
+                       ::testing::Values(int64_t{1}, int64_t{2})),
+    [](const ::testing::TestParamInfo<Variants::ParamType> &i) {
+      return std::get<0>(i.param) + "_stages" +
+             std::to_string(std::get<1>(i.param));
+    });
 
 } // namespace
