@@ -76,11 +76,16 @@ struct TileLiveness {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1;
     std::function<void(Value)> visit = [&](Value v) {
       for (Operation *user : v.getUsers()) {
-        if (isa<ViewLikeOpInterface>(user) && user->getNumResults() == 1 &&
-            isa<MemRefType>(user->getResult(0).getType())) {
-          visit(user->getResult(0));
+        // Views (subview, cast, transpose, ...) alias the tile: their uses
+        // count too.
+        bool aliases = false;
+        for (Value r : user->getResults())
+          if (isa<MemRefType>(r.getType())) {
+            visit(r);
+            aliases = true;
+          }
+        if (aliases && isa<ViewLikeOpInterface>(user))
           continue;
-        }
         Operation *span = user;
         for (Operation *p = user->getParentOp(); p && !isa<gpu::GPUFuncOp>(p);
              p = p->getParentOp())
