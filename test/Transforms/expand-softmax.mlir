@@ -1,4 +1,4 @@
-// RUN: mla-opt %s --mla-expand-softmax | FileCheck %s
+// RUN: mla-opt %s -split-input-file --mla-expand-softmax | FileCheck %s
 
 // mla.online_softmax as four parallel phases; the element function is
 // inlined where a phase reads a score (chunk maxima, then exponentials).
@@ -43,6 +43,32 @@ func.func @step(%s: memref<4x16xf32>, %scale: f32, %n: index, %m: memref<4xf32>,
       %v = arith.mulf %score, %scale : f32
       %vis = arith.cmpi ult, %col, %n : index
       mla.yield %v, %vis : f32, i1
+    }
+  }
+  return
+}
+
+// -----
+
+// 12 columns: the second 8-column chunk overhangs the tile; its columns
+// past 12 are invisible and not stored.
+// CHECK-LABEL: func @ragged_chunk
+// CHECK: memref.alloca() : memref<2x2xf32>
+// CHECK: scf.parallel
+// CHECK: arith.cmpi ult, %{{.*}}, %c12
+// CHECK: arith.andi
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}} : memref<2x12xf16>
+func.func @ragged_chunk(%s: memref<2x12xf32>, %m: memref<2xf32>, %l: memref<2xf32>, %corr: memref<2xf32>, %p: memref<2x12xf16>) {
+  %c1 = arith.constant 1 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    mla.online_softmax %s -> %p state(%m, %l, %corr) : memref<2x12xf32>, memref<2x12xf16>, memref<2xf32>, memref<2xf32>, memref<2xf32> {
+    ^bb0(%row: index, %col: index, %score: f32):
+      %t = arith.constant true
+      mla.yield %score, %t : f32, i1
     }
   }
   return
