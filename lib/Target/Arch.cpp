@@ -18,11 +18,12 @@ static const ArchInfo kArchs[] = {
     // Workgroups to fill: two per SM (108 SMs on A100).
     {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, 16, 8, 16, 216,
      "nvptx64-nvidia-cuda", "sm_80", "+ptx80"},
-    // Hopper: 227 KB per block; mma.sync now, wgmma later.
+    // Hopper: 227 KB per block; mma.sync m16n8k16 and warpgroup MMA
+    // (wgmma, used by the fused attention step).
     // 256 workgroups (about two per SM of an H100/H200) measured best for
     // decode on the H200 (docs/Performance.md).
     {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, 16, 8, 16, 256,
-     "nvptx64-nvidia-cuda", "sm_90a", "+ptx80"},
+     "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", /*warpgroupMma=*/true},
     // CDNA2 (MI200): wave64, 64 KB LDS, v_mfma_f32_16x16x16bf16_1k.
     // One LDS-bound workgroup per CU: 110 CUs per MI250X die.
     {"gfx90a", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 110,

@@ -41,6 +41,7 @@ struct ThreadInfo {
   Value tid;       // linear thread id in the workgroup
   int64_t threads; // threads per workgroup
   int64_t warpSize;
+  bool wgmma = false; // warpgroup MMA for the fused attention step
 };
 
 /// The grid's tiles (top-level memref.allocas) live in workgroup memory
@@ -56,6 +57,7 @@ void allocasToWorkgroup(GridOp grid) {
     auto shared = memref::AllocaOp::create(
         b, a.getLoc(),
         MemRefType::get(t.getShape(), t.getElementType(), t.getLayout(), wg));
+    shared->setAttrs(a->getAttrDictionary());
     replaceMemRefUses(a.getResult(), shared.getResult());
     a.erase();
   }
@@ -679,6 +681,333 @@ scf::ParallelOp zeroFillBefore(scf::ForOp loop, memref::AllocaOp root) {
   return nullptr;
 }
 
+//===----------------------------------------------------------------------===//
+// Warpgroup MMA (sm_90a): 128-byte-swizzled operand tiles and wgmma
+//===----------------------------------------------------------------------===//
+
+/// wgmma reads its shared-memory operands through descriptors, in one of a
+/// few canonical layouts. The fused attention step uses the 128-byte
+/// swizzle (CUTLASS's `Swizzle<3,4,3>`) for the query, key and value tiles:
+/// a tile of R rows and C columns of 16-bit elements (C a multiple of 64)
+/// is stored as C/64 column blocks of R rows of 128 bytes, and the 16-byte
+/// chunk j of row r sits at chunk j ^ (r % 8) of its row. The same bytes
+/// serve a K-major operand (Q or K: rows are M or N, 64 K-columns per
+/// block) and an MN-major one (V: rows are K, 64 N-columns per block), and
+/// both ldmatrix-free reads and the 16-byte copies into it are free of bank
+/// conflicts. Buffers are 1024-byte aligned (the swizzle repeats every 8
+/// rows of 128 bytes and the hardware applies it to address bits).
+constexpr int64_t kSwizzleAlign = 1024;
+
+/// A view of a grid tile: its root buffer and the static column offset of
+/// the view; `rowsAligned` when every row offset on the way is a multiple
+/// of 8 (a constant, or a product with such a constant).
+struct ViewInfo {
+  memref::AllocaOp root;
+  int64_t col0 = 0;
+  bool rowsAligned = true;
+};
+
+ViewInfo analyzeView(Value v) {
+  ViewInfo info;
+  auto multipleOf8 = [](OpFoldResult r) {
+    if (std::optional<int64_t> c = getConstantIntValue(r))
+      return *c % 8 == 0;
+    auto mul = cast<Value>(r).getDefiningOp<arith::MulIOp>();
+    if (!mul)
+      return false;
+    for (Value operand : mul->getOperands())
+      if (std::optional<int64_t> c = getConstantIntValue(operand))
+        if (*c % 8 == 0)
+          return true;
+    return false;
+  };
+  while (auto sub = v.getDefiningOp<memref::SubViewOp>()) {
+    SmallVector<OpFoldResult> offs = sub.getMixedOffsets();
+    std::optional<int64_t> c =
+        offs.size() == 2 ? getConstantIntValue(offs[1]) : std::nullopt;
+    if (!sub.hasUnitStride() || !c)
+      return {};
+    info.col0 += *c;
+    info.rowsAligned &= multipleOf8(offs[0]);
+    v = sub.getSource();
+  }
+  info.root = v.getDefiningOp<memref::AllocaOp>();
+  if (info.root && info.root.getType().getRank() != 2)
+    info.root = nullptr;
+  return info;
+}
+
+/// The row offset of a view in its root buffer, built at `b`.
+Value viewRow(ImplicitLocOpBuilder &b, Value v) {
+  Value row = indexConst(b, 0);
+  while (auto sub = v.getDefiningOp<memref::SubViewOp>()) {
+    row = arith::AddIOp::create(
+        b, row,
+        getValueOrCreateConstantIndexOp(b, b.getLoc(),
+                                        sub.getMixedOffsets()[0]));
+    v = sub.getSource();
+  }
+  return row;
+}
+
+/// Columns of a (padded) tile buffer that the swizzled layout keeps: the
+/// largest multiple of 64 (mla-tile pads rows by 16 bytes).
+int64_t swizzledCols(memref::AllocaOp root) {
+  return root.getType().getDimSize(1) / 64 * 64;
+}
+
+/// Whether `root` can move to the swizzled layout: 16-bit elements, rows a
+/// multiple of 8, every view within the kept columns, and no users but
+/// views, the matmuls in `fused` and 16-byte-multiple vector stores (the
+/// copies mla-tile emits, at columns that are multiples of their width).
+bool canSwizzle(memref::AllocaOp root, ArrayRef<Operation *> fused) {
+  MemRefType t = root.getType();
+  int64_t rows = t.getDimSize(0), cols = swizzledCols(root);
+  if (t.getElementTypeBitWidth() != 16 || rows % 8 || cols == 0 ||
+      rows * 128 / 16 >= (1 << 14))
+    return false;
+  bool ok = true;
+  std::function<void(Value, int64_t)> visit = [&](Value v, int64_t col0) {
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
+        ViewInfo info = analyzeView(sub.getResult());
+        if (info.root != root ||
+            info.col0 + sub.getType().getDimSize(1) > cols)
+          ok = false;
+        else
+          visit(sub.getResult(), info.col0);
+      } else if (auto st = dyn_cast<vector::StoreOp>(user)) {
+        if (use.getOperandNumber() != st.getBaseMutable().getOperandNumber() ||
+            st.getVectorType().getNumElements() % 8 != 0)
+          ok = false;
+      } else if (!llvm::is_contained(fused, user)) {
+        ok = false;
+      }
+    }
+  };
+  visit(root.getResult(), 0);
+  return ok;
+}
+
+/// The swizzled column position (block, row, column in the block) of
+/// element (r, c) of a swizzled tile.
+SmallVector<Value> swizzledIndex(ImplicitLocOpBuilder &b, Value r, Value c) {
+  Value c8 = indexConst(b, 8), c64 = indexConst(b, 64);
+  Value block = arith::DivUIOp::create(b, c, c64);
+  Value inBlock = arith::RemUIOp::create(b, c, c64);
+  Value chunk = arith::XOrIOp::create(
+      b, arith::DivUIOp::create(b, inBlock, c8),
+      arith::RemUIOp::create(b, r, c8));
+  Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, chunk, c8),
+                                    arith::RemUIOp::create(b, c, c8));
+  return {block, r, col};
+}
+
+/// After distribution: the copies into each tile marked `mla.swizzle_src`
+/// (cp.async or vector stores of its views) write the buffer marked with
+/// the same `mla.swizzle_dst` id instead, at swizzled positions; the old
+/// buffer goes. Every thread fences its generic-proxy writes of shared
+/// memory before each barrier (`fence.proxy.async.shared::cta`), so that
+/// wgmma, which reads through the async proxy, sees them.
+LogicalResult applySwizzle(GridOp grid) {
+  DenseMap<int64_t, Value> dst;
+  SmallVector<memref::AllocaOp> srcs;
+  for (auto a : grid.getBody().front().getOps<memref::AllocaOp>()) {
+    if (auto id = a->getAttrOfType<IntegerAttr>("mla.swizzle_dst"))
+      dst[id.getInt()] = a.getResult();
+    if (a->hasAttr("mla.swizzle_src"))
+      srcs.push_back(a);
+  }
+  if (srcs.empty())
+    return success();
+  for (memref::AllocaOp src : srcs) {
+    Value to = dst.lookup(
+        src->getAttrOfType<IntegerAttr>("mla.swizzle_src").getInt());
+    SmallVector<Operation *> users, views;
+    std::function<void(Value)> visit = [&](Value v) {
+      for (Operation *user : v.getUsers()) {
+        if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
+          views.push_back(sub);
+          visit(sub.getResult());
+        } else {
+          users.push_back(user);
+        }
+      }
+    };
+    visit(src.getResult());
+    for (Operation *user : users) {
+      ImplicitLocOpBuilder b(user->getLoc(), user);
+      auto position = [&](Value view, ValueRange idx, int64_t extra) {
+        ViewInfo info = analyzeView(view);
+        Value r = arith::AddIOp::create(b, viewRow(b, view), idx[0]);
+        Value c = arith::AddIOp::create(
+            b, idx[1], indexConst(b, info.col0 + extra));
+        return swizzledIndex(b, r, c);
+      };
+      if (auto cp = dyn_cast<nvgpu::DeviceAsyncCopyOp>(user)) {
+        SmallVector<Value> idx = position(cp.getDst(), cp.getDstIndices(), 0);
+        cp.getDstMutable().assign(to);
+        cp.getDstIndicesMutable().assign(idx);
+        continue;
+      }
+      if (auto st = dyn_cast<vector::StoreOp>(user)) {
+        VectorType vt = st.getVectorType();
+        for (int64_t piece = 0; piece < vt.getNumElements() / 8; ++piece) {
+          Value part = vector::ExtractStridedSliceOp::create(
+              b, st.getValueToStore(), ArrayRef<int64_t>{piece * 8},
+              ArrayRef<int64_t>{8}, ArrayRef<int64_t>{1});
+          vector::StoreOp::create(
+              b, part, to, position(st.getBase(), st.getIndices(), piece * 8));
+        }
+        st.erase();
+        continue;
+      }
+      return user->emitOpError()
+             << "mla-distribute: unexpected access to a tile that the "
+                "warpgroup MMA lowering stores swizzled";
+    }
+    for (Operation *view : llvm::reverse(views))
+      view->erase();
+    src.erase();
+  }
+  SmallVector<gpu::BarrierOp> barriers;
+  grid.walk([&](gpu::BarrierOp bar) { barriers.push_back(bar); });
+  for (gpu::BarrierOp bar : barriers) {
+    ImplicitLocOpBuilder b(bar.getLoc(), bar);
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  }
+  return success();
+}
+
+/// A wgmma shared-memory matrix descriptor for an operand whose first
+/// element is at shared byte address `addr` (i64), 128-byte swizzle:
+/// start address >> 4 (14 bits), leading byte offset >> 4 at bit 16,
+/// stride byte offset >> 4 at bit 32, swizzle mode 1 at bit 62.
+Value wgmmaDescriptor(ImplicitLocOpBuilder &b, Value addr, int64_t lbo,
+                      int64_t sbo) {
+  Type i64 = b.getI64Type();
+  auto c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, i64, v).getResult();
+  };
+  Value start = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, addr, c(4)), c(0x3FFF));
+  return arith::OrIOp::create(
+      b, start, c(((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1LL << 62)));
+}
+
+/// The shared-memory byte address of a buffer, as i64.
+Value sharedAddress(ImplicitLocOpBuilder &b, Value mem) {
+  Value p = memref::ExtractAlignedPointerAsIndexOp::create(b, mem);
+  return arith::IndexCastUIOp::create(b, b.getI64Type(), p);
+}
+
+/// An i32 register holding two 16-bit floats (the mma.sync operand form).
+Value asI32(ImplicitLocOpBuilder &b, Value reg) {
+  if (reg.getType().isInteger(32))
+    return reg;
+  Value asInt = vector::BitCastOp::create(
+      b, VectorType::get({1}, b.getI32Type()), reg);
+  return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
+}
+
+/// Values through an empty side-effecting inline asm that claims to
+/// rewrite them: the compiler may not move their computation past the asm
+/// (before a wgmma.fence) nor their uses before it (after a
+/// wgmma.wait_group) — CUTLASS's warpgroup_fence_operand.
+SmallVector<Value> registerFence(ImplicitLocOpBuilder &b,
+                                 ArrayRef<Value> vals) {
+  if (vals.empty())
+    return {};
+  std::string constraints;
+  SmallVector<Type> types;
+  for (auto [i, v] : llvm::enumerate(vals)) {
+    types.push_back(v.getType());
+    constraints += (i ? ",=" : "=");
+    constraints += v.getType().isF32() ? "f" : "r";
+  }
+  for (size_t i = 0; i < vals.size(); ++i)
+    constraints += "," + std::to_string(i);
+  Type resType = types.size() == 1
+                     ? types[0]
+                     : LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, resType, vals, b.getStringAttr(""), b.getStringAttr(constraints),
+      b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+      LLVM::AsmDialectAttr(), ArrayAttr());
+  if (types.size() == 1)
+    return {asmOp.getResult(0)};
+  SmallVector<Value> out;
+  for (size_t i = 0; i < vals.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, asmOp.getResult(0), i));
+  return out;
+}
+
+/// One `wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<t>.<t>` as inline PTX:
+/// D (N/2 f32 per thread, the mma.sync m16n8 accumulator layout per warp
+/// and 8 columns) += A·B with A from a descriptor (`aDesc`) or from four
+/// 32-bit registers (`aRegs`, the mma.sync m16n8k16 A fragment of the
+/// warp's 16 rows) and B from a descriptor (`transB`: MN-major). With an
+/// empty `acc`, D is not read (scale-d = 0).
+SmallVector<Value> wgmma(ImplicitLocOpBuilder &b, Type elem, int64_t n,
+                         ArrayRef<Value> acc, Value aDesc,
+                         ArrayRef<Value> aRegs, Value bDesc, bool transB) {
+  const int64_t nd = n / 2;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  StringRef t = elem.isF16() ? "f16" : "bf16";
+  int64_t next = nd + (acc.empty() ? 0 : nd);
+  std::string constraints;
+  for (int64_t i = 0; i < nd; ++i)
+    constraints += i ? ",=f" : "=f";
+  for (int64_t i = 0; i < (int64_t)acc.size(); ++i)
+    constraints += "," + std::to_string(i);
+  std::string aText;
+  if (aDesc) {
+    aText = "$" + std::to_string(next++);
+    constraints += ",l";
+  } else {
+    aText = "{";
+    for (int64_t i = 0; i < 4; ++i) {
+      aText += (i ? ", $" : "$") + std::to_string(next++);
+      constraints += ",r";
+    }
+    aText += "}";
+  }
+  int64_t bIdx = next++, scaleIdx = next++;
+  constraints += ",l,r,~{memory}";
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << scaleIdx << ", 0;\n"
+     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << t << "."
+     << t << " {";
+  for (int64_t i = 0; i < nd; ++i)
+    os << (i ? ", $" : "$") << i;
+  os << "}, " << aText << ", $" << bIdx << ", p, 1, 1"
+     << (aDesc ? ", 0" : "") << ", " << (transB ? 1 : 0) << ";\n}";
+  SmallVector<Value> operands(acc.begin(), acc.end());
+  if (aDesc)
+    operands.push_back(aDesc);
+  else
+    for (Value r : aRegs)
+      operands.push_back(asI32(b, r));
+  operands.push_back(bDesc);
+  operands.push_back(arith::ConstantIntOp::create(b, b.getI32Type(),
+                                                  acc.empty() ? 0 : 1));
+  Type f32 = b.getF32Type();
+  auto resType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(nd, f32));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, resType, operands, b.getStringAttr(text),
+      b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(),
+      LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr());
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < nd; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, asmOp.getResult(0), i));
+  return out;
+}
+
 /// NVIDIA: one key tile of flash attention in registers. mla-tile emits,
 /// as the whole body of the key loop after the copies,
 ///   S = Q·Kᵀ;  online_softmax(S) -> P, m, l, corr;  acc = corr·acc + P·V.
@@ -769,6 +1098,45 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
   });
   if (otherUse)
     return failure();
+  // Warpgroup MMA (sm_90a): one warp per row block, 64 rows per warpgroup
+  // of 4 warps, both products by wgmma from swizzled Q, K and V tiles.
+  ViewInfo qInfo = analyzeView(q), kInfo = analyzeView(k),
+           vInfo = analyzeView(v);
+  bool useWgmma = ti.wgmma && colSplit == 1 && warps % 4 == 0 &&
+                  dim % 64 == 0 && dv % 64 == 0 && tile <= 256;
+  for (const ViewInfo &info : {qInfo, kInfo, vInfo})
+    useWgmma &= info.root && info.rowsAligned && info.col0 % 64 == 0;
+  SmallVector<memref::AllocaOp> swizzleRoots;
+  if (useWgmma) {
+    for (const ViewInfo &info : {qInfo, kInfo, vInfo})
+      if (!llvm::is_contained(swizzleRoots, info.root))
+        swizzleRoots.push_back(info.root);
+    SmallVector<Operation *> fused = {qk, pv};
+    for (memref::AllocaOp root : swizzleRoots)
+      useWgmma &= canSwizzle(root, fused);
+  }
+  DenseMap<Operation *, Value> swizzled;
+  if (useWgmma) {
+    ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(),
+                                                loop->getBlock());
+    int64_t id = 0;
+    top.getBlock()->walk([&](memref::AllocaOp a) {
+      if (a->hasAttr("mla.swizzle_dst"))
+        ++id;
+    });
+    for (memref::AllocaOp root : swizzleRoots) {
+      MemRefType t = root.getType();
+      auto a = memref::AllocaOp::create(
+          top, MemRefType::get({swizzledCols(root) / 64, t.getDimSize(0), 64},
+                               t.getElementType()));
+      a->setAttr(a.getAlignmentAttrName(),
+                 top.getI64IntegerAttr(kSwizzleAlign));
+      a->setAttr("mla.swizzle_dst", top.getI64IntegerAttr(id));
+      root->setAttr("mla.swizzle_src", top.getI64IntegerAttr(id));
+      swizzled[root] = a.getResult();
+      ++id;
+    }
+  }
 
   llvm::sort(pure, [](Operation *a, Operation *b) {
     return a->isBeforeInBlock(b);
@@ -873,13 +1241,85 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
       rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
         ImplicitLocOpBuilder ib(loc, qk);
+        // Byte address of element (row 0, column `col`) of a swizzled
+        // operand view plus `rowBytes`, and its descriptor.
+        auto operandDesc = [&](ViewInfo info, Value rowBytes, int64_t col,
+                               int64_t lbo) {
+          Value root = swizzled.lookup(info.root);
+          int64_t c = info.col0 + col;
+          int64_t off = c / 64 * info.root.getType().getDimSize(0) * 128 +
+                        c % 64 * 2;
+          Value addr = arith::AddIOp::create(
+              ib, sharedAddress(ib, root),
+              arith::AddIOp::create(
+                  ib, rowBytes,
+                  arith::ConstantIntOp::create(ib, ib.getI64Type(), off)));
+          return wgmmaDescriptor(ib, addr, lbo, 1024);
+        };
+        auto rowBytes = [&](Value view, Value extraRows) {
+          Value r = arith::AddIOp::create(ib, viewRow(ib, view), extraRows);
+          return arith::IndexCastUIOp::create(
+              ib, ib.getI64Type(),
+              arith::MulIOp::create(ib, r, indexConst(ib, 128)));
+        };
         // S = Q·Kᵀ for this warp's 16 rows and key columns (all, or its
         // half from keyBase with split scores). With few
         // score fragments (a narrow key tile), consecutive k-steps go to
         // `kSplit` separate accumulator sets, summed at the end, so that
-        // enough independent mma.sync chains are in flight.
+        // enough independent mma.sync chains are in flight. With warpgroup
+        // MMA: the warpgroup's 64 rows times the whole key tile, dim / 16
+        // wgmma in one group, waited for before the softmax.
+        SmallVector<Value> scores;
+        if (useWgmma) {
+          Value wgIdx = arith::DivUIOp::create(ib, warp, indexConst(ib, 4));
+          Value wgRows =
+              arith::MulIOp::create(ib, wgIdx, indexConst(ib, 64));
+          Value qRows = rowBytes(q, wgRows);
+          Value kRows = rowBytes(k, indexConst(ib, 0));
+          // With several warpgroups, warpgroup g issues its scores only
+          // after g - 1 has issued its own (named barrier g, 256 threads:
+          // g - 1 arrives, g waits): the tensor cores then finish them one
+          // warpgroup after the other, and each warpgroup's softmax runs
+          // while the next one's product is computed, instead of all
+          // products finishing together and all softmaxes leaving the
+          // tensor cores idle (FlashAttention-3's ping-pong).
+          const int64_t groups = warps / 4;
+          auto namedBarrier = [&](Value cond, Value id, bool arrive) {
+            guarded(ib, cond, [&](ImplicitLocOpBuilder &gb) {
+              Value i32Id = arith::IndexCastUIOp::create(gb, gb.getI32Type(),
+                                                         id);
+              Value count = arith::ConstantIntOp::create(gb, gb.getI32Type(),
+                                                         256);
+              if (arrive)
+                NVVM::BarrierArriveOp::create(gb, i32Id, count);
+              else
+                NVVM::BarrierOp::create(gb, Type(), i32Id, count,
+                                        NVVM::BarrierReductionAttr(), Value());
+            });
+          };
+          if (groups > 1)
+            namedBarrier(arith::CmpIOp::create(ib, arith::CmpIPredicate::ugt,
+                                               wgIdx, indexConst(ib, 0)),
+                         wgIdx, /*arrive=*/false);
+          SmallVector<Value> s;
+          NVVM::WgmmaFenceAlignedOp::create(ib);
+          for (int64_t k0 = 0; k0 < dim; k0 += 16)
+            s = wgmma(ib, elem, tile, s, operandDesc(qInfo, qRows, k0, 16),
+                      {}, operandDesc(kInfo, kRows, k0, 16),
+                      /*transB=*/false);
+          NVVM::WgmmaGroupSyncAlignedOp::create(ib);
+          if (groups > 1)
+            namedBarrier(arith::CmpIOp::create(ib, arith::CmpIPredicate::ult,
+                                               wgIdx,
+                                               indexConst(ib, groups - 1)),
+                         arith::AddIOp::create(ib, wgIdx, indexConst(ib, 1)),
+                         /*arrive=*/true);
+          NVVM::WgmmaWaitGroupSyncOp::create(ib, 0);
+          scores = registerFence(ib, s);
+        }
         const int64_t kSplit = sBlocks < 8 && dim % 32 == 0 ? 2 : 1;
         SmallVector<Value> sInit(sBlocks * 4 * kSplit, f32Const(ib, 0.0));
+        if (!useWgmma) {
         auto kLoop = scf::ForOp::create(
             ib, indexConst(ib, 0), indexConst(ib, dim),
             indexConst(ib, 16 * kSplit), sInit,
@@ -912,11 +1352,13 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
               }
               scf::YieldOp::create(kb, next);
             });
-        SmallVector<Value> scores(kLoop.getResults().take_front(sBlocks * 4));
+        scores.assign(kLoop.getResults().take_front(sBlocks * 4).begin(),
+                      kLoop.getResults().take_front(sBlocks * 4).end());
         for (int64_t part = 1; part < kSplit; ++part)
           for (int64_t e = 0; e < sBlocks * 4; ++e)
             scores[e] = arith::AddFOp::create(
                 ib, scores[e], kLoop.getResult(part * sBlocks * 4 + e));
+        }
         // The softmax on the fragments: element e = (block j, i) sits at
         // row row0 (i < 2) or row1, column 8j + 2·(lane % 4) + (i & 1).
         SmallVector<Value> x(sBlocks * 4), vis(sBlocks * 4);
@@ -1007,7 +1449,54 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
             }
           gpu::BarrierOp::create(ib);
         }
-        for (int64_t kk = 0; kk < tile / 16; ++kk) {
+        if (useWgmma) {
+          // The probabilities are the A registers (the m16n8 accumulator
+          // layout is the A fragment layout); V is an MN-major operand:
+          // 64-column blocks R·128 bytes apart, 8-key groups 1024 apart.
+          SmallVector<Value> regs(state);
+          for (int64_t kk = 0; kk < tile / 16; ++kk) {
+            int64_t j0 = 2 * kk * 4, j1 = (2 * kk + 1) * 4;
+            for (Value r : {pack(p[j0], p[j0 + 1]), pack(p[j0 + 2], p[j0 + 3]),
+                            pack(p[j1], p[j1 + 1]), pack(p[j1 + 2], p[j1 + 3])})
+              regs.push_back(asI32(ib, r));
+          }
+          regs = registerFence(ib, regs);
+          state.assign(regs.begin(), regs.begin() + nAcc);
+          const int64_t chunk = std::min<int64_t>(dv, 256);
+          ViewInfo vi = vInfo;
+          const int64_t vRootRows = vi.root.getType().getDimSize(0);
+          const int64_t vLbo = vRootRows * 128;
+          NVVM::WgmmaFenceAlignedOp::create(ib);
+          for (int64_t kk = 0; kk < tile / 16; ++kk) {
+            Value vRows = rowBytes(v, indexConst(ib, kk * 16));
+            ArrayRef<Value> aRegs =
+                ArrayRef<Value>(regs).slice(nAcc + kk * 4, 4);
+            for (int64_t n0 = 0; n0 < dv; n0 += chunk) {
+              int64_t n = std::min(chunk, dv - n0);
+              // An MN-major descriptor starts at a 64-column block.
+              Value root = swizzled.lookup(vi.root);
+              int64_t c = vi.col0 + n0;
+              Value addr = arith::AddIOp::create(
+                  ib, sharedAddress(ib, root),
+                  arith::AddIOp::create(
+                      ib, vRows,
+                      arith::ConstantIntOp::create(
+                          ib, ib.getI64Type(),
+                          c / 64 * vRootRows * 128)));
+              SmallVector<Value> res =
+                  wgmma(ib, elem, n,
+                        ArrayRef<Value>(state).slice(n0 / 2, n / 2), Value(),
+                        aRegs, wgmmaDescriptor(ib, addr, vLbo, 1024),
+                        /*transB=*/true);
+              llvm::copy(res, state.begin() + n0 / 2);
+            }
+          }
+          NVVM::WgmmaGroupSyncAlignedOp::create(ib);
+          NVVM::WgmmaWaitGroupSyncOp::create(ib, 0);
+          SmallVector<Value> done = registerFence(ib, state);
+          state.assign(done.begin(), done.end());
+        }
+        for (int64_t kk = 0; kk < (useWgmma ? 0 : tile / 16); ++kk) {
           SmallVector<Value> aRegs;
           if (splitScores) {
             aRegs = ldmatrix4(
@@ -1342,6 +1831,9 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       ThreadInfo ti;
       ti.threads = warps * arch->warpSize;
       ti.warpSize = arch->warpSize;
+      ti.wgmma = arch->warpgroupMma;
+      if (auto cfg = grid->getAttrOfType<ConfigAttr>("config"))
+        ti.wgmma &= cfg.getWgmma() != 0;
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
           grid.getLoc(), &grid.getBody().front());
       ti.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -1381,6 +1873,8 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
         else
           lowerMatmulScalar(mm, ti);
       }
+      if (failed(applySwizzle(grid)))
+        return WalkResult::interrupt();
       lowerGPUMath(grid, arch->kind);
       if (arch->kind == TargetKind::NVIDIA)
         markGlobalVectorAlignment(grid);

@@ -5,8 +5,9 @@
 //   * every mla.grid becomes `gpu.func @<f>_k<i>(captures...) kernel` in
 //     `gpu.module @mla_kernels`, its coordinates read from gpu.block_id;
 //   * the grid's top-level memref.allocas (its tiles) become views into the
-//     kernel's dynamic shared memory (16-byte aligned offsets; tiles whose
-//     uses a barrier separates share memory);
+//     kernel's dynamic shared memory (16-byte aligned offsets, or the
+//     alloca's alignment; tiles whose uses a barrier separates share
+//     memory);
 //   * the launch plan records each launch's block size (`mla.block_size` set
 //     by mla-distribute) and dynamic shared-memory bytes.
 //
@@ -122,7 +123,7 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   TileLiveness live(kernel);
   struct Placed {
-    int64_t offset, bytes, lo, hi;
+    int64_t offset, bytes, lo, hi, align;
   };
   SmallVector<Placed> placed(allocas.size());
   SmallVector<size_t> order(allocas.size());
@@ -131,9 +132,13 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
     if (!t.hasStaticShape())
       return allocas[i].emitError() << "a GPU tile must have a static shape";
     auto [lo, hi] = live.range(allocas[i]);
+    // 16-byte aligned, or as the alloca asks (the 1024-byte aligned
+    // swizzled operand tiles of warpgroup MMA).
+    int64_t align = std::max<int64_t>(
+        16, allocas[i].getAlignment().value_or(16));
     placed[i] = {0, (t.getNumElements() * t.getElementTypeBitWidth() / 8 + 15) /
                         16 * 16,
-                 lo, hi};
+                 lo, hi, align};
     order[i] = i;
   }
   // Largest first; each at the lowest 16-byte offset that overlaps no
@@ -154,6 +159,8 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
     for (size_t j : done)
       if (conflicts(placed[j]))
         candidates.push_back(placed[j].offset + placed[j].bytes);
+    for (int64_t &off : candidates)
+      off = llvm::alignTo(off, p.align);
     llvm::sort(candidates);
     for (int64_t off : candidates) {
       bool fits = llvm::none_of(done, [&](size_t j) {

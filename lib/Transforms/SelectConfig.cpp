@@ -23,7 +23,7 @@ using namespace mla;
 namespace {
 struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages, minWorkgroups = 0,
-      tileQ = 0;
+      tileQ = 0, wgmma = 1;
 };
 
 /// Largest divisor of `n` that is <= `cap`.
@@ -194,12 +194,13 @@ LogicalResult applyOverrides(Operation *op, StringRef spec,
                         .Case("stages", &cfg.stages)
                         .Case("min_workgroups", &cfg.minWorkgroups)
                         .Case("tile_q", &cfg.tileQ)
+                        .Case("wgmma", &cfg.wgmma)
                         .Default(nullptr);
     if (!slot)
       return op->emitError()
              << "perf-config: unknown field '" << key
              << "' (fields: tile_kv, kv_splits, head_group, warps, stages, "
-                "min_workgroups, tile_q)";
+                "min_workgroups, tile_q, wgmma)";
     *slot = v;
   }
   return success();
@@ -224,13 +225,14 @@ struct SelectConfigPass
         cfg = {existing.getTileKv(),   existing.getKvSplits(),
                existing.getHeadGroup(), existing.getWarps(),
                existing.getStages(),   existing.getMinWorkgroups(),
-               existing.getTileQ()};
+               existing.getTileQ(),    existing.getWgmma()};
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
       auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
       return ConfigAttr::getChecked(emitErr, op->getContext(), cfg.tileKv,
                                     cfg.kvSplits, cfg.headGroup, cfg.warps,
-                                    cfg.stages, cfg.minWorkgroups, cfg.tileQ);
+                                    cfg.stages, cfg.minWorkgroups, cfg.tileQ,
+                                    cfg.wgmma);
     };
     WalkResult result = getOperation().walk([&](Operation *o) {
       if (auto op = dyn_cast<PrefillOp>(o)) {

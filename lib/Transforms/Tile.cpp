@@ -143,6 +143,8 @@ void recordDecodeInfo(DecodeOp op) {
           .str();
   if (cfg.getMinWorkgroups())
     config += " min_workgroups=" + std::to_string(cfg.getMinWorkgroups());
+  if (!cfg.getWgmma())
+    config += " wgmma=0";
   NamedAttrList info;
   info.append("kernel", b.getStringAttr("decode"));
   info.append("dtype",
@@ -736,9 +738,9 @@ void recordPrefillInfo(PrefillOp op) {
   Builder b(op.getContext());
   ConfigAttr cfg = op.getConfigAttr();
   std::string config =
-      llvm::formatv("tile_q={0} tile_kv={1} warps={2} stages={3}",
+      llvm::formatv("tile_q={0} tile_kv={1} warps={2} stages={3}{4}",
                     cfg.getTileQ(), cfg.getTileKv(), cfg.getWarps(),
-                    cfg.getStages())
+                    cfg.getStages(), cfg.getWgmma() ? "" : " wgmma=0")
           .str();
   NamedAttrList info;
   info.append("kernel", b.getStringAttr("prefill"));

@@ -114,7 +114,8 @@ static cl::opt<std::string>
     perfConfig("perf-config",
                cl::desc("Override config fields: tile_kv=N,kv_splits=N,"
                         "head_group=N,warps=N,stages=N,min_workgroups=N,"
-                        "tile_q=N (prefill)"),
+                        "tile_q=N (prefill),wgmma=0|1 (sm_90a: warpgroup "
+                        "MMA in the fused attention step, default 1)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

@@ -23,6 +23,9 @@ struct ArchInfo {
   llvm::StringRef triple;   ///< LLVM target triple
   llvm::StringRef cpu;      ///< LLVM CPU name
   llvm::StringRef features; ///< LLVM target features
+  /// Warpgroup MMA (Hopper's wgmma.mma_async: 4 warps, operands read from
+  /// 128-byte-swizzled shared memory through descriptors).
+  bool warpgroupMma = false;
 };
 
 /// The entry for `name`, or nullptr.

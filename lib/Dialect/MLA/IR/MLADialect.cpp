@@ -28,7 +28,7 @@ LogicalResult
 ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                    int64_t tileKv, int64_t kvSplits, int64_t headGroup,
                    int64_t warps, int64_t stages, int64_t minWorkgroups,
-                   int64_t tileQ) {
+                   int64_t tileQ, int64_t wgmma) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -46,5 +46,7 @@ ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "tile_q must be 0 or a power of two in [16, 256], "
                           "got "
                        << tileQ;
+  if (wgmma != 0 && wgmma != 1)
+    return emitError() << "wgmma must be 0 or 1, got " << wgmma;
   return success();
 }

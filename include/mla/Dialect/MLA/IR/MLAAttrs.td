@@ -31,6 +31,10 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
     * `tile_q` (optional, default 0): query rows per workgroup of
       `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
       `head_group` heads times the query length).
+    * `wgmma` (optional, default 1): on targets with warpgroup MMA (sm_90a),
+      the fused attention step of `mla-distribute` uses `wgmma.mma_async`
+      (operands in 128-byte-swizzled shared memory) where its shape allows;
+      0 keeps the warp-level `mma.sync` lowering. Other targets ignore it.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
@@ -39,7 +43,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         "int64_t":$head_group, "int64_t":$warps,
                         "int64_t":$stages,
                         DefaultValuedParameter<"int64_t", "0">:$min_workgroups,
-                        DefaultValuedParameter<"int64_t", "0">:$tile_q);
+                        DefaultValuedParameter<"int64_t", "0">:$tile_q,
+                        DefaultValuedParameter<"int64_t", "1">:$wgmma);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
