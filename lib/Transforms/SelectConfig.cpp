@@ -144,8 +144,26 @@ int64_t prefillTileBytes(PrefillOp op, int64_t tileQ, int64_t tileKv) {
          align(tileQ * (tileKv / 8) * 4);
 }
 
+/// Shared memory of the warpgroup-MMA prefill step: unpadded, swizzled
+/// query tile and `stages` key and value tiles, plus the softmax state (the
+/// accumulator tile reuses the query/key bytes after the key loop).
+int64_t wgmmaPrefillBytes(PrefillOp op, int64_t tileQ, int64_t tileKv,
+                          int64_t stages) {
+  int64_t dqk = op.getQkDim(), dv = op.getVDim();
+  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
+  return tileQ * dqk * esize + stages * tileKv * (dqk + dv) * esize +
+         4 * tileQ * 4 + 1024;
+}
+
 /// Prefill: one head per workgroup, no split (queries tiles x heads give
-/// the parallelism). Host: 32 x 64 tiles (they stay in L1/L2). NVIDIA,
+/// the parallelism). Host: 32 x 64 tiles (they stay in L1/L2). sm_90a,
+/// 16-bit floats, head dims multiples of 64: warpgroup MMA with 128 x 128
+/// tiles, 8 warps (two warpgroups of 64 query rows, ping-pong), two
+/// stages (208 KB for 192/128: one workgroup per SM), or 128 x 64 when
+/// that does not fit. On the H200 (H=16, T=16384, causal bf16) 128 x 128
+/// with two stages measured 359 TFLOP/s against 332 for 128 x 64, 324 for
+/// 128 x 64 with three stages, 298 for 64 x 64 with two and 222 for the
+/// mma.sync step (docs/Performance.md). Other NVIDIA chips,
 /// 16-bit floats: 64 x 64 tiles, 4 warps of 16 query rows each, one stage
 /// (mla-distribute fuses the step into registers; the accumulator reuses
 /// the query/key bytes: 68 KB, three workgroups per SM). On the H200 (H=16,
@@ -158,7 +176,13 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch) {
     return {/*tileKv=*/64, /*kvSplits=*/1, /*headGroup=*/1, /*warps=*/1,
             /*stages=*/1, /*minWorkgroups=*/0, /*tileQ=*/32};
   Type elem = op.getQ().getType().getElementType();
-  if (arch.kind == TargetKind::NVIDIA && (elem.isBF16() || elem.isF16()) &&
+  bool half = elem.isBF16() || elem.isF16();
+  if (arch.warpgroupMma && half && op.getQkDim() % 64 == 0 &&
+      op.getVDim() % 64 == 0 && op.getVDim() <= 256 && op.getMask().empty())
+    for (int64_t tileKv : {128, 64})
+      if (wgmmaPrefillBytes(op, 128, tileKv, 2) <= arch.sharedBytes)
+        return {tileKv, 1, 1, /*warps=*/8, /*stages=*/2, 0, /*tileQ=*/128};
+  if (arch.kind == TargetKind::NVIDIA && half &&
       op.getQkDim() % 16 == 0 && op.getVDim() % 16 == 0 &&
       op.getVDim() <= 256 && op.getMask().empty())
     return {/*tileKv=*/64, 1, 1, /*warps=*/4, /*stages=*/1, 0, /*tileQ=*/64};

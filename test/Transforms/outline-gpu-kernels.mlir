@@ -97,3 +97,32 @@ func.func @h(%o: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A tile with an alignment (the 1024-byte aligned swizzled operand tiles of
+// warpgroup MMA) is placed at a multiple of it: the 2080-byte tile takes
+// offset 0, the aligned 512-byte tile the next multiple of 1024, not 2080.
+// CHECK: "launch al_k0 args 0 grid 1,1,1 block 32,1,1 shared 3584"
+// CHECK-LABEL: gpu.func @al_k0
+// CHECK-DAG: memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<520xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view %{{.*}}[%c3072{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x64xbf16, #gpu.address_space<workgroup>>
+func.func @al(%o: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %f = arith.constant 1.0 : f32
+  %h = arith.constant 1.0 : bf16
+  mla.grid in (%c1, %c1, %c1) attributes {mla.block_size = 32 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %a = memref.alloca() : memref<520xf32>
+    %s = memref.alloca() {alignment = 1024 : i64} : memref<4x64xbf16>
+    memref.store %f, %a[%c0] : memref<520xf32>
+    memref.store %h, %s[%c0, %c0] : memref<4x64xbf16>
+    %v = memref.load %a[%c1] : memref<520xf32>
+    %w = memref.load %s[%c1, %c1] : memref<4x64xbf16>
+    %e = arith.extf %w : bf16 to f32
+    %r = arith.addf %v, %e : f32
+    memref.store %r, %o[%c0] : memref<4xf32>
+  }
+  return
+}

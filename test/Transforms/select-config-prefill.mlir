@@ -1,15 +1,20 @@
 // RUN: mla-opt %s --mla-select-config | FileCheck %s --check-prefix=HOST
 // RUN: mla-opt %s --mla-select-config="target=sm_90a" | FileCheck %s --check-prefix=SM90
+// RUN: mla-opt %s --mla-select-config="target=sm_80" | FileCheck %s --check-prefix=SM80
 // RUN: mla-opt %s --mla-select-config="target=gfx942" | FileCheck %s --check-prefix=GFX942
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=wgmma=0" | FileCheck %s --check-prefix=NOWGMMA
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_q=32,tile_kv=32" | FileCheck %s --check-prefix=OVERRIDE
 // RUN: not mla-opt %s --mla-select-config="perf-config=kv_splits=2" 2>&1 | FileCheck %s --check-prefix=SPLITS
 // RUN: not mla-opt %s --mla-select-config="perf-config=tile_q=0" 2>&1 | FileCheck %s --check-prefix=TILEQ
 
 // Prefill: one head per workgroup, no split; tile_q query rows.
 // HOST: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, tile_q = 32>
-// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>
+// sm_90a (warpgroup MMA): 128 x 128 tiles, two warpgroups, two stages.
+// SM90: config = #mla.config<tile_kv = 128, kv_splits = 1, head_group = 1, warps = 8, stages = 2, tile_q = 128>
+// SM80: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>
+// NOWGMMA: config = #mla.config<tile_kv = 128, kv_splits = 1, head_group = 1, warps = 8, stages = 2, tile_q = 128, wgmma = 0>
 // GFX942: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 32>
-// OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 32>
+// OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 8, stages = 2, tile_q = 32>
 // SPLITS: error: config for prefill needs kv_splits = 1, head_group = 1 and tile_q > 0, got #mla.config<tile_kv = 64, kv_splits = 2, head_group = 1, warps = 1, stages = 1, tile_q = 32>
 // TILEQ: error: config for prefill needs kv_splits = 1, head_group = 1 and tile_q > 0
 func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
