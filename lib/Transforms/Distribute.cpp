@@ -854,9 +854,11 @@ LogicalResult applySwizzle(GridOp grid) {
       if (auto st = dyn_cast<vector::StoreOp>(user)) {
         VectorType vt = st.getVectorType();
         for (int64_t piece = 0; piece < vt.getNumElements() / 8; ++piece) {
-          Value part = vector::ExtractStridedSliceOp::create(
-              b, st.getValueToStore(), ArrayRef<int64_t>{piece * 8},
-              ArrayRef<int64_t>{8}, ArrayRef<int64_t>{1});
+          SmallVector<int64_t> mask;
+          for (int64_t i = 0; i < 8; ++i)
+            mask.push_back(piece * 8 + i);
+          Value part = vector::ShuffleOp::create(b, st.getValueToStore(),
+                                                 st.getValueToStore(), mask);
           vector::StoreOp::create(
               b, part, to, position(st.getBase(), st.getIndices(), piece * 8));
         }
@@ -1098,12 +1100,16 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
   });
   if (otherUse)
     return failure();
-  // Warpgroup MMA (sm_90a): one warp per row block, 64 rows per warpgroup
-  // of 4 warps, both products by wgmma from swizzled Q, K and V tiles.
+  // Warpgroup MMA (sm_90a), both products by wgmma from swizzled Q, K and
+  // V tiles. Warpgroups (4 warps) own 64 rows each: with one warp per row
+  // block, different rows; with split scores (two warps per row block, the
+  // absorbed decode), warpgroup g computes the scores of key half g and
+  // value columns half g of all 64 rows.
   ViewInfo qInfo = analyzeView(q), kInfo = analyzeView(k),
            vInfo = analyzeView(v);
-  bool useWgmma = ti.wgmma && colSplit == 1 && warps % 4 == 0 &&
-                  dim % 64 == 0 && dv % 64 == 0 && tile <= 256;
+  bool useWgmma = ti.wgmma && warps % 4 == 0 && rowBlocks % 4 == 0 &&
+                  (colSplit == 1 || splitScores) && dim % 64 == 0 &&
+                  (dv / colSplit) % 64 == 0 && tile <= 256;
   for (const ViewInfo &info : {qInfo, kInfo, vInfo})
     useWgmma &= info.root && info.rowsAligned && info.col0 % 64 == 0;
   SmallVector<memref::AllocaOp> swizzleRoots;
@@ -1272,10 +1278,13 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
         SmallVector<Value> scores;
         if (useWgmma) {
           Value wgIdx = arith::DivUIOp::create(ib, warp, indexConst(ib, 4));
-          Value wgRows =
-              arith::MulIOp::create(ib, wgIdx, indexConst(ib, 64));
+          // The warpgroup's first row: warp w owns rows 16·(w % RB).
+          Value wgRows = arith::MulIOp::create(
+              ib,
+              arith::RemUIOp::create(ib, wgIdx, indexConst(ib, rowBlocks / 4)),
+              indexConst(ib, 64));
           Value qRows = rowBytes(q, wgRows);
-          Value kRows = rowBytes(k, indexConst(ib, 0));
+          Value kRows = rowBytes(k, keyBase);
           // With several warpgroups, warpgroup g issues its scores only
           // after g - 1 has issued its own (named barrier g, 256 threads:
           // g - 1 arrives, g waits): the tensor cores then finish them one
@@ -1283,7 +1292,7 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
           // while the next one's product is computed, instead of all
           // products finishing together and all softmaxes leaving the
           // tensor cores idle (FlashAttention-3's ping-pong).
-          const int64_t groups = warps / 4;
+          const int64_t groups = splitScores ? 1 : warps / 4;
           auto namedBarrier = [&](Value cond, Value id, bool arrive) {
             guarded(ib, cond, [&](ImplicitLocOpBuilder &gb) {
               Value i32Id = arith::IndexCastUIOp::create(gb, gb.getI32Type(),
@@ -1304,9 +1313,9 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
           SmallVector<Value> s;
           NVVM::WgmmaFenceAlignedOp::create(ib);
           for (int64_t k0 = 0; k0 < dim; k0 += 16)
-            s = wgmma(ib, elem, tile, s, operandDesc(qInfo, qRows, k0, 16),
-                      {}, operandDesc(kInfo, kRows, k0, 16),
-                      /*transB=*/false);
+            s = wgmma(ib, elem, sBlocks * 8, s,
+                      operandDesc(qInfo, qRows, k0, 16), {},
+                      operandDesc(kInfo, kRows, k0, 16), /*transB=*/false);
           NVVM::WgmmaGroupSyncAlignedOp::create(ib);
           if (groups > 1)
             namedBarrier(arith::CmpIOp::create(ib, arith::CmpIPredicate::ult,
@@ -1455,6 +1464,16 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
           // 64-column blocks R·128 bytes apart, 8-key groups 1024 apart.
           SmallVector<Value> regs(state);
           for (int64_t kk = 0; kk < tile / 16; ++kk) {
+            if (splitScores) {
+              // Both halves of P from the probability tile.
+              for (Value r : ldmatrix4(
+                       ib, pTile, arith::AddIOp::create(ib, rowBase, lane16),
+                       arith::AddIOp::create(ib, indexConst(ib, kk * 16),
+                                             laneHi8),
+                       false))
+                regs.push_back(asI32(ib, r));
+              continue;
+            }
             int64_t j0 = 2 * kk * 4, j1 = (2 * kk + 1) * 4;
             for (Value r : {pack(p[j0], p[j0 + 1]), pack(p[j0 + 2], p[j0 + 3]),
                             pack(p[j1], p[j1 + 1]), pack(p[j1 + 2], p[j1 + 3])})
@@ -1462,17 +1481,26 @@ LogicalResult fuseAttentionStep(OnlineSoftmaxOp sm, const ThreadInfo &ti) {
           }
           regs = registerFence(ib, regs);
           state.assign(regs.begin(), regs.begin() + nAcc);
-          const int64_t chunk = std::min<int64_t>(dv, 256);
+          // This warpgroup's value columns [colBase, colBase + dv / colSplit)
+          // in wgmma steps of at most 256 columns.
+          const int64_t cols = dv / colSplit;
+          const int64_t chunk = std::min<int64_t>(cols, 256);
           ViewInfo vi = vInfo;
           const int64_t vRootRows = vi.root.getType().getDimSize(0);
           const int64_t vLbo = vRootRows * 128;
+          Value colBlockBytes = arith::IndexCastUIOp::create(
+              ib, ib.getI64Type(),
+              arith::MulIOp::create(
+                  ib, arith::DivUIOp::create(ib, colBase, indexConst(ib, 64)),
+                  indexConst(ib, vRootRows * 128)));
           NVVM::WgmmaFenceAlignedOp::create(ib);
           for (int64_t kk = 0; kk < tile / 16; ++kk) {
-            Value vRows = rowBytes(v, indexConst(ib, kk * 16));
+            Value vRows = arith::AddIOp::create(
+                ib, rowBytes(v, indexConst(ib, kk * 16)), colBlockBytes);
             ArrayRef<Value> aRegs =
                 ArrayRef<Value>(regs).slice(nAcc + kk * 4, 4);
-            for (int64_t n0 = 0; n0 < dv; n0 += chunk) {
-              int64_t n = std::min(chunk, dv - n0);
+            for (int64_t n0 = 0; n0 < cols; n0 += chunk) {
+              int64_t n = std::min(chunk, cols - n0);
               // An MN-major descriptor starts at a 64-column block.
               Value root = swizzled.lookup(vi.root);
               int64_t c = vi.col0 + n0;
