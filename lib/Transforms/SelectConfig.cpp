@@ -76,6 +76,21 @@ int64_t fusedDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup,
          4 * align(rows * 4) + align(tileKv * 4);
 }
 
+/// Shared-memory bytes of a decode workgroup on warpgroup MMA: unpadded,
+/// swizzled query tile and `stages` key tiles (1024-byte aligned), then as
+/// fusedDecodeTileBytes.
+int64_t wgmmaDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t rows,
+                             int64_t stages) {
+  int64_t d = op.getHeadDim();
+  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
+  auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
+  auto align1k = [](int64_t x) { return (x + 1023) / 1024 * 1024; };
+  int64_t tiles = align1k(rows * d * esize) + align1k(stages * tileKv * d * esize);
+  return std::max(tiles, align(rows * (op.getLatentDim() * 4 + 16))) +
+         align(rows * (tileKv * esize + 16)) + align(2 * rows * 4) +
+         4 * align(rows * 4) + align(tileKv * 4);
+}
+
 /// Whether the decode's rows can take mla-distribute's register-fused
 /// attention step on NVIDIA: 16-bit floats, whole 16-row blocks, value
 /// columns that split over two warps per row block.
@@ -102,6 +117,19 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
     int64_t group = largestDivisorAtMost(
         op.getNumHeads(), std::max<int64_t>(1, 64 / op.getQLen()));
     int64_t rows = group * op.getQLen();
+    // Warpgroup MMA (sm_90a) where the fused step takes it (whole
+    // warpgroups of 64 rows, value halves of 64-column blocks): 64-key
+    // tiles, two stages. H=128 on the H200: 313 TFLOP/s against 233 with
+    // 32-key tiles and 180 for mma.sync (docs/Performance.md).
+    if (arch.warpgroupMma && fusableDecode(op, rows) && rows % 64 == 0 &&
+        op.getHeadDim() % 64 == 0 && (op.getLatentDim() / 2) % 64 == 0) {
+      ConfigFields cfg{/*tileKv=*/64, /*kvSplits=*/8, group,
+                       /*warps=*/2 * rows / 16, /*stages=*/2,
+                       arch.minWorkgroups};
+      if (wgmmaDecodeTileBytes(op, cfg.tileKv, rows, cfg.stages) <=
+          arch.sharedBytes)
+        return cfg;
+    }
     if (fusableDecode(op, rows)) {
       ConfigFields cfg{/*tileKv=*/32, /*kvSplits=*/8, group,
                        /*warps=*/2 * rows / 16, /*stages=*/2,

@@ -63,7 +63,7 @@
 // SYNC-NOT: alignment = 1024
 // SYNC: nvgpu.ldmatrix
 // SYNC: nvvm.mma.sync
-// SYNC-NOT: wgmma
+// SYNC-NOT: nvvm.wgmma
 // SYNC-NOT: fence.proxy
 func.func @prefill(%q: memref<?x2x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x2x64xbf16>, %lse: memref<2x?xf32>) {
   mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal} : memref<?x2x64xbf16>, memref<?x2x64xbf16>, memref<?x2x64xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x2x64xbf16>, memref<2x?xf32>

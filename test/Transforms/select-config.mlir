@@ -4,6 +4,7 @@
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tiles=4" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx1200" 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a" | FileCheck %s --check-prefix=SM90
+// RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_80" | FileCheck %s --check-prefix=SM80
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
@@ -11,6 +12,8 @@
 // 16-row block), 32-key tiles, two pipeline stages, balanced splits.
 // SM90-LABEL: func @deepseek_tp8
 // SM90: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 2, stages = 2, min_workgroups = 256>
+// SM80-LABEL: func @heads128_mtp4
+// SM80: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 8, stages = 2, min_workgroups = 216>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1>
 // OVERRIDE-LABEL: func @deepseek_tp8
 // OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 16, warps = 1, stages = 1>
@@ -26,8 +29,10 @@ func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>,
 
 // 128 heads with MTP 4: head groups shrink so Sq x group stays <= 64 rows.
 // CHECK-LABEL: func @heads128_mtp4
+// sm_90a: 64 rows = one warpgroup per value half (warpgroup MMA): 64-key
+// tiles.
 // SM90-LABEL: func @heads128_mtp4
-// SM90: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 8, stages = 2, min_workgroups = 256>
+// SM90: config = #mla.config<tile_kv = 64, kv_splits = 8, head_group = 16, warps = 8, stages = 2, min_workgroups = 256>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1>
 func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x128x512xbf16>, %lse: memref<?x4x128xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x4x128x576xbf16>, memref<?x1x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x128x512xbf16>, memref<?x4x128xf32>
