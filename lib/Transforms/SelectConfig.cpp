@@ -270,6 +270,24 @@ struct SelectConfigPass
           << "' (known: " << archNames() << ")";
       return signalPassFailure();
     }
+    // `wgmma=0` in the overrides: the heuristics must not pick shapes that
+    // only fit the warpgroup-MMA layout.
+    ArchInfo chip = *arch;
+    {
+      ConfigFields probe{1, 1, 1, 1, 1};
+      probe.wgmma = 1;
+      SmallVector<StringRef> items;
+      StringRef(perfConfig).split(items, ',', -1, false);
+      for (StringRef item : items) {
+        auto [key, value] = item.split('=');
+        int64_t v;
+        if (key.trim() == "wgmma" && !value.trim().getAsInteger(10, v))
+          probe.wgmma = v;
+      }
+      if (probe.wgmma == 0)
+        chip.warpgroupMma = false;
+    }
+    arch = &chip;
     // The config of one op: heuristics unless it has one, then overrides.
     auto select = [&](Operation *op, ConfigFields cfg,
                       ConfigAttr existing) -> ConfigAttr {

@@ -5,6 +5,7 @@
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx1200" 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a" | FileCheck %s --check-prefix=SM90
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_80" | FileCheck %s --check-prefix=SM80
+// RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=wgmma=0" | FileCheck %s --check-prefix=SM90SYNC
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
@@ -12,6 +13,9 @@
 // 16-row block), 32-key tiles, two pipeline stages, balanced splits.
 // SM90-LABEL: func @deepseek_tp8
 // SM90: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 2, stages = 2, min_workgroups = 256>
+// With wgmma=0 the heuristics keep the mma.sync shapes (32-key tiles).
+// SM90SYNC-LABEL: func @heads128_mtp4
+// SM90SYNC: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 8, stages = 2, min_workgroups = 256, wgmma = 0>
 // SM80-LABEL: func @heads128_mtp4
 // SM80: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 8, stages = 2, min_workgroups = 216>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1>
