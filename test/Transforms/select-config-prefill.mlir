@@ -11,6 +11,7 @@
 // HOST: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, tile_q = 32>
 // sm_90a (warpgroup MMA): 128 x 128 tiles, two warpgroups, two stages.
 // SM90: config = #mla.config<tile_kv = 128, kv_splits = 1, head_group = 1, warps = 8, stages = 2, tile_q = 128>
+// sm_80, or wgmma=0: 64 x 64 tiles, four warps (mma.sync).
 // SM80: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>
 // NOWGMMA: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64, wgmma = 0>
 // GFX942: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 32>
