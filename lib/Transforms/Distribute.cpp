@@ -1,6 +1,9 @@
 //===- Distribute.cpp - mla-distribute: blockwise -> threads of a GPU ------===//
 //
 // Layer 4 for GPU targets. Inside every mla.grid:
+//   * each online-softmax key step (Q·Kᵀ, mla.online_softmax, P·V) becomes
+//     register-resident code (NVIDIA: mma.sync, or wgmma from swizzled
+//     shared memory on sm_90a) where it fits, parallel phases otherwise;
 //   * each scf.parallel becomes a loop over its linearised iteration space
 //     strided by the workgroup's thread count (`idx = tid; idx < n;
 //     idx += threads`), followed by a gpu.barrier;

@@ -126,8 +126,18 @@ def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
     shuffles for row maxima, probabilities converted in registers into the
     A operand of `P·V`, accumulators/maxima/sums carried by the loop; two
     warps of a block split the key columns and exchange maxima and P in
-    shared memory); every other `mla.online_softmax` (AMD, f32, masked key
-    loops) is expanded into parallel phases as by `mla-expand-softmax`.
+    shared memory). On sm_90a (config `wgmma`, default 1), when the warps
+    form whole warpgroups of 64 rows and the head dims are multiples of 64,
+    both products of that step are warpgroup MMA (`wgmma.mma_async` as
+    inline PTX): the query, key and value tiles move to 1024-byte aligned
+    buffers in the 128-byte swizzle layout (their copies are rewritten to
+    the swizzled positions after distribution, and a
+    `fence.proxy.async.shared::cta` precedes every barrier), scores come
+    from two descriptors, P·V takes P from registers and V as an MN-major
+    descriptor, and several warpgroups issue their scores in turn (named
+    barriers: ping-pong). Every other `mla.online_softmax` (AMD, f32,
+    masked key loops) is expanded into parallel phases as by
+    `mla-expand-softmax`.
     Copies marked `mla.prefetch` (pipelined key loops) leave their cp.async
     groups in flight, down to those the loop reads next.
     Then the tiles (top-level `memref.alloca`s that are still used) move to
