@@ -807,6 +807,20 @@ SmallVector<Value> swizzledIndex(ImplicitLocOpBuilder &b, Value r, Value c) {
   return {block, r, col};
 }
 
+/// The memref.subview ops on `root` (transitively, outermost first) and
+/// the other ops that use it or one of them.
+void collectViews(Value root, SmallVectorImpl<Operation *> &views,
+                  SmallVectorImpl<Operation *> &users) {
+  for (Operation *user : root.getUsers()) {
+    if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
+      views.push_back(sub);
+      collectViews(sub.getResult(), views, users);
+    } else {
+      users.push_back(user);
+    }
+  }
+}
+
 /// After distribution: the copies into each tile marked `mla.swizzle_src`
 /// (cp.async or vector stores of its views) write the buffer marked with
 /// the same `mla.swizzle_dst` id instead, at swizzled positions; the old
@@ -828,17 +842,7 @@ LogicalResult applySwizzle(GridOp grid) {
     Value to = dst.lookup(
         src->getAttrOfType<IntegerAttr>("mla.swizzle_src").getInt());
     SmallVector<Operation *> users, views;
-    std::function<void(Value)> visit = [&](Value v) {
-      for (Operation *user : v.getUsers()) {
-        if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
-          views.push_back(sub);
-          visit(sub.getResult());
-        } else {
-          users.push_back(user);
-        }
-      }
-    };
-    visit(src.getResult());
+    collectViews(src.getResult(), views, users);
     for (Operation *user : users) {
       ImplicitLocOpBuilder b(user->getLoc(), user);
       auto position = [&](Value view, ValueRange idx, int64_t extra) {
@@ -1626,20 +1630,9 @@ void eraseDeadTiles(GridOp grid) {
   SmallVector<memref::AllocaOp> allocas(
       grid.getBody().front().getOps<memref::AllocaOp>());
   for (memref::AllocaOp a : allocas) {
-    SmallVector<Operation *> views;
-    bool used = false;
-    std::function<void(Value)> visit = [&](Value v) {
-      for (Operation *user : v.getUsers()) {
-        if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
-          views.push_back(sub);
-          visit(sub.getResult());
-        } else {
-          used = true;
-        }
-      }
-    };
-    visit(a.getResult());
-    if (used)
+    SmallVector<Operation *> views, users;
+    collectViews(a.getResult(), views, users);
+    if (!users.empty())
       continue;
     for (Operation *view : llvm::reverse(views))
       view->erase();
