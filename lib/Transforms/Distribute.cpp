@@ -759,6 +759,20 @@ int64_t swizzledCols(memref::AllocaOp root) {
   return root.getType().getDimSize(1) / 64 * 64;
 }
 
+/// The memref.subview ops on `root` (transitively, outermost first) and
+/// the other ops that use it or one of them.
+void collectViews(Value root, SmallVectorImpl<Operation *> &views,
+                  SmallVectorImpl<Operation *> &users) {
+  for (Operation *user : root.getUsers()) {
+    if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
+      views.push_back(sub);
+      collectViews(sub.getResult(), views, users);
+    } else {
+      users.push_back(user);
+    }
+  }
+}
+
 /// Whether `root` can move to the swizzled layout: 16-bit elements, rows a
 /// multiple of 8, every view within the kept columns, and no users but
 /// views, the matmuls in `fused` and 16-byte-multiple vector stores (the
@@ -769,28 +783,19 @@ bool canSwizzle(memref::AllocaOp root, ArrayRef<Operation *> fused) {
   if (t.getElementTypeBitWidth() != 16 || rows % 8 || cols == 0 ||
       rows * 128 / 16 >= (1 << 14))
     return false;
-  bool ok = true;
-  std::function<void(Value, int64_t)> visit = [&](Value v, int64_t col0) {
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = use.getOwner();
-      if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
-        ViewInfo info = analyzeView(sub.getResult());
-        if (info.root != root ||
-            info.col0 + sub.getType().getDimSize(1) > cols)
-          ok = false;
-        else
-          visit(sub.getResult(), info.col0);
-      } else if (auto st = dyn_cast<vector::StoreOp>(user)) {
-        if (use.getOperandNumber() != st.getBaseMutable().getOperandNumber() ||
-            st.getVectorType().getNumElements() % 8 != 0)
-          ok = false;
-      } else if (!llvm::is_contained(fused, user)) {
-        ok = false;
-      }
-    }
-  };
-  visit(root.getResult(), 0);
-  return ok;
+  SmallVector<Operation *> views, users;
+  collectViews(root.getResult(), views, users);
+  for (Operation *view : views) {
+    auto sub = cast<memref::SubViewOp>(view);
+    ViewInfo info = analyzeView(sub.getResult());
+    if (info.root != root || info.col0 + sub.getType().getDimSize(1) > cols)
+      return false;
+  }
+  return llvm::all_of(users, [&](Operation *user) {
+    auto st = dyn_cast<vector::StoreOp>(user);
+    return llvm::is_contained(fused, user) ||
+           (st && st.getVectorType().getNumElements() % 8 == 0);
+  });
 }
 
 /// The swizzled column position (block, row, column in the block) of
@@ -805,20 +810,6 @@ SmallVector<Value> swizzledIndex(ImplicitLocOpBuilder &b, Value r, Value c) {
   Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, chunk, c8),
                                     arith::RemUIOp::create(b, c, c8));
   return {block, r, col};
-}
-
-/// The memref.subview ops on `root` (transitively, outermost first) and
-/// the other ops that use it or one of them.
-void collectViews(Value root, SmallVectorImpl<Operation *> &views,
-                  SmallVectorImpl<Operation *> &users) {
-  for (Operation *user : root.getUsers()) {
-    if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
-      views.push_back(sub);
-      collectViews(sub.getResult(), views, users);
-    } else {
-      users.push_back(user);
-    }
-  }
 }
 
 /// After distribution: the copies into each tile marked `mla.swizzle_src`
