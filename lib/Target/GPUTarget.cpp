@@ -62,15 +62,16 @@ FailureOr<std::string> compileGPU(ModuleOp module, const ArchInfo &arch,
     return module.emitError("translation of the GPU kernels to LLVM IR failed");
   // Dynamic shared memory is a zero-sized addrspace(3) array that must stay
   // an external declaration (`.extern .shared ... []`); with internal
-  // linkage NVPTX would demote it to a one-byte static variable. Its base
-  // is 1024-byte aligned: mla-outline-gpu-kernels places the swizzled
-  // operand tiles of warpgroup MMA at 1024-byte offsets from it.
+  // linkage NVPTX would demote it to a one-byte static variable. On NVIDIA
+  // its base is 1024-byte aligned: mla-outline-gpu-kernels places the
+  // swizzled operand tiles of warpgroup MMA at 1024-byte offsets from it.
   for (llvm::GlobalVariable &g : llvmModule->globals()) {
     auto *arr = llvm::dyn_cast<llvm::ArrayType>(g.getValueType());
     if (g.getAddressSpace() == 3 && arr && arr->getNumElements() == 0) {
       g.setInitializer(nullptr);
       g.setLinkage(llvm::GlobalValue::ExternalLinkage);
-      g.setAlignment(llvm::Align(1024));
+      if (arch.kind == TargetKind::NVIDIA)
+        g.setAlignment(llvm::Align(1024));
     }
   }
   for (llvm::Function &f : llvmModule->functions())
