@@ -72,8 +72,17 @@ void buildHostToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+/// The chip the kernel passes see: the emulated chip for an emulation target,
+/// so that gfx942 and gfx942-emu build the same module up to ROCDL.
+static std::string kernelChip(const std::string &target) {
+  const ArchInfo *arch = compiledArch(lookupArch(target));
+  return arch ? arch->name.str() : target;
+}
+
 void buildGPUKernelPipeline(OpPassManager &pm,
-                            const PipelineOptions &options) {
+                            const PipelineOptions &requested) {
+  PipelineOptions options = requested;
+  options.target = kernelChip(requested.target);
   // Layer 2: --mla-select-config="target=sm_90a perf-config=..."
   MLASelectConfigOptions cfg;
   cfg.target = options.target;
@@ -116,6 +125,16 @@ void buildGPUToLLVMPipeline(OpPassManager &pm,
   // --convert-gpu-to-rocdl="chipset=gfx942 index-bitwidth=64"
   // --reconcile-unrealized-casts --canonicalize.
   const ArchInfo *arch = lookupArch(options.target);
+  // The fork point of the emulation targets (gfx942-emu, ...): the module
+  // the real chip converts to ROCDL becomes host lanes instead:
+  // --mla-emulate-amdgpu, the host conversion to LLVM (as
+  // --mla-host-pipeline's), --mla-emulate-amdgpu-finalize.
+  if (arch && arch->isEmulation()) {
+    pm.addPass(createMLAEmulateAMDGPU());
+    buildHostToLLVMPipeline(pm);
+    pm.addPass(createMLAEmulateAMDGPUFinalize());
+    return;
+  }
   OpPassManager &gm = pm.nest<gpu::GPUModuleOp>();
   gm.addPass(createSCFToControlFlowPass());
   gm.addPass(memref::createExpandStridedMetadataPass());
@@ -154,7 +173,10 @@ struct HostPipelineOptions
 
 struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<std::string> target{*this, "target",
-                             llvm::cl::desc("GPU target: sm_80, sm_90a, gfx90a, gfx942, gfx950"),
+                             llvm::cl::desc("GPU target: sm_80, sm_90a, gfx90a, gfx942, gfx950, "
+                                            "or an AMD emulation target "
+                                            "gfx90a-emu, gfx942-emu, gfx950-emu "
+                                            "(host code for the runtime's emulator)"),
                              llvm::cl::init("sm_90a")};
   Option<std::string> perfConfig{
       *this, "perf-config",

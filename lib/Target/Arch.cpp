@@ -36,6 +36,15 @@ static const ArchInfo kArchs[] = {
     // 256 CUs on MI355X.
     {"gfx950", TargetKind::AMD, 64, 160 * 1024, 16, 16, 16, 256,
      "amdgcn-amd-amdhsa", "gfx950", ""},
+    // The emulation targets: the chip's module exactly as before ROCDL
+    // conversion, run as host code by the runtime's AMD emulator
+    // (docs/AMD.md). Every field but the name is the chip's.
+    {"gfx90a-emu", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 110,
+     "amdgcn-amd-amdhsa", "gfx90a", "", false, "gfx90a"},
+    {"gfx942-emu", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 304,
+     "amdgcn-amd-amdhsa", "gfx942", "", false, "gfx942"},
+    {"gfx950-emu", TargetKind::AMD, 64, 160 * 1024, 16, 16, 16, 256,
+     "amdgcn-amd-amdhsa", "gfx950", "", false, "gfx950"},
 };
 
 const ArchInfo *lookupArch(llvm::StringRef name) {
@@ -43,6 +52,10 @@ const ArchInfo *lookupArch(llvm::StringRef name) {
     if (a.name == name)
       return &a;
   return nullptr;
+}
+
+const ArchInfo *compiledArch(const ArchInfo *arch) {
+  return arch && arch->isEmulation() ? lookupArch(arch->emulates) : arch;
 }
 
 llvm::ArrayRef<ArchInfo> allArchs() { return kArchs; }

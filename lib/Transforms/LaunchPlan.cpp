@@ -1,6 +1,7 @@
 //===- LaunchPlan.cpp - grids -> kernels + a launch plan -------------------===//
 #include "mla/Transforms/LaunchPlan.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -212,3 +213,30 @@ SmallVector<func::FuncOp> functionsWithGrids(ModuleOp module) {
 }
 
 } // namespace mla
+
+SmallVector<Value> mla::unpackEntryArgs(ImplicitLocOpBuilder &b, Value args,
+                                        TypeRange types) {
+  MLIRContext *ctx = b.getContext();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = IntegerType::get(ctx, 64);
+  SmallVector<Value> out;
+  for (auto [j, want] : llvm::enumerate(types)) {
+    Value slot = LLVM::GEPOp::create(b, ptrType, ptrType, args,
+                                     ArrayRef<LLVM::GEPArg>{(int32_t)j});
+    Value ptr = LLVM::LoadOp::create(b, ptrType, slot);
+    if (auto mt = dyn_cast<MemRefType>(want)) {
+      // MLIR's strided memref descriptor: {ptr, ptr, i64, [r x i64], [r x i64]}.
+      auto arr = LLVM::LLVMArrayType::get(i64, mt.getRank());
+      Type space = ptrType;
+      if (auto as = dyn_cast_or_null<IntegerAttr>(mt.getMemorySpace()))
+        space = LLVM::LLVMPointerType::get(ctx, as.getInt());
+      auto desc =
+          LLVM::LLVMStructType::getLiteral(ctx, {space, space, i64, arr, arr});
+      Value d = LLVM::LoadOp::create(b, desc, ptr);
+      out.push_back(UnrealizedConversionCastOp::create(b, mt, d).getResult(0));
+    } else {
+      out.push_back(LLVM::LoadOp::create(b, want, ptr));
+    }
+  }
+  return out;
+}

@@ -40,25 +40,9 @@ void buildEntry(OpBuilder &mb, func::FuncOp kernel, unsigned numCaptures) {
       FunctionType::get(ctx, {ptrType, i64, i64, i64}, {}));
   ImplicitLocOpBuilder b =
       ImplicitLocOpBuilder::atBlockBegin(loc, entry.addEntryBlock());
-  Value args = entry.getArgument(0);
-  SmallVector<Value> callArgs;
-  for (unsigned j = 0; j < numCaptures; ++j) {
-    Type want = kernel.getArgumentTypes()[j];
-    Value slot = LLVM::GEPOp::create(b, ptrType, ptrType, args,
-                                     ArrayRef<LLVM::GEPArg>{(int32_t)j});
-    Value ptr = LLVM::LoadOp::create(b, ptrType, slot);
-    if (auto mt = dyn_cast<MemRefType>(want)) {
-      // MLIR's strided memref descriptor: {ptr, ptr, i64, [r x i64], [r x i64]}.
-      auto arr = LLVM::LLVMArrayType::get(i64, mt.getRank());
-      auto desc = LLVM::LLVMStructType::getLiteral(
-          ctx, {ptrType, ptrType, i64, arr, arr});
-      Value d = LLVM::LoadOp::create(b, desc, ptr);
-      callArgs.push_back(
-          UnrealizedConversionCastOp::create(b, mt, d).getResult(0));
-    } else {
-      callArgs.push_back(LLVM::LoadOp::create(b, want, ptr));
-    }
-  }
+  SmallVector<Value> callArgs = unpackEntryArgs(
+      b, entry.getArgument(0),
+      kernel.getArgumentTypes().take_front(numCaptures));
   for (unsigned k = 1; k <= 3; ++k)
     callArgs.push_back(arith::IndexCastOp::create(b, b.getIndexType(),
                                                   entry.getArgument(k)));

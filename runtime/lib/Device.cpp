@@ -2,6 +2,7 @@
 
 #include "mla/runtime/Device.h"
 #include "mla/runtime/CudaBackend.h"
+#include "mla/runtime/EmuBackend.h"
 #include "mla/runtime/HipBackend.h"
 
 #include <cstdlib>
@@ -32,6 +33,10 @@ Expected<Device> Device::open(std::string_view name,
                               const DeviceOptions &options) {
   if (name == "host")
     return Device(createHostBackend({options.hostThreads}));
+  if (std::optional<EmuBackendOptions> emu = parseEmuDeviceName(name)) {
+    emu->threads = options.hostThreads;
+    return Device(createEmuBackend(*emu));
+  }
   if (std::optional<int> ordinal = parseCudaDeviceName(name)) {
     Expected<std::shared_ptr<Backend>> backend =
         createCudaBackend(cudaOptions(*ordinal));
@@ -65,5 +70,6 @@ Expected<Device> Device::open(std::string_view name,
 }
 
 std::vector<std::string> Device::availableDevices() {
-  return {"host", "cuda", "cuda:N", "hip", "hip:N", "auto"};
+  return {"host",        "cuda",       "cuda:N",          "hip", "hip:N",
+          "emu",         "emu:reverse", "emu:random[:SEED]", "auto"};
 }

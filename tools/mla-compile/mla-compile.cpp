@@ -102,13 +102,16 @@ static cl::opt<std::string> oDtype(
 static cl::opt<std::string>
     targets("target",
             cl::desc("Comma-separated targets, one code object each in the "
-                     "package: host, sm_80, sm_90a, gfx90a, gfx942, gfx950"),
+                     "package: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, "
+                     "or an AMD emulation target gfx90a-emu, gfx942-emu, "
+                     "gfx950-emu (the chip's kernels as host code for "
+                     "mla-run --device=emu)"),
             cl::init("host"), cl::cat(cat));
 static cl::opt<std::string>
     emit("emit",
          cl::desc("What to write: package (default), mlir (after the mla "
-                  "passes), llvm (optimised LLVM IR), asm, obj (the code "
-                  "object)"),
+                  "passes; for gfx942-emu the same module as gfx942), llvm "
+                  "(optimised LLVM IR), asm, obj (the code object)"),
          cl::init("package"), cl::cat(cat));
 static cl::opt<std::string>
     perfConfig("perf-config",
@@ -456,7 +459,8 @@ int main(int argc, char **argv) {
       return 1;
 
     std::vector<uint8_t> code;
-    if (host) {
+    // Emulation targets lower to host code (a shared object of lanes).
+    if (host || arch->isEmulation()) {
       mla::HostEmit kind = emitKind == "llvm"  ? mla::HostEmit::LLVMIR
                            : emitKind == "asm" ? mla::HostEmit::Assembly
                                                : mla::HostEmit::SharedObject;

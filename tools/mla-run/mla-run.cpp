@@ -44,9 +44,12 @@ options:
   --scale X        softmax scale applied to q.k (a finite number); required
                    for decode and prefill, not accepted for merge, append_kv
   --device=NAME    device to run on: host (default), cuda (device 0),
-                   cuda:N, hip (AMD GPU 0), hip:N, or auto (cuda when
-                   usable, else hip, else host)
-  --threads=N      host worker threads, N >= 1 (default: all cores)
+                   cuda:N, hip (AMD GPU 0), hip:N, emu (the AMD emulator on
+                   the host, for gfx90a-emu/gfx942-emu/gfx950-emu packages;
+                   emu:reverse or emu:random[:SEED] change the wave order),
+                   or auto (cuda when usable, else hip, else host)
+  --threads=N      host or emulator worker threads, N >= 1 (default: all
+                   cores)
   --repeat=N       run the kernel N >= 1 times and report the median time
                    (default: 1)
   --help           print this help and exit

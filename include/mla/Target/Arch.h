@@ -26,10 +26,19 @@ struct ArchInfo {
   /// Warpgroup MMA (Hopper's wgmma.mma_async: 4 warps, operands read from
   /// 128-byte-swizzled shared memory through descriptors).
   bool warpgroupMma = false;
+  /// Emulation targets (gfx942-emu, ...): the AMD chip whose module they
+  /// run on the host emulator; empty for real targets.
+  llvm::StringRef emulates = "";
+
+  bool isEmulation() const { return !emulates.empty(); }
 };
 
 /// The entry for `name`, or nullptr.
 const ArchInfo *lookupArch(llvm::StringRef name);
+
+/// The chip a pipeline compiles for: `emulates` for an emulation target,
+/// the target itself otherwise (nullptr stays nullptr).
+const ArchInfo *compiledArch(const ArchInfo *arch);
 
 /// All known targets, for help texts and errors.
 llvm::ArrayRef<ArchInfo> allArchs();

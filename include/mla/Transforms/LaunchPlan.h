@@ -10,6 +10,7 @@
 #define MLA_TRANSFORMS_LAUNCHPLAN_H
 
 #include "mla/Dialect/MLA/IR/MLA.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -61,6 +62,14 @@ private:
   llvm::DenseMap<mlir::Value, int64_t> index;
   llvm::SmallVector<std::string> lines;
 };
+
+/// The host entry ABI (host kernels and emulated AMD lanes): `args` is a
+/// `void **` whose element j points to a strided memref descriptor
+/// {allocated, aligned, offset, sizes[r], strides[r]} or to a scalar; returns
+/// the values of `types` read from it.
+llvm::SmallVector<mlir::Value> unpackEntryArgs(mlir::ImplicitLocOpBuilder &b,
+                                               mlir::Value args,
+                                               mlir::TypeRange types);
 
 /// Functions of `module` that hold mla.grid ops.
 llvm::SmallVector<mlir::func::FuncOp> functionsWithGrids(mlir::ModuleOp module);

@@ -218,4 +218,43 @@ def MLAAMDGPUBufferOps : Pass<"mla-amdgpu-buffer-ops", "mlir::ModuleOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def MLAEmulateAMDGPU : Pass<"mla-emulate-amdgpu", "mlir::ModuleOp"> {
+  let summary = "AMD kernels before ROCDL conversion -> host lanes for the "
+                "emulator (gfx90a-emu, gfx942-emu, gfx950-emu)";
+  let description = [{
+    The fork point of the emulation targets: runs on the module that the
+    real AMD target converts to ROCDL. Every `gpu.func` becomes a
+    `func.func`; a kernel `K` gets an exported entry `K(void **args)` that
+    runs one lane (arguments as for host kernels). GPU ids, `gpu.barrier`,
+    `gpu.dynamic_shared_memory`, `amdgpu.fat_raw_buffer_cast` (num_records as
+    the ROCDL lowering computes it), `amdgpu.mfma` and `gpu.shuffle` become
+    calls of the emulator's hooks (runtime/include/mla/runtime/EmuAbi.h);
+    memory spaces become integers (LDS 3, fat raw buffer 7, others host
+    memory); `llvm.amdgcn.exp2`/`log` become `llvm.exp2`/`log2`. An op of the
+    gpu, amdgpu or rocdl dialects it does not emulate is an error located at
+    the op. Followed by the host conversion to LLVM and
+    `mla-emulate-amdgpu-finalize`.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def MLAEmulateAMDGPUFinalize : Pass<"mla-emulate-amdgpu-finalize",
+                                    "mlir::ModuleOp"> {
+  let summary = "Route LDS and buffer accesses of emulated AMD lanes through "
+                "the emulator; emit its hook and site tables";
+  let description = [{
+    On the LLVM dialect, after `mla-emulate-amdgpu` and the conversion to
+    LLVM: every `llvm.load`/`llvm.store` through an LDS (address space 3) or
+    buffer (7) pointer becomes a call of the emulator's LDS or buffer hook
+    through a stack slot; any other memory operation on such a pointer is
+    an error. Hooks get bodies that call through the exported table
+    `__mla_emu_hooks` (filled by the runtime); hook calls get the index of
+    their source location in `__mla_emu_sites` for the emulator's messages.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // MLA_TRANSFORMS_PASSES_TD

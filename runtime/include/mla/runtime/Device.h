@@ -16,7 +16,8 @@
 namespace mla::rt {
 
 struct DeviceOptions {
-  /// Host device: workgroup threads, 0 = std::thread::hardware_concurrency().
+  /// Host and emulator devices: workgroup threads, 0 =
+  /// std::thread::hardware_concurrency().
   unsigned hostThreads = 0;
 };
 
@@ -31,7 +32,11 @@ public:
   ///    time); the error is one line, e.g. "cuda: no CUDA device";
   ///  * "hip", "hip:N": HIP device 0 / N (libamdhip64 is loaded at run
   ///    time); the error is one line, e.g. "hip: no AMD GPU";
-  ///  * "auto": "cuda" when it opens, else "hip" when it opens, else "host".
+  ///  * "emu", "emu:reverse", "emu:random[:SEED]": the AMD emulator on the
+  ///    host (EmuBackend.h), running waves forward, reversed or in a seeded
+  ///    random order between barriers;
+  ///  * "auto": "cuda" when it opens, else "hip" when it opens, else "host"
+  ///    (never the emulator).
   static Expected<Device> open(std::string_view name,
                                const DeviceOptions &options = {});
 

@@ -129,8 +129,10 @@ typedef struct mla_device_options {
   uint32_t host_threads;
 } mla_device_options;
 
-/* Opens "host", "cuda" (= "cuda:0"), "cuda:N", "hip" (= "hip:0"), "hip:N"
- * or "auto" (cuda if it opens, else hip, else host). options may be NULL.
+/* Opens "host", "cuda" (= "cuda:0"), "cuda:N", "hip" (= "hip:0"), "hip:N",
+ * the AMD emulator "emu", "emu:reverse" or "emu:random[:SEED]" (wave order
+ * between barriers; runs gfx*-emu targets on the host, see docs/AMD.md) or
+ * "auto" (cuda if it opens, else hip, else host). options may be NULL.
  * Without a driver or device: MLA_ERROR_UNSUPPORTED with a one-line reason
  * such as "cuda: libcuda.so.1 not found (no NVIDIA driver on this
  * machine)". */

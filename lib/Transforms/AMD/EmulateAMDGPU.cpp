@@ -1,0 +1,403 @@
+//===- EmulateAMDGPU.cpp - mla-emulate-amdgpu ------------------------------===//
+//
+// The fork point of the AMD emulation targets (gfx942-emu, ...): takes the
+// AMD module exactly as the real target has it before ROCDL conversion and
+// turns it into a host program of lanes (docs/AMD.md, "The emulator"):
+//   * every gpu.func becomes a func.func; a kernel `K` gets an exported
+//     entry `K(void **args)` that runs one lane (the host entry ABI);
+//   * gpu ids, barriers and gpu.dynamic_shared_memory become calls of the
+//     emulator's hooks (runtime/include/mla/runtime/EmuAbi.h);
+//   * amdgpu.fat_raw_buffer_cast becomes a buffer resource made by the
+//     emulator (num_records computed as the ROCDL lowering does), and
+//     amdgpu.mfma and gpu.shuffle wave-collective hook calls;
+//   * memory spaces become integers: LDS 3, fat raw buffers 7, the rest 0,
+//     so that mla-emulate-amdgpu-finalize can route every LDS and buffer
+//     access through the emulator after LLVM conversion;
+//   * llvm.amdgcn.exp2/log become llvm.exp2/log2.
+// Anything of the gpu, amdgpu or rocdl dialects it does not know is an error
+// located at the op: nothing is silently approximated.
+//
+//===----------------------------------------------------------------------===//
+#include "EmuHooks.h"
+#include "mla/Transforms/LaunchPlan.h"
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "mla-emulate-amdgpu"
+
+namespace mla {
+#define GEN_PASS_DEF_MLAEMULATEAMDGPU
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+using emu::Hook;
+
+namespace {
+/// LDS and buffer pointers keep their AMDGPU address-space numbers.
+constexpr int64_t kLdsSpace = 3;
+constexpr int64_t kBufferSpace = 7;
+
+/// The host memory space of an AMD memory space: 3, 7 or none (host memory).
+Attribute hostSpace(MLIRContext *ctx, Attribute space) {
+  auto i64 = IntegerType::get(ctx, 64);
+  if (auto gpuSpace = dyn_cast_or_null<gpu::AddressSpaceAttr>(space))
+    return gpuSpace.getValue() == gpu::AddressSpace::Workgroup
+               ? IntegerAttr::get(i64, kLdsSpace)
+               : Attribute();
+  if (auto amdSpace = dyn_cast_or_null<amdgpu::AddressSpaceAttr>(space))
+    return amdSpace.getValue() == amdgpu::AddressSpace::FatRawBuffer
+               ? IntegerAttr::get(i64, kBufferSpace)
+               : Attribute();
+  return space;
+}
+
+Value i32Const(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+Value i64Const(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 64);
+}
+Value toI64(ImplicitLocOpBuilder &b, Value index) {
+  return arith::IndexCastOp::create(b, b.getI64Type(), index);
+}
+
+/// An alloca of `type` at the start of the function's entry block.
+Value entrySlot(Block &entry, Location loc, Type type) {
+  ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(loc, &entry);
+  Value one = LLVM::ConstantOp::create(b, b.getI64Type(), b.getI64IntegerAttr(1));
+  return LLVM::AllocaOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
+                                type, one, /*alignment=*/64);
+}
+
+/// A strided memref descriptor {ptr, ptr, offset, sizes, strides} built
+/// from LLVM values, cast to `type` (resolved by the LLVM conversion).
+Value makeMemRef(ImplicitLocOpBuilder &b, MemRefType type, Value ptr,
+                 Value offset, ArrayRef<Value> sizes, ArrayRef<Value> strides) {
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  auto arr = LLVM::LLVMArrayType::get(i64, type.getRank());
+  SmallVector<Type> fields = {ptr.getType(), ptr.getType(), i64};
+  if (type.getRank() > 0)
+    fields.append({arr, arr});
+  auto structType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  Value d = LLVM::PoisonOp::create(b, structType);
+  d = LLVM::InsertValueOp::create(b, d, ptr, ArrayRef<int64_t>{0});
+  d = LLVM::InsertValueOp::create(b, d, ptr, ArrayRef<int64_t>{1});
+  d = LLVM::InsertValueOp::create(b, d, offset, ArrayRef<int64_t>{2});
+  for (auto [i, s] : llvm::enumerate(sizes))
+    d = LLVM::InsertValueOp::create(b, d, s, ArrayRef<int64_t>{3, (int64_t)i});
+  for (auto [i, s] : llvm::enumerate(strides))
+    d = LLVM::InsertValueOp::create(b, d, s, ArrayRef<int64_t>{4, (int64_t)i});
+  return UnrealizedConversionCastOp::create(b, type, d).getResult(0);
+}
+
+struct Rewriter {
+  ModuleOp module;
+  Block &entry;
+
+  Value dim(ImplicitLocOpBuilder &b, emu::DimKind kind, gpu::Dimension d) {
+    Value code = i32Const(b, emu::dimCode(kind, static_cast<int32_t>(d)));
+    Value v = emu::callHook(b, module, Hook::Dim, code)[0];
+    return arith::IndexCastOp::create(b, b.getIndexType(), v);
+  }
+
+  LogicalResult bufferCast(amdgpu::FatRawBufferCastOp op) {
+    if (op.getCacheSwizzleStride() || !op.getResetOffset())
+      return op.emitOpError("is not emulated with a cache swizzle stride or "
+                            "without resetOffset");
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Value src = op.getSource();
+    auto srcType = cast<MemRefType>(src.getType());
+    int64_t bits = srcType.getElementTypeBitWidth();
+    if (bits % 8)
+      return op.emitOpError("is not emulated for sub-byte elements");
+    int64_t elemBytes = bits / 8;
+    Value aligned = toI64(
+        b, memref::ExtractAlignedPointerAsIndexOp::create(b, src));
+    auto md = memref::ExtractStridedMetadataOp::create(b, src);
+    Value offset = toI64(b, md.getOffset());
+    Value start = arith::AddIOp::create(
+        b, aligned,
+        arith::MulIOp::create(b, offset, i64Const(b, elemBytes)));
+    Value base = LLVM::IntToPtrOp::create(
+        b, LLVM::LLVMPointerType::get(b.getContext()), start);
+    SmallVector<Value> sizes, strides;
+    for (Value s : md.getSizes())
+      sizes.push_back(toI64(b, s));
+    for (Value s : md.getStrides())
+      strides.push_back(toI64(b, s));
+    // num_records as the ROCDL lowering computes it: validBytes, else the
+    // largest size * stride over the dims (one element for rank 0), in
+    // bytes, truncated to the descriptor's 32 bits; without bounds checks
+    // every offset is in range.
+    Value records;
+    if (op.getValidBytes()) {
+      records = op.getValidBytes();
+    } else if (!op.getBoundsCheck()) {
+      records = i32Const(b, -1);
+    } else {
+      Value extent = i64Const(b, 1);
+      for (auto [i, s] : llvm::enumerate(sizes)) {
+        Value e = arith::MulIOp::create(b, s, strides[i]);
+        extent = i == 0 ? e : arith::MaxUIOp::create(b, extent, e).getResult();
+      }
+      Value bytes = arith::MulIOp::create(b, extent, i64Const(b, elemBytes));
+      records = arith::TruncIOp::create(b, b.getI32Type(), bytes);
+    }
+    Value ptr =
+        emu::callHook(b, module, Hook::MakeBuffer, {base, records})[0];
+    Value result = makeMemRef(b, op.getType(), ptr, i64Const(b, 0), sizes,
+                              strides);
+    op.getResult().replaceAllUsesWith(result);
+    op.erase();
+    return success();
+  }
+
+  LogicalResult mfma(amdgpu::MFMAOp op) {
+    if (op.getBlocks() != 1 || op.getCbsz() || op.getAbid() ||
+        op.getBlgp() != amdgpu::MFMAPermB::none || op.getNegateA() ||
+        op.getNegateB() || op.getNegateC() || op.getReducePrecision())
+      return op.emitOpError("is not emulated with blocks, broadcasts, "
+                            "permutations, negation or reduced precision");
+    emu::MfmaShape shape;
+    uint32_t m = op.getM(), n = op.getN(), k = op.getK();
+    if (m == 16 && n == 16 && k == 16)
+      shape = emu::MfmaShape::M16N16K16;
+    else if (m == 32 && n == 32 && k == 8)
+      shape = emu::MfmaShape::M32N32K8;
+    else if (m == 16 && n == 16 && k == 32)
+      shape = emu::MfmaShape::M16N16K32;
+    else
+      return op.emitOpError("shape ") << m << "x" << n << "x" << k
+                                      << " is not emulated";
+    auto aType = dyn_cast<VectorType>(op.getSourceA().getType());
+    auto cType = dyn_cast<VectorType>(op.getDestC().getType());
+    if (!aType || !cType || !cType.getElementType().isF32() ||
+        aType.getNumElements() != m * k / 64 ||
+        cType.getNumElements() != m * n / 64)
+      return op.emitOpError("operand types are not emulated");
+    emu::MfmaType type;
+    if (aType.getElementType().isBF16())
+      type = emu::MfmaType::BF16;
+    else if (aType.getElementType().isF16())
+      type = emu::MfmaType::F16;
+    else
+      return op.emitOpError("source element type ")
+             << aType.getElementType() << " is not emulated";
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Value slots[4] = {
+        entrySlot(entry, op.getLoc(), op.getSourceA().getType()),
+        entrySlot(entry, op.getLoc(), op.getSourceB().getType()),
+        entrySlot(entry, op.getLoc(), cType),
+        entrySlot(entry, op.getLoc(), cType)};
+    LLVM::StoreOp::create(b, op.getSourceA(), slots[0]);
+    LLVM::StoreOp::create(b, op.getSourceB(), slots[1]);
+    LLVM::StoreOp::create(b, op.getDestC(), slots[2]);
+    emu::callHook(b, module, Hook::Mfma,
+                  {i32Const(b, static_cast<int32_t>(shape)),
+                   i32Const(b, static_cast<int32_t>(type)), slots[0], slots[1],
+                   slots[2], slots[3]});
+    Value d = LLVM::LoadOp::create(b, cType, slots[3]);
+    op.getResult().replaceAllUsesWith(d);
+    op.erase();
+    return success();
+  }
+
+  LogicalResult shuffle(gpu::ShuffleOp op) {
+    Type t = op.getValue().getType();
+    if (t.getIntOrFloatBitWidth() != 32)
+      return op.emitOpError("is emulated for 32-bit values only");
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Value lane = arith::IndexCastOp::create(
+        b, b.getI32Type(),
+        dim(b, emu::DimKind::LaneId, gpu::Dimension::x));
+    Value off = op.getOffset();
+    Value src;
+    switch (op.getMode()) {
+    case gpu::ShuffleMode::XOR:
+      src = arith::XOrIOp::create(b, lane, off);
+      break;
+    case gpu::ShuffleMode::UP:
+      src = arith::SubIOp::create(b, lane, off);
+      break;
+    case gpu::ShuffleMode::DOWN:
+      src = arith::AddIOp::create(b, lane, off);
+      break;
+    case gpu::ShuffleMode::IDX:
+      src = off;
+      break;
+    }
+    Value valid = arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, src,
+                              i32Const(b, 0)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, src,
+                              op.getWidth()));
+    src = arith::SelectOp::create(b, valid, src, lane);
+    Value bits = t.isInteger(32)
+                     ? op.getValue()
+                     : arith::BitcastOp::create(b, b.getI32Type(),
+                                                op.getValue()).getResult();
+    Value r = emu::callHook(b, module, Hook::Shuffle, {bits, src})[0];
+    if (!t.isInteger(32))
+      r = arith::BitcastOp::create(b, t, r);
+    op.getShuffleResult().replaceAllUsesWith(r);
+    op.getValid().replaceAllUsesWith(valid);
+    op.erase();
+    return success();
+  }
+
+  LogicalResult rewrite(Operation *op) {
+    ImplicitLocOpBuilder b(op->getLoc(), op);
+    auto replace = [&](Value v) {
+      op->getResult(0).replaceAllUsesWith(v);
+      op->erase();
+      return success();
+    };
+    if (auto o = dyn_cast<gpu::ThreadIdOp>(op))
+      return replace(dim(b, emu::DimKind::ThreadId, o.getDimension()));
+    if (auto o = dyn_cast<gpu::BlockIdOp>(op))
+      return replace(dim(b, emu::DimKind::BlockId, o.getDimension()));
+    if (auto o = dyn_cast<gpu::BlockDimOp>(op))
+      return replace(dim(b, emu::DimKind::BlockDim, o.getDimension()));
+    if (auto o = dyn_cast<gpu::GridDimOp>(op))
+      return replace(dim(b, emu::DimKind::GridDim, o.getDimension()));
+    if (isa<gpu::LaneIdOp>(op))
+      return replace(dim(b, emu::DimKind::LaneId, gpu::Dimension::x));
+    if (isa<gpu::BarrierOp>(op)) {
+      emu::callHook(b, module, Hook::Barrier, {});
+      op->erase();
+      return success();
+    }
+    if (auto o = dyn_cast<gpu::DynamicSharedMemoryOp>(op)) {
+      Value base = emu::callHook(b, module, Hook::LdsBase, {})[0];
+      Value bytes = emu::callHook(b, module, Hook::LdsBytes, {})[0];
+      return replace(makeMemRef(b, o.getType(), base, i64Const(b, 0), {bytes},
+                                {i64Const(b, 1)}));
+    }
+    if (auto o = dyn_cast<amdgpu::FatRawBufferCastOp>(op))
+      return bufferCast(o);
+    if (auto o = dyn_cast<amdgpu::MFMAOp>(op))
+      return mfma(o);
+    if (auto o = dyn_cast<gpu::ShuffleOp>(op))
+      return shuffle(o);
+    if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
+      StringRef name = call.getIntrin();
+      if (!name.starts_with("llvm.amdgcn."))
+        return success();
+      // v_exp_f32 / v_log_f32 are 2^x and log2(x) to about 1 ulp: the host's
+      // libm is at least as accurate.
+      StringRef host = llvm::StringSwitch<StringRef>(name)
+                           .Case("llvm.amdgcn.exp2.f32", "llvm.exp2.f32")
+                           .Case("llvm.amdgcn.log.f32", "llvm.log2.f32")
+                           .Default("");
+      if (host.empty())
+        return op->emitOpError("intrinsic '") << name << "' is not emulated";
+      call.setIntrin(b.getStringAttr(host));
+      return success();
+    }
+    if (isa<gpu::GPUDialect, amdgpu::AMDGPUDialect>(op->getDialect()) ||
+        op->getDialect()->getNamespace() == "rocdl")
+      return op->emitOpError("is not emulated");
+    return success();
+  }
+};
+
+/// gpu.func -> func.func (`K_lane` for a kernel K); returns the kernels.
+FailureOr<SmallVector<func::FuncOp>> moveFunctions(ModuleOp module,
+                                                   gpu::GPUModuleOp gm) {
+  SmallVector<func::FuncOp> kernels;
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  for (auto gf : llvm::make_early_inc_range(gm.getOps<gpu::GPUFuncOp>())) {
+    if (!gf.getWorkgroupAttributions().empty() ||
+        !gf.getPrivateAttributions().empty())
+      return gf.emitOpError("memory attributions are not emulated "
+                            "(mla-outline-gpu-kernels uses dynamic shared "
+                            "memory)");
+    std::string name = gf.getName().str();
+    if (gf.isKernel())
+      name += "_lane";
+    auto f = func::FuncOp::create(mb, gf.getLoc(), name, gf.getFunctionType());
+    f.getBody().takeBody(gf.getBody());
+    f.walk([](gpu::ReturnOp ret) {
+      OpBuilder rb(ret);
+      func::ReturnOp::create(rb, ret.getLoc(), ret.getOperands());
+      ret.erase();
+    });
+    if (gf.isKernel()) {
+      f.setPrivate();
+      kernels.push_back(f);
+    }
+  }
+  return kernels;
+}
+
+struct EmulateAMDGPUPass
+    : public mla::impl::MLAEmulateAMDGPUBase<EmulateAMDGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
+    SmallVector<func::FuncOp> kernels;
+    for (gpu::GPUModuleOp gm : gpuModules) {
+      FailureOr<SmallVector<func::FuncOp>> moved = moveFunctions(module, gm);
+      if (failed(moved))
+        return signalPassFailure();
+      kernels.append(moved->begin(), moved->end());
+    }
+    // The functions that came from the gpu.modules.
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        funcs.push_back(f);
+    for (func::FuncOp f : funcs) {
+      Rewriter rw{module, f.getBody().front()};
+      SmallVector<Operation *> ops;
+      f.walk([&](Operation *op) { ops.push_back(op); });
+      for (Operation *op : ops)
+        if (failed(rw.rewrite(op)))
+          return signalPassFailure();
+    }
+    for (gpu::GPUModuleOp gm : gpuModules)
+      gm.erase();
+    module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+
+    AttrTypeReplacer replacer;
+    replacer.addReplacement([ctx](MemRefType t) -> std::optional<Type> {
+      Attribute space = hostSpace(ctx, t.getMemorySpace());
+      if (space == t.getMemorySpace())
+        return std::nullopt;
+      return MemRefType::get(t.getShape(), t.getElementType(), t.getLayout(),
+                             space);
+    });
+    replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
+                                          /*replaceLocs=*/false,
+                                          /*replaceTypes=*/true);
+
+    // Entries: `K(void **args)` runs one lane of kernel K.
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    for (func::FuncOp lane : kernels) {
+      StringRef name = lane.getSymName().drop_back(strlen("_lane"));
+      auto entry = func::FuncOp::create(mb, lane.getLoc(), name,
+                                        FunctionType::get(ctx, {ptrType}, {}));
+      ImplicitLocOpBuilder b =
+          ImplicitLocOpBuilder::atBlockBegin(lane.getLoc(), entry.addEntryBlock());
+      SmallVector<Value> args =
+          unpackEntryArgs(b, entry.getArgument(0), lane.getArgumentTypes());
+      func::CallOp::create(b, lane, args);
+      func::ReturnOp::create(b);
+      LLVM_DEBUG(llvm::dbgs() << "emulated kernel " << name << "\n");
+    }
+  }
+};
+} // namespace
