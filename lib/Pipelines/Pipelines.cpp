@@ -127,10 +127,12 @@ void buildGPUToLLVMPipeline(OpPassManager &pm,
   const ArchInfo *arch = lookupArch(options.target);
   // The fork point of the emulation targets (gfx942-emu, ...): the module
   // the real chip converts to ROCDL becomes host lanes instead:
-  // --mla-emulate-amdgpu, the host conversion to LLVM (as
+  // --mla-emulate-amdgpu[="drop-barrier=N"], the host conversion to LLVM (as
   // --mla-host-pipeline's), --mla-emulate-amdgpu-finalize.
   if (arch && arch->isEmulation()) {
-    pm.addPass(createMLAEmulateAMDGPU());
+    MLAEmulateAMDGPUOptions emu;
+    emu.dropBarrier = options.emuDropBarrier;
+    pm.addPass(createMLAEmulateAMDGPU(emu));
     buildHostToLLVMPipeline(pm);
     pm.addPass(createMLAEmulateAMDGPUFinalize());
     return;

@@ -25,6 +25,7 @@
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -132,6 +133,26 @@ LogicalResult maskStoreByBounds(scf::IfOp ifOp) {
   return success();
 }
 
+/// Views of a buffer (memref.transpose, subview, casts...) were typed for
+/// global memory: their results take the buffer's memory space, and so on
+/// down the chain of views.
+void propagateBufferSpace(Value v) {
+  Attribute space = cast<MemRefType>(v.getType()).getMemorySpace();
+  for (Operation *user : v.getUsers()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(user);
+    bool isView = view ? view.getViewSource() == v
+                       : isa<memref::TransposeOp>(user); // not ViewLike
+    if (!isView || user->getNumResults() != 1)
+      continue;
+    auto mt = dyn_cast<MemRefType>(user->getResult(0).getType());
+    if (!mt || mt.getMemorySpace() == space)
+      continue;
+    user->getResult(0).setType(MemRefType::get(
+        mt.getShape(), mt.getElementType(), mt.getLayout(), space));
+    propagateBufferSpace(user->getResult(0));
+  }
+}
+
 /// Plan indices of a kernel's parameters, from its launch line.
 SmallVector<int64_t> planIndices(ArrayAttr lines, StringRef kernel) {
   SmallVector<int64_t> out;
@@ -173,6 +194,7 @@ struct AMDGPUBufferOpsPass
         auto cast = amdgpu::FatRawBufferCastOp::create(
             b, arg, Value(), Value(), b.getBoolAttr(true), b.getUnitAttr());
         arg.replaceAllUsesExcept(cast.getResult(), cast);
+        propagateBufferSpace(cast.getResult());
       }
       SmallVector<scf::IfOp> ifs;
       kernel.walk([&](scf::IfOp op) { ifs.push_back(op); });

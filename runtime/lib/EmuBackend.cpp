@@ -52,10 +52,11 @@ class EmuBackend : public Backend {
 public:
   EmuBackend(std::shared_ptr<Backend> host, const EmuBackendOptions &options)
       : host(std::move(host)), pool(options.threads), options(options) {
+    std::string seed = std::to_string(options.seed);
     name = options.order == EmuWaveOrder::Forward   ? "emu"
            : options.order == EmuWaveOrder::Reverse ? "emu:reverse"
-                                                    : "emu:random:" +
-                                                          std::to_string(options.seed);
+           : options.order == EmuWaveOrder::Random  ? "emu:random:" + seed
+                                                    : "emu:check-orders:" + seed;
   }
 
   std::string_view getName() const override { return name; }
@@ -148,6 +149,9 @@ public:
                 const std::vector<const ArgValue *> &args) override;
 
 private:
+  Status runGrid(const emu::EmuKernel &kernel, const emu::EmuLaunch &launch,
+                 emu::EmuOrder order);
+
   std::shared_ptr<Backend> host;
   ThreadPool pool;
   EmuBackendOptions options;
@@ -179,18 +183,62 @@ Status EmuBackend::launch(const Module &module, size_t entryIndex,
   launch.block = config.block;
   launch.ldsBytes = config.sharedBytes;
   launch.args = hostArgs.argv.data();
-  emu::EmuOptions emuOptions;
-  emuOptions.order = options.order == EmuWaveOrder::Forward
-                         ? emu::EmuOrder::Forward
-                     : options.order == EmuWaveOrder::Reverse
-                         ? emu::EmuOrder::Reverse
-                         : emu::EmuOrder::Random;
-  emuOptions.seed = options.seed;
   const emu::EmuKernel &kernel = emuModule.entries[entryIndex];
+  if (options.order != EmuWaveOrder::CheckOrders)
+    return runGrid(kernel, launch,
+                   options.order == EmuWaveOrder::Forward ? emu::EmuOrder::Forward
+                   : options.order == EmuWaveOrder::Reverse
+                       ? emu::EmuOrder::Reverse
+                       : emu::EmuOrder::Random);
+  // Every order from the same memory state; the results must agree.
+  std::vector<std::pair<uint8_t *, size_t>> memory;
+  for (const ArgValue *arg : args)
+    if (!arg->isScalar())
+      memory.push_back({static_cast<uint8_t *>(arg->tensor().data),
+                        arg->tensor().sizeInBytes()});
+  auto snapshot = [&] {
+    std::vector<std::vector<uint8_t>> copy;
+    for (auto [p, n] : memory)
+      copy.emplace_back(p, p + n);
+    return copy;
+  };
+  const std::vector<std::vector<uint8_t>> before = snapshot();
+  if (Status s = runGrid(kernel, launch, emu::EmuOrder::Forward); !s.ok())
+    return s;
+  const std::vector<std::vector<uint8_t>> forward = snapshot();
+  for (emu::EmuOrder order : {emu::EmuOrder::Reverse, emu::EmuOrder::Random}) {
+    for (size_t i = 0; i < memory.size(); ++i)
+      std::copy(before[i].begin(), before[i].end(), memory[i].first);
+    if (Status s = runGrid(kernel, launch, order); !s.ok())
+      return s;
+    for (size_t i = 0; i < memory.size(); ++i) {
+      const uint8_t *p = memory[i].first;
+      auto diff = std::mismatch(forward[i].begin(), forward[i].end(), p);
+      if (diff.first != forward[i].end())
+        return backendError(
+            "the results depend on the wave order: memref argument " +
+            std::to_string(i) + " differs at byte " +
+            std::to_string(diff.first - forward[i].begin()) +
+            " between the forward and the " +
+            (order == emu::EmuOrder::Reverse ? "reverse" : "random") +
+            " order (a race the LDS checker cannot see, e.g. in global "
+            "memory)");
+    }
+  }
+  return Status::success();
+}
+
+Status EmuBackend::runGrid(const emu::EmuKernel &kernel,
+                           const emu::EmuLaunch &launch, emu::EmuOrder order) {
+  emu::EmuOptions emuOptions;
+  emuOptions.order = order;
+  emuOptions.seed = options.seed;
   std::mutex mutex;
   Status first = Status::success();
   std::atomic<bool> failed{false};
-  int64_t sizeX = config.grid[0], sizeXY = config.grid[0] * config.grid[1];
+  const auto &grid = launch.grid;
+  int64_t total = grid[0] * grid[1] * grid[2];
+  int64_t sizeX = grid[0], sizeXY = grid[0] * grid[1];
   pool.parallelFor(total, [&](int64_t id) {
     if (failed.load(std::memory_order_relaxed))
       return;
@@ -229,10 +277,21 @@ mla::rt::parseEmuDeviceName(std::string_view name) {
     o.order = EmuWaveOrder::Random;
     return o;
   }
-  constexpr std::string_view prefix = "emu:random:";
-  if (name.substr(0, prefix.size()) != prefix)
+  if (name == "emu:check-orders") {
+    o.order = EmuWaveOrder::CheckOrders;
+    return o;
+  }
+  std::string_view digits;
+  for (auto [prefix, order] :
+       {std::pair<std::string_view, EmuWaveOrder>{"emu:random:",
+                                                  EmuWaveOrder::Random},
+        {"emu:check-orders:", EmuWaveOrder::CheckOrders}})
+    if (name.substr(0, prefix.size()) == prefix) {
+      digits = name.substr(prefix.size());
+      o.order = order;
+    }
+  if (o.order == EmuWaveOrder::Forward)
     return std::nullopt;
-  std::string_view digits = name.substr(prefix.size());
   if (digits.empty() || digits.size() > 19)
     return std::nullopt;
   uint64_t seed = 0;
@@ -241,7 +300,6 @@ mla::rt::parseEmuDeviceName(std::string_view name) {
       return std::nullopt;
     seed = seed * 10 + uint64_t(c - '0');
   }
-  o.order = EmuWaveOrder::Random;
   o.seed = seed;
   return o;
 }

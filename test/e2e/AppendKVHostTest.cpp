@@ -9,6 +9,7 @@
 // bit-exactly, every other row is unchanged.
 //
 //===----------------------------------------------------------------------===//
+#include "HostPackages.h"
 #include "mla/runtime/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -56,7 +57,7 @@ std::string tempDir() {
 std::string compileAppend(const AppendCase &c) {
   std::string out = tempDir() + "/" + c.name + ".mlapkg";
   std::string cmd = std::string(MLA_COMPILE_PATH) +
-                    " --kernel=append_kv --target=host --latent-dim=" +
+                    " --kernel=append_kv --target=" MLA_E2E_TARGET " --latent-dim=" +
                     std::to_string(c.latent) +
                     " --rope-dim=" + std::to_string(c.rope) +
                     " --page-size=" + std::to_string(c.pageSize) +
@@ -150,7 +151,7 @@ AppendRun load(const AppendCase &c, uint32_t seed) {
   std::string path = compileAppend(c);
   Expected<Package> pkg = readPackage(path);
   EXPECT_TRUE(pkg.ok()) << pkg.status().toString();
-  Expected<Device> dev = Device::open("host");
+  Expected<Device> dev = Device::open(MLA_E2E_DEVICE);
   EXPECT_TRUE(dev.ok()) << dev.status().toString();
   Expected<Kernel> kernel = dev->loadKernel(*pkg);
   EXPECT_TRUE(kernel.ok()) << kernel.status().toString();

@@ -16,6 +16,16 @@
 #include <string>
 #include <unistd.h>
 
+// The target the packages are compiled for and the device they run on:
+// the host by default; the emulator executables build the same tests with
+// an AMD emulation target (test/e2e/CMakeLists.txt).
+#ifndef MLA_E2E_TARGET
+#define MLA_E2E_TARGET "host"
+#endif
+#ifndef MLA_E2E_DEVICE
+#define MLA_E2E_DEVICE "host"
+#endif
+
 namespace mla::rt::test {
 
 /// A temporary folder of this test process.
@@ -28,22 +38,22 @@ inline std::string e2eTempDir() {
   return dir;
 }
 
-/// Runs `mla-compile --target=host ARGS -o DIR/NAME.mlapkg`; returns the
+/// Runs `mla-compile --target=MLA_E2E_TARGET ARGS -o DIR/NAME.mlapkg`; returns the
 /// package path. ARGS is an input file or --kernel flags.
 inline std::string compileHostPackage(const std::string &name,
                                       const std::string &args) {
   std::string out = e2eTempDir() + "/" + name + ".mlapkg";
-  std::string cmd = std::string(MLA_COMPILE_PATH) + " --target=host " + args +
+  std::string cmd = std::string(MLA_COMPILE_PATH) + " --target=" MLA_E2E_TARGET " " + args +
                     " -o " + out;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return out;
 }
 
-/// The package at `path` loaded on the host device.
+/// The package at `path` loaded on MLA_E2E_DEVICE.
 inline Kernel loadHostKernel(const std::string &path) {
   Expected<Package> pkg = readPackage(path);
   EXPECT_TRUE(pkg.ok()) << pkg.status().toString();
-  Expected<Device> dev = Device::open("host");
+  Expected<Device> dev = Device::open(MLA_E2E_DEVICE);
   EXPECT_TRUE(dev.ok()) << dev.status().toString();
   Expected<Kernel> kernel = dev->loadKernel(*pkg);
   EXPECT_TRUE(kernel.ok()) << kernel.status().toString();

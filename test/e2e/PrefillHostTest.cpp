@@ -91,6 +91,10 @@ class PrefillHost : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PrefillHost, MatchesFloat64Reference) {
   const Case &c = GetParam();
+  if (std::string(MLA_E2E_TARGET) != "host" &&
+      c.perfConfig.find("stages=") != std::string::npos)
+    GTEST_SKIP() << "pipelined key tiles (stages > 1) do not fit an AMD "
+                    "chip's LDS";
   std::mt19937 rng(std::hash<std::string>()(c.name));
   PrefillProblem p = makePrefill(c.heads, c.dqk, c.dv, c.causal,
                                  dtypeOf(c.dtype), c.lensQ, c.lensK, rng);

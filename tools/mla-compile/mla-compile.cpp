@@ -113,6 +113,11 @@ static cl::opt<std::string>
                   "passes; for gfx942-emu the same module as gfx942), llvm "
                   "(optimised LLVM IR), asm, obj (the code object)"),
          cl::init("package"), cl::cat(cat));
+static cl::opt<int> emuDropBarrier(
+    "emu-drop-barrier",
+    cl::desc("AMD emulation targets: remove the N-th gpu.barrier (0-based) "
+             "to test the emulator's race checker"),
+    cl::init(-1), cl::cat(cat));
 static cl::opt<std::string>
     perfConfig("perf-config",
                cl::desc("Override config fields: tile_kv=N,kv_splits=N,"
@@ -377,6 +382,10 @@ int main(int argc, char **argv) {
       return fail("--target: '" + t + "' is given twice");
     archs.push_back(arch);
   }
+  if (emuDropBarrier >= 0 &&
+      llvm::any_of(archs, [](auto *a) { return !a->isEmulation(); }))
+    return fail("--emu-drop-barrier applies to AMD emulation targets only "
+                "(gfx90a-emu, gfx942-emu, gfx950-emu)");
   if (!llvm::is_contained({"package", "mlir", "llvm", "asm", "obj"},
                           StringRef(emit)))
     return fail("--emit must be one of package, mlir, llvm, asm, obj (got '" +
@@ -431,6 +440,7 @@ int main(int argc, char **argv) {
     mla::PipelineOptions options;
     options.target = arch->name.str();
     options.perfConfig = perfConfig;
+    options.emuDropBarrier = emuDropBarrier;
     PassManager pm(&context);
     if (host)
       mla::buildHostKernelPipeline(pm, options);

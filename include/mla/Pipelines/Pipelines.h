@@ -14,6 +14,9 @@ struct PipelineOptions {
   std::string target = "host";
   /// `field=value,...` overrides of the selected #mla.config.
   std::string perfConfig;
+  /// Emulation targets only: remove this gpu.barrier (testing the race
+  /// checker; -1: none). --mla-emulate-amdgpu="drop-barrier=N".
+  int emuDropBarrier = -1;
 };
 
 /// Semantic ops -> blockwise host program with outlined kernel entry points

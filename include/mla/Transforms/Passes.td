@@ -233,8 +233,14 @@ def MLAEmulateAMDGPU : Pass<"mla-emulate-amdgpu", "mlir::ModuleOp"> {
     memory); `llvm.amdgcn.exp2`/`log` become `llvm.exp2`/`log2`. An op of the
     gpu, amdgpu or rocdl dialects it does not emulate is an error located at
     the op. Followed by the host conversion to LLVM and
-    `mla-emulate-amdgpu-finalize`.
+    `mla-emulate-amdgpu-finalize`. `drop-barrier=N` removes the N-th
+    `gpu.barrier` (0-based, in walk order): a test of the emulator's race
+    checker on a real kernel.
   }];
+  let options = [
+    Option<"dropBarrier", "drop-barrier", "int", /*default=*/"-1",
+           "Remove the N-th gpu.barrier (testing the race checker; -1: none)">,
+  ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::func::FuncDialect",

@@ -343,6 +343,7 @@ FailureOr<SmallVector<func::FuncOp>> moveFunctions(ModuleOp module,
 
 struct EmulateAMDGPUPass
     : public mla::impl::MLAEmulateAMDGPUBase<EmulateAMDGPUPass> {
+  using MLAEmulateAMDGPUBase::MLAEmulateAMDGPUBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -359,6 +360,23 @@ struct EmulateAMDGPUPass
     for (auto f : module.getOps<func::FuncOp>())
       if (!f.isExternal())
         funcs.push_back(f);
+    if (dropBarrier >= 0) {
+      int index = 0;
+      gpu::BarrierOp dropped;
+      for (func::FuncOp f : funcs)
+        f.walk([&](gpu::BarrierOp op) {
+          if (index++ == dropBarrier)
+            dropped = op;
+        });
+      if (!dropped) {
+        module.emitError("drop-barrier=")
+            << static_cast<int>(dropBarrier) << ": the module has "
+                                          << index << " barriers";
+        return signalPassFailure();
+      }
+      LLVM_DEBUG(llvm::dbgs() << "dropping " << dropped << "\n");
+      dropped.erase();
+    }
     for (func::FuncOp f : funcs) {
       Rewriter rw{module, f.getBody().front()};
       SmallVector<Operation *> ops;

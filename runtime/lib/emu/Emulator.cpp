@@ -286,13 +286,6 @@ bool Workgroup::runWave(int32_t wave, const std::vector<int32_t> &laneOrder) {
   }
 }
 
-float loadSource(int32_t type, const void *p, int e) {
-  uint16_t bits;
-  std::memcpy(&bits, static_cast<const char *>(p) + 2 * e, 2);
-  return type == static_cast<int32_t>(MfmaType::BF16) ? bf16ToFloat(bits)
-                                                      : f16ToFloat(bits);
-}
-
 /// The MFMA register layouts of AMD's matrix instruction calculator
 /// (docs/AMD.md): element e of lane l holds A[row][k], B[k][col], C[row][col].
 struct MfmaLayout {
@@ -361,38 +354,41 @@ void Workgroup::collective(int32_t wave) {
       failed = true;
       return;
     }
-  // Inactive lanes (a partial last wave) contribute zeros.
-  std::vector<float> A(lay.m * lay.k, 0.f), B(lay.k * lay.n, 0.f),
-      C(lay.m * lay.n, 0.f);
+  // Inactive lanes (a partial last wave) contribute zeros. A: M x K,
+  // B: K x N, C: M x N, row-major; at most 32 x 32 floats each.
+  float A[32 * 32] = {}, B[32 * 32] = {}, C[32 * 32] = {};
+  const bool bf16 = lead.type == static_cast<int32_t>(MfmaType::BF16);
   for (int64_t l = 0; l < count; ++l) {
     const Lane &ln = *lanes[first + l];
+    const auto *a = static_cast<const uint16_t *>(ln.a);
+    const auto *b = static_cast<const uint16_t *>(ln.b);
+    const auto *c = static_cast<const float *>(ln.c);
     for (int e = 0; e < lay.perLaneAB; ++e) {
-      int r, c;
-      lay.a(int(l), e, r, c);
-      A[r * lay.k + c] = loadSource(ln.type, ln.a, e);
-      lay.b(int(l), e, r, c);
-      B[r * lay.n + c] = loadSource(ln.type, ln.b, e);
+      int r, k;
+      lay.a(int(l), e, r, k);
+      A[r * lay.k + k] = bf16 ? bf16ToFloat(a[e]) : f16ToFloat(a[e]);
+      lay.b(int(l), e, k, r);
+      B[k * lay.n + r] = bf16 ? bf16ToFloat(b[e]) : f16ToFloat(b[e]);
     }
     for (int e = 0; e < lay.perLaneC; ++e) {
-      int r, c;
-      lay.c(int(l), e, r, c);
-      std::memcpy(&C[r * lay.n + c], static_cast<const char *>(ln.c) + 4 * e, 4);
+      int r, j;
+      lay.c(int(l), e, r, j);
+      C[r * lay.n + j] = c[e];
     }
   }
   // f32 accumulation in k order; bf16/f16 products are exact in f32.
   for (int i = 0; i < lay.m; ++i)
-    for (int j = 0; j < lay.n; ++j) {
-      float acc = C[i * lay.n + j];
-      for (int kk = 0; kk < lay.k; ++kk)
-        acc += A[i * lay.k + kk] * B[kk * lay.n + j];
-      C[i * lay.n + j] = acc;
+    for (int kk = 0; kk < lay.k; ++kk) {
+      float x = A[i * lay.k + kk];
+      for (int j = 0; j < lay.n; ++j)
+        C[i * lay.n + j] += x * B[kk * lay.n + j];
     }
   for (int64_t l = 0; l < count; ++l) {
-    const Lane &ln = *lanes[first + l];
+    auto *d = static_cast<float *>(lanes[first + l]->d);
     for (int e = 0; e < lay.perLaneC; ++e) {
-      int r, c;
-      lay.c(int(l), e, r, c);
-      std::memcpy(static_cast<char *>(ln.d) + 4 * e, &C[r * lay.n + c], 4);
+      int r, j;
+      lay.c(int(l), e, r, j);
+      d[e] = C[r * lay.n + j];
     }
   }
 }
@@ -402,24 +398,26 @@ void Workgroup::raceCheck(Lane &l, int64_t offset, int64_t bytes,
   uint32_t sync = waveSync[l.wave];
   for (int64_t i = 0; i < bytes; ++i) {
     Shadow &s = shadow[offset + i];
-    std::string what = std::string(store ? "writes" : "reads") +
-                       " LDS byte " + std::to_string(offset + i);
+    auto what = [&] {
+      return std::string(store ? "writes" : "reads") + " LDS byte " +
+             std::to_string(offset + i);
+    };
     if (s.writeEpoch == epoch) {
       if (s.writeWave != l.wave)
-        fail("LDS race at " + where(site) + ": " + who(l) + " " + what +
+        fail("LDS race at " + where(site) + ": " + who(l) + " " + what() +
              ", written by wave " + std::to_string(s.writeWave) + " lane " +
              std::to_string(s.writeLane) + " at " + where(s.writeSite) +
              " with no barrier between");
       if (s.writeLane != l.lane && s.writeSync == sync)
         fail("relies on wave-synchronous LDS at " + where(site) + ": " +
-             who(l) + " " + what + ", written by lane " +
+             who(l) + " " + what() + ", written by lane " +
              std::to_string(s.writeLane) + " of the same wave at " +
              where(s.writeSite) +
              " with no barrier or wave-level synchronisation between");
     }
     if (store && s.readEpoch == epoch &&
         (s.readWave == kManyReaders || s.readWave != l.wave))
-      fail("LDS race at " + where(site) + ": " + who(l) + " " + what +
+      fail("LDS race at " + where(site) + ": " + who(l) + " " + what() +
            ", read by another wave at " + where(s.readSite) +
            " with no barrier between");
     if (store) {

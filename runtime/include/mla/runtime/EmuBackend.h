@@ -26,7 +26,10 @@ namespace mla::rt {
 
 /// The order in which waves (and the lanes within each) run between
 /// barriers. A kernel free of races gives bit-identical results in all.
-enum class EmuWaveOrder { Forward, Reverse, Random };
+/// CheckOrders runs every launch three times from the same memory state --
+/// forward, reverse and random -- and fails it when any byte of any memref
+/// argument differs between the orders.
+enum class EmuWaveOrder { Forward, Reverse, Random, CheckOrders };
 
 struct EmuBackendOptions {
   /// Workgroups run in parallel on this many threads, 0 = one per core.
@@ -39,7 +42,8 @@ struct EmuBackendOptions {
 std::shared_ptr<Backend> createEmuBackend(const EmuBackendOptions &options = {});
 
 /// Options of the device names "emu" (= "emu:forward"), "emu:reverse",
-/// "emu:random" (seed 1) and "emu:random:SEED"; std::nullopt otherwise.
+/// "emu:random" (seed 1), "emu:random:SEED", "emu:check-orders" and
+/// "emu:check-orders:SEED"; std::nullopt otherwise.
 std::optional<EmuBackendOptions> parseEmuDeviceName(std::string_view name);
 
 /// The AMD chip an emulation target emulates ("gfx942" for "gfx942-emu"),
