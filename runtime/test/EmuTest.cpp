@@ -282,3 +282,34 @@ TEST_F(Emu, ShuffleReadsTheSourceLane) {
 }
 
 } // namespace
+
+#include "mla/runtime/Device.h"
+#include "mla/runtime/mla_runtime.h"
+
+namespace {
+TEST(EmuDevice, NamesOpenTheEmulator) {
+  for (const char *name : {"emu", "emu:reverse", "emu:random:42",
+                           "emu:check-orders", "emu:check-orders:9"}) {
+    Expected<Device> dev = Device::open(name);
+    ASSERT_TRUE(dev.ok()) << name << ": " << dev.status().toString();
+    EXPECT_TRUE(dev->getBackend().supportsTarget("gfx942-emu"));
+    EXPECT_TRUE(dev->getBackend().supportsTarget("gfx950-emu"));
+    EXPECT_FALSE(dev->getBackend().supportsTarget("gfx942"));
+    EXPECT_FALSE(dev->getBackend().supportsTarget("host-x86_64"));
+  }
+  EXPECT_EQ(Device::open("emu:random:7")->getName(), "emu:random:7");
+  for (const char *bad : {"emu:", "emu:random:", "emu:random:x", "emux"}) {
+    Expected<Device> dev = Device::open(bad);
+    EXPECT_FALSE(dev.ok()) << bad;
+  }
+}
+
+TEST(EmuDevice, CApiOpensTheEmulator) {
+  mla_device *dev = nullptr;
+  ASSERT_EQ(mla_device_open("emu:reverse", nullptr, &dev), MLA_OK);
+  const char *name = nullptr;
+  ASSERT_EQ(mla_device_name(dev, &name), MLA_OK);
+  EXPECT_STREQ(name, "emu:reverse");
+  mla_device_close(dev);
+}
+} // namespace

@@ -227,7 +227,7 @@ TEST_F(MlaRunTest, CommandLineErrors) {
   args = standardArgs();
   args.push_back("--device=gfx942");
   expectFailure(args, "device 'gfx942' is not available in this build "
-                      "(available: host, cuda, cuda:N, hip, hip:N, auto)");
+                      "(available: host, cuda, cuda:N, hip, hip:N, emu, emu:reverse, emu:random[:SEED], emu:check-orders[:SEED], auto)");
 }
 
 TEST_F(MlaRunTest, CudaDeviceWithoutAGpuIsOneLineError) {

@@ -46,7 +46,8 @@ options:
   --device=NAME    device to run on: host (default), cuda (device 0),
                    cuda:N, hip (AMD GPU 0), hip:N, emu (the AMD emulator on
                    the host, for gfx90a-emu/gfx942-emu/gfx950-emu packages;
-                   emu:reverse or emu:random[:SEED] change the wave order),
+                   emu:reverse or emu:random[:SEED] change the wave order,
+                   emu:check-orders runs all three and compares the results),
                    or auto (cuda when usable, else hip, else host)
   --threads=N      host or emulator worker threads, N >= 1 (default: all
                    cores)

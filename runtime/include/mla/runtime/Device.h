@@ -32,9 +32,10 @@ public:
   ///    time); the error is one line, e.g. "cuda: no CUDA device";
   ///  * "hip", "hip:N": HIP device 0 / N (libamdhip64 is loaded at run
   ///    time); the error is one line, e.g. "hip: no AMD GPU";
-  ///  * "emu", "emu:reverse", "emu:random[:SEED]": the AMD emulator on the
-  ///    host (EmuBackend.h), running waves forward, reversed or in a seeded
-  ///    random order between barriers;
+  ///  * "emu", "emu:reverse", "emu:random[:SEED]", "emu:check-orders[:SEED]":
+  ///    the AMD emulator on the host (EmuBackend.h), running waves forward,
+  ///    reversed or in a seeded random order between barriers, or every
+  ///    launch in all three with the results compared;
   ///  * "auto": "cuda" when it opens, else "hip" when it opens, else "host"
   ///    (never the emulator).
   static Expected<Device> open(std::string_view name,
