@@ -68,6 +68,15 @@ constexpr int64_t kOffsetBias = int64_t(1) << 47;
 
 class Workgroup;
 thread_local Workgroup *tlsWorkgroup = nullptr;
+
+/// Records the message (a full statement: its temporaries die here), then
+/// abandons the lane.
+#define MLA_EMU_FAIL_ON(wg, message)                                           \
+  do {                                                                         \
+    (wg).setError(message);                                                    \
+    (wg).abandon();                                                            \
+  } while (0)
+#define MLA_EMU_FAIL(message) MLA_EMU_FAIL_ON(*this, message)
 /// Epochs and wave-synchronisation stamps only grow on a thread, so the
 /// shadow never needs clearing between workgroups.
 thread_local uint32_t tlsEpoch = 0;
@@ -78,13 +87,17 @@ public:
   Status run(const EmuKernel &kernel, const EmuLaunch &launch,
              std::array<int64_t, 3> blockId, const EmuOptions &options);
 
-  [[noreturn]] void fail(std::string message) {
-    error = std::move(message);
+  /// The lane's last switch after a problem was recorded: a failed
+  /// workgroup's lanes are never resumed. Use MLA_EMU_FAIL, so that the
+  /// message's temporaries are destroyed before the lane's stack is
+  /// abandoned.
+  [[noreturn]] void abandon() {
     failed = true;
     Lane &l = *current;
     switchContext(l.ctx, scheduler);
-    std::abort(); // a failed workgroup's lanes are never resumed
+    std::abort();
   }
+  void setError(std::string message) { error = std::move(message); }
 
   std::string where(int32_t site) const {
     if (site >= 0 && site < kernel->siteCount && kernel->sites[site])
@@ -404,12 +417,12 @@ void Workgroup::raceCheck(Lane &l, int64_t offset, int64_t bytes,
     };
     if (s.writeEpoch == epoch) {
       if (s.writeWave != l.wave)
-        fail("LDS race at " + where(site) + ": " + who(l) + " " + what() +
+        MLA_EMU_FAIL("LDS race at " + where(site) + ": " + who(l) + " " + what() +
              ", written by wave " + std::to_string(s.writeWave) + " lane " +
              std::to_string(s.writeLane) + " at " + where(s.writeSite) +
              " with no barrier between");
       if (s.writeLane != l.lane && s.writeSync == sync)
-        fail("relies on wave-synchronous LDS at " + where(site) + ": " +
+        MLA_EMU_FAIL("relies on wave-synchronous LDS at " + where(site) + ": " +
              who(l) + " " + what() + ", written by lane " +
              std::to_string(s.writeLane) + " of the same wave at " +
              where(s.writeSite) +
@@ -417,7 +430,7 @@ void Workgroup::raceCheck(Lane &l, int64_t offset, int64_t bytes,
     }
     if (store && s.readEpoch == epoch &&
         (s.readWave == kManyReaders || s.readWave != l.wave))
-      fail("LDS race at " + where(site) + ": " + who(l) + " " + what() +
+      MLA_EMU_FAIL("LDS race at " + where(site) + ": " + who(l) + " " + what() +
            ", read by another wave at " + where(s.readSite) +
            " with no barrier between");
     if (store) {
@@ -442,7 +455,7 @@ void Workgroup::ldsAccess(void *p, int64_t bytes, void *data, int32_t site,
   int64_t offset = static_cast<char *>(p) - reinterpret_cast<char *>(lds.data());
   int64_t size = static_cast<int64_t>(lds.size());
   if (bytes < 0 || offset < 0 || offset > size || bytes > size - offset)
-    fail(std::string("LDS ") + (store ? "store" : "load") + " of " +
+    MLA_EMU_FAIL(std::string("LDS ") + (store ? "store" : "load") + " of " +
          std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
          " is outside the workgroup's " + std::to_string(size) +
          " bytes of LDS (the launch plan's) at " + where(site) + " (" +
@@ -472,13 +485,13 @@ void Workgroup::bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
   auto bits = reinterpret_cast<uint64_t>(p);
   uint64_t index = (bits >> kOffsetBits) - 1;
   if (index >= buffers.size())
-    fail("buffer access through a pointer that is no buffer resource at " +
+    MLA_EMU_FAIL("buffer access through a pointer that is no buffer resource at " +
          where(site));
   const BufferResource &buf = buffers[index];
   int64_t offset =
       int64_t(bits & ((uint64_t(1) << kOffsetBits) - 1)) - kOffsetBias;
   if (offset < 0 || offset > int64_t(UINT32_MAX))
-    fail("buffer offset " + std::to_string(offset) + " at " + where(site) +
+    MLA_EMU_FAIL("buffer offset " + std::to_string(offset) + " at " + where(site) +
          " (" + who(l) +
          ") does not fit the instruction's 32-bit unsigned offset");
   // The range check per 4-byte component (CDNA3 ISA, buffer range
@@ -489,7 +502,7 @@ void Workgroup::bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
     uint64_t start = uint64_t(offset + c);
     bool inRange = start < buf.records;
     if (inRange && start + piece > buf.records)
-      fail("buffer " + std::string(store ? "store" : "load") + " at " +
+      MLA_EMU_FAIL("buffer " + std::string(store ? "store" : "load") + " at " +
            where(site) + " (" + who(l) + ") straddles num_records (" +
            std::to_string(buf.records) + " bytes) at offset " +
            std::to_string(start) +
@@ -516,7 +529,7 @@ int64_t hookDim(int32_t code) {
   const Lane &l = *g.current;
   int32_t kind = code / 3, d = code % 3;
   if (code < 0 || kind > static_cast<int32_t>(DimKind::LaneId))
-    g.fail("unknown id code " + std::to_string(code));
+    MLA_EMU_FAIL_ON(g, "unknown id code " + std::to_string(code));
   switch (static_cast<DimKind>(kind)) {
   case DimKind::ThreadId:
     return l.tid[d];
