@@ -72,3 +72,62 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Cross-lane reads: each is one wave-collective shuffle of 32 bits.
+// CHECK-LABEL: func.func private @x_lane(
+// CHECK-COUNT-6: call @__mla_emu_shuffle
+// CHECK-NOT: rocdl.
+// CHECK-NOT: amdgpu.
+module attributes {gpu.container_module} {
+  gpu.module @mla_kernels {
+    gpu.func @x(%v: f32, %i: i32, %out: memref<6xf32>) kernel {
+      %a = rocdl.readlane %v, %i : (f32, i32) -> f32
+      %b = rocdl.readfirstlane %v : f32
+      %bits = arith.bitcast %v : f32 to i32
+      %c = rocdl.ds_bpermute %i, %bits : (i32, i32) -> i32
+      %cf = arith.bitcast %c : i32 to f32
+      %d = amdgpu.swizzle_bitmode %v 31 0 1 : f32
+      %e = amdgpu.dpp %v %v quad_perm([1 : i32, 0 : i32, 3 : i32, 2 : i32]) : f32
+      %f = amdgpu.dpp %v %v row_shr(1 : i32) { bound_ctrl = true } : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      memref.store %a, %out[%c0] : memref<6xf32>
+      memref.store %b, %out[%c1] : memref<6xf32>
+      memref.store %cf, %out[%c2] : memref<6xf32>
+      memref.store %d, %out[%c3] : memref<6xf32>
+      memref.store %e, %out[%c4] : memref<6xf32>
+      memref.store %f, %out[%c5] : memref<6xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @mla_kernels {
+    gpu.func @k(%v: f32) kernel {
+      // expected-error @+1 {{DPP row_bcast_15 is not emulated}}
+      %r = amdgpu.dpp %v %v row_bcast_15 : f32
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @mla_kernels {
+    gpu.func @k(%v: f32) kernel {
+      // expected-error @+1 {{is emulated with full row and bank masks only}}
+      %r = amdgpu.dpp %v %v row_shl(1 : i32) { row_mask = 0xa : i32 } : f32
+      gpu.return
+    }
+  }
+}

@@ -227,7 +227,9 @@ def MLAEmulateAMDGPU : Pass<"mla-emulate-amdgpu", "mlir::ModuleOp"> {
     `func.func`; a kernel `K` gets an exported entry `K(void **args)` that
     runs one lane (arguments as for host kernels). GPU ids, `gpu.barrier`,
     `gpu.dynamic_shared_memory`, `amdgpu.fat_raw_buffer_cast` (num_records as
-    the ROCDL lowering computes it), `amdgpu.mfma` and `gpu.shuffle` become
+    the ROCDL lowering computes it), `amdgpu.mfma` and the cross-lane reads
+    (`gpu.shuffle`, `rocdl.readlane`, `rocdl.readfirstlane`,
+    `rocdl.ds_bpermute`, `amdgpu.swizzle_bitmode`, `amdgpu.dpp`) become
     calls of the emulator's hooks (runtime/include/mla/runtime/EmuAbi.h);
     memory spaces become integers (LDS 3, fat raw buffer 7, others host
     memory); `llvm.amdgcn.exp2`/`log` become `llvm.exp2`/`log2`. An op of the

@@ -9,7 +9,9 @@
 //     emulator's hooks (runtime/include/mla/runtime/EmuAbi.h);
 //   * amdgpu.fat_raw_buffer_cast becomes a buffer resource made by the
 //     emulator (num_records computed as the ROCDL lowering does), and
-//     amdgpu.mfma and gpu.shuffle wave-collective hook calls;
+//     amdgpu.mfma, gpu.shuffle and the cross-lane ops (rocdl.readlane,
+//     readfirstlane, ds_bpermute, amdgpu.swizzle_bitmode, amdgpu.dpp)
+//     wave-collective hook calls;
 //   * memory spaces become integers: LDS 3, fat raw buffers 7, the rest 0,
 //     so that mla-emulate-amdgpu-finalize can route every LDS and buffer
 //     access through the emulator after LLVM conversion;
@@ -26,6 +28,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "llvm/Support/Debug.h"
@@ -212,6 +215,158 @@ struct Rewriter {
     return success();
   }
 
+  /// The lane's index in its wave (i32).
+  Value laneId(ImplicitLocOpBuilder &b) {
+    return arith::IndexCastOp::create(
+        b, b.getI32Type(), dim(b, emu::DimKind::LaneId, gpu::Dimension::x));
+  }
+
+  /// `value` (32 bits) of lane `src` of the wave where `valid`, else
+  /// `fallback`: one wave-collective Shuffle hook call.
+  Value crossLane(ImplicitLocOpBuilder &b, Value value, Value src, Value valid,
+                  Value fallback) {
+    Type t = value.getType();
+    auto bits = [&](Value v) {
+      return t.isInteger(32) ? v
+                             : arith::BitcastOp::create(b, b.getI32Type(), v)
+                                   .getResult();
+    };
+    src = arith::SelectOp::create(b, valid, src, laneId(b));
+    Value r = emu::callHook(b, module, Hook::Shuffle, {bits(value), src})[0];
+    if (!t.isInteger(32))
+      r = arith::BitcastOp::create(b, t, r);
+    return arith::SelectOp::create(b, valid, r, fallback);
+  }
+
+  /// rocdl.readlane / readfirstlane / ds_bpermute, amdgpu.swizzle_bitmode and
+  /// amdgpu.dpp (32-bit values) as cross-lane reads. Semantics: the CDNA3
+  /// ISA's DS_BPERMUTE_B32 (byte address / 4, modulo 64), DS_SWIZZLE_B32
+  /// bit mode (within 32 lanes), and DPP (docs/AMD.md).
+  LogicalResult crossLaneOp(Operation *op) {
+    ImplicitLocOpBuilder b(op->getLoc(), op);
+    Value result = op->getResult(0);
+    Type t = result.getType();
+    if (!t.isIntOrFloat() || t.getIntOrFloatBitWidth() != 32)
+      return op->emitOpError("is emulated for 32-bit values only");
+    auto c = [&](int64_t v) { return i32Const(b, v); };
+    Value lane = laneId(b);
+    Value yes = arith::ConstantIntOp::create(b, 1, 1);
+    Value out;
+    if (auto o = dyn_cast<ROCDL::ReadlaneOp>(op)) {
+      out = crossLane(b, o.getSrc0(),
+                      arith::AndIOp::create(b, o.getSrc1(), c(63)), yes,
+                      o.getSrc0());
+    } else if (auto o = dyn_cast<ROCDL::ReadfirstlaneOp>(op)) {
+      // Every lane of the wave is active at a wave-collective operation.
+      out = crossLane(b, o.getSrc(), c(0), yes, o.getSrc());
+    } else if (auto o = dyn_cast<ROCDL::DsBpermuteOp>(op)) {
+      Value src = arith::AndIOp::create(
+          b, arith::ShRUIOp::create(b, o.getIndex(), c(2)), c(63));
+      out = crossLane(b, o.getSrc(), src, yes, o.getSrc());
+    } else if (auto o = dyn_cast<amdgpu::SwizzleBitModeOp>(op)) {
+      Value low = arith::AndIOp::create(b, lane, c(31));
+      Value sel = arith::XOrIOp::create(
+          b,
+          arith::OrIOp::create(
+              b, arith::AndIOp::create(b, low, c(o.getAndMask() & 31)),
+              c(o.getOrMask() & 31)),
+          c(o.getXorMask() & 31));
+      Value src = arith::OrIOp::create(
+          b, arith::AndIOp::create(b, lane, c(32)),
+          arith::AndIOp::create(b, sel, c(31)));
+      out = crossLane(b, o.getSrc(), src, yes, o.getSrc());
+    } else if (auto o = dyn_cast<amdgpu::DPPOp>(op)) {
+      FailureOr<std::pair<Value, Value>> src = dppSource(b, o, lane);
+      if (failed(src))
+        return failure();
+      Value fallback =
+          o.getBoundCtrl()
+              ? arith::ConstantOp::create(b, b.getZeroAttr(t)).getResult()
+              : o.getOld();
+      out = crossLane(b, o.getSrc(), src->first, src->second, fallback);
+    }
+    result.replaceAllUsesWith(out);
+    op->erase();
+    return success();
+  }
+
+  /// The DPP source lane of `lane` and whether it is inside the row / wave.
+  FailureOr<std::pair<Value, Value>> dppSource(ImplicitLocOpBuilder &b,
+                                               amdgpu::DPPOp op, Value lane) {
+    if (op.getRowMask() != 0xf || op.getBankMask() != 0xf)
+      return op.emitOpError("is emulated with full row and bank masks only");
+    auto c = [&](int64_t v) { return i32Const(b, v); };
+    int64_t n = 1;
+    if (auto a = dyn_cast_or_null<IntegerAttr>(op.getPermArgument().value_or(Attribute())))
+      n = a.getInt();
+    Value row = arith::AndIOp::create(b, lane, c(~15));
+    Value inRow = arith::AndIOp::create(b, lane, c(15));
+    Value yes = arith::ConstantIntOp::create(b, 1, 1);
+    auto within = [&](Value idx, int64_t lo, int64_t hi) {
+      return arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, idx, c(lo)),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::slt, idx, c(hi)));
+    };
+    Value src, valid = yes;
+    switch (op.getKind()) {
+    case amdgpu::DPPPerm::quad_perm: {
+      auto perm = dyn_cast_or_null<ArrayAttr>(op.getPermArgument().value_or(Attribute()));
+      if (!perm || perm.size() != 4)
+        return op.emitOpError("quad_perm needs four lanes");
+      // src = (lane & ~3) | perm[lane & 3], as a select chain.
+      Value q = arith::AndIOp::create(b, lane, c(3));
+      Value pick = c(cast<IntegerAttr>(perm[3]).getInt());
+      for (int i = 2; i >= 0; --i)
+        pick = arith::SelectOp::create(
+            b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, q, c(i)),
+            c(cast<IntegerAttr>(perm[i]).getInt()), pick);
+      src = arith::OrIOp::create(b, arith::AndIOp::create(b, lane, c(~3)), pick);
+      break;
+    }
+    case amdgpu::DPPPerm::row_shl:
+    case amdgpu::DPPPerm::row_shr: {
+      Value idx = arith::AddIOp::create(
+          b, inRow, c(op.getKind() == amdgpu::DPPPerm::row_shl ? n : -n));
+      valid = within(idx, 0, 16);
+      src = arith::AddIOp::create(b, row, idx);
+      break;
+    }
+    case amdgpu::DPPPerm::row_ror:
+      src = arith::AddIOp::create(
+          b, row,
+          arith::AndIOp::create(b, arith::AddIOp::create(b, inRow, c(16 - n)),
+                                c(15)));
+      break;
+    case amdgpu::DPPPerm::wave_shl:
+    case amdgpu::DPPPerm::wave_shr: {
+      src = arith::AddIOp::create(
+          b, lane, c(op.getKind() == amdgpu::DPPPerm::wave_shl ? 1 : -1));
+      valid = within(src, 0, 64);
+      break;
+    }
+    case amdgpu::DPPPerm::wave_rol:
+    case amdgpu::DPPPerm::wave_ror:
+      src = arith::AndIOp::create(
+          b,
+          arith::AddIOp::create(
+              b, lane, c(op.getKind() == amdgpu::DPPPerm::wave_rol ? 1 : 63)),
+          c(63));
+      break;
+    case amdgpu::DPPPerm::row_mirror:
+      src = arith::OrIOp::create(b, row, arith::SubIOp::create(b, c(15), inRow));
+      break;
+    case amdgpu::DPPPerm::row_half_mirror:
+      src = arith::OrIOp::create(
+          b, arith::AndIOp::create(b, lane, c(~7)),
+          arith::SubIOp::create(b, c(7), arith::AndIOp::create(b, lane, c(7))));
+      break;
+    default:
+      return op.emitOpError("DPP ") << amdgpu::stringifyDPPPerm(op.getKind())
+                                    << " is not emulated";
+    }
+    return std::make_pair(src, valid);
+  }
+
   LogicalResult shuffle(gpu::ShuffleOp op) {
     Type t = op.getValue().getType();
     if (t.getIntOrFloatBitWidth() != 32)
@@ -290,6 +445,9 @@ struct Rewriter {
       return mfma(o);
     if (auto o = dyn_cast<gpu::ShuffleOp>(op))
       return shuffle(o);
+    if (isa<ROCDL::ReadlaneOp, ROCDL::ReadfirstlaneOp, ROCDL::DsBpermuteOp,
+            amdgpu::SwizzleBitModeOp, amdgpu::DPPOp>(op))
+      return crossLaneOp(op);
     if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
       StringRef name = call.getIntrin();
       if (!name.starts_with("llvm.amdgcn."))
