@@ -81,7 +81,11 @@ TEST(EmuChecker, DroppingTheBlockTableBarrierStopsAtABadOffset) {
   Status s = run(path);
   ASSERT_FALSE(s.ok());
   std::printf("barrier 4 dropped: %s\n", s.message().c_str());
+  // Whichever workgroup gets there first: the unsynchronised read of the
+  // staged table, or the negative buffer offset it leads to.
   EXPECT_TRUE(s.message().find("does not fit the instruction's 32-bit") !=
+                  std::string::npos ||
+              s.message().find("relies on wave-synchronous LDS") !=
                   std::string::npos ||
               s.message().find("LDS race") != std::string::npos)
       << s.message();
@@ -97,7 +101,8 @@ TEST(EmuChecker, AllBarriersPass) {
 // Four of the 15 barriers of decode_k0 whose removal the checker reports
 // (the staged softmax statistics and P tile are read by other lanes).
 // Barrier 4 guards the staged block table: without it a lane reads unwritten
-// LDS as a page index and the emulator stops at the negative buffer offset.
+// LDS as a page index (reported as such, or as the negative buffer offset it
+// leads to, depending on which workgroup's thread gets there first).
 // The others are not reported alone (docs/AMD.md).
 TEST(EmuChecker, ADroppedBarrierIsReportedAsARace) {
   for (int n : {5, 6, 8, 11}) {
