@@ -6,6 +6,7 @@
 // emulator executables checks its numerics).
 //
 //===----------------------------------------------------------------------===//
+#include "HostPackages.h"
 #include "mla/runtime/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -21,18 +22,9 @@ using namespace mla::rt;
 
 namespace {
 
-std::string tempDir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/mla-emu-checker-XXXXXX";
-    const char *d = mkdtemp(tmpl);
-    return std::string(d ? d : "/tmp");
-  }();
-  return dir;
-}
-
 /// Compiles decode H=16, page 64, bf16 for gfx942-emu; "" if it fails.
 std::string compile(int dropBarrier) {
-  std::string out = tempDir() + "/drop" + std::to_string(dropBarrier) +
+  std::string out = mla::rt::test::e2eTempDir() + "/drop" + std::to_string(dropBarrier) +
                     ".mlapkg";
   std::string cmd = std::string(MLA_COMPILE_PATH) +
                     " --kernel=decode --heads=16 --page-size=64 --dtype=bf16 "
