@@ -167,13 +167,8 @@ Status EmuBackend::launch(const Module &module, size_t entryIndex,
   if (entryIndex >= emuModule.entries.size())
     return backendError("entry index " + std::to_string(entryIndex) +
                         " is out of range");
-  int64_t total = 1;
-  for (int64_t dim : config.grid)
-    if (dim < 0 || __builtin_mul_overflow(total, dim, &total))
-      return Status::error(ErrorCode::InvalidArgument,
-                           "invalid grid " + shapeToString({config.grid[0],
-                                                            config.grid[1],
-                                                            config.grid[2]}));
+  if (Expected<int64_t> count = workgroupCount(config.grid); !count.ok())
+    return count.status();
   int64_t threads = config.block[0] * config.block[1] * config.block[2];
   if (threads < 1 || threads > kMaxBlockThreads || config.sharedBytes < 0)
     return backendError("invalid block or LDS size");

@@ -120,12 +120,10 @@ Status HostBackend::launch(const Module &module, size_t entryIndex,
   if (entryIndex >= hostModule.entries.size())
     return backendError("entry index " + std::to_string(entryIndex) +
                         " is out of range");
-  int64_t total = 1;
-  for (int64_t dim : grid)
-    if (dim < 0 || __builtin_mul_overflow(total, dim, &total))
-      return Status::error(ErrorCode::InvalidArgument,
-                           "invalid grid " +
-                               shapeToString({grid[0], grid[1], grid[2]}));
+  Expected<int64_t> count = workgroupCount(grid);
+  if (!count.ok())
+    return count.status();
+  int64_t total = *count;
 
   HostArgs hostArgs = buildHostArgs(args);
   EntryFn entry = hostModule.entries[entryIndex];

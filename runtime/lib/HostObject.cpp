@@ -146,3 +146,13 @@ HostArgs mla::rt::buildHostArgs(const std::vector<const ArgValue *> &args) {
   }
   return out;
 }
+
+Expected<int64_t> mla::rt::workgroupCount(const Grid &grid) {
+  int64_t total = 1;
+  for (int64_t dim : grid)
+    if (dim < 0 || __builtin_mul_overflow(total, dim, &total))
+      return Status::error(ErrorCode::InvalidArgument,
+                           "invalid grid " +
+                               shapeToString({grid[0], grid[1], grid[2]}));
+  return total;
+}

@@ -47,6 +47,10 @@ struct HostArgs {
 };
 HostArgs buildHostArgs(const std::vector<const ArgValue *> &args);
 
+/// The number of workgroups of `grid` (InvalidArgument when a dimension is
+/// negative or the product overflows).
+Expected<int64_t> workgroupCount(const Grid &grid);
+
 } // namespace mla::rt
 
 #endif // MLA_RUNTIME_LIB_HOSTOBJECT_H
