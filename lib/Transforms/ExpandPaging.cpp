@@ -92,10 +92,6 @@ void expand(LoadKVTileOp op) {
     vector::StoreOp::create(rb, ifOp.getResult(0), op.getTile(),
                             ValueRange{r, d});
   });
-  // A pipelined copy (mla-tile, stages > 1) stays one: the page lookup
-  // above completes at once, the row copies may stay in flight.
-  if (Attribute prefetch = op->getAttr("mla.prefetch"))
-    op->getPrevNode()->setAttr("mla.prefetch", prefetch);
   op.erase();
 }
 

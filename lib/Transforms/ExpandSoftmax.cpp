@@ -1,8 +1,9 @@
 //===- ExpandSoftmax.cpp - mla-expand-softmax -----------------------------===//
 //
-// mla.online_softmax as four parallel phases over (row, 8-column chunk)
-// and rows, so that every thread of a GPU workgroup (or every vector lane
-// of the host loops) has work:
+// mla.attention_step as its three blockwise parts (Q·Kᵀ, online softmax,
+// P·V over scratch tiles), then mla.online_softmax as four parallel phases
+// over (row, 8-column chunk) and rows, so that every thread of a GPU
+// workgroup (or every vector lane of the host loops) has work:
 //   1. chunk maxima of the visible logits,
 //   2. row maxima, the reference (0 while a row has seen nothing, so that
 //      exp2(-inf - ref) = 0 instead of NaN) and the correction,
@@ -12,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Transforms/ExpandSoftmax.h"
+#include "AttentionLayout.h"
 #include "mla/Transforms/Passes.h"
 #include "mla/Transforms/Utils.h"
 
@@ -149,10 +151,30 @@ void mla::expandOnlineSoftmax(OnlineSoftmaxOp op) {
   op.erase();
 }
 
+OnlineSoftmaxOp mla::decomposeAttentionStep(AttentionStepOp op) {
+  StepScratch scratch = allocateStepScratch(op, /*scores=*/true,
+                                            /*probs=*/true, /*corr=*/true);
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto qk = MatmulOp::create(b, op.getQ(), op.getK(), scratch.scores, Value());
+  qk.setTransposeB(true);
+  auto sm = OnlineSoftmaxOp::create(b, scratch.scores, scratch.probs,
+                                    op.getM(), op.getL(), scratch.corr);
+  sm.getBody().takeBody(op.getBody());
+  auto pv =
+      MatmulOp::create(b, scratch.probs, op.getV(), op.getAcc(), scratch.corr);
+  pv.setAccumulate(true);
+  op.erase();
+  return sm;
+}
+
 namespace {
 struct ExpandSoftmaxPass
     : public mla::impl::MLAExpandSoftmaxBase<ExpandSoftmaxPass> {
   void runOnOperation() override {
+    SmallVector<AttentionStepOp> steps;
+    getOperation().walk([&](AttentionStepOp op) { steps.push_back(op); });
+    for (AttentionStepOp op : steps)
+      decomposeAttentionStep(op);
     SmallVector<OnlineSoftmaxOp> ops;
     getOperation().walk([&](OnlineSoftmaxOp op) { ops.push_back(op); });
     for (OnlineSoftmaxOp op : ops)

@@ -15,6 +15,7 @@
 // to the natural log when written.
 //
 //===----------------------------------------------------------------------===//
+#include "AttentionLayout.h"
 #include "mla/Transforms/Passes.h"
 #include "mla/Transforms/TileAppendKV.h"
 #include "mla/Transforms/Utils.h"
@@ -49,19 +50,6 @@ Value minIdx(ImplicitLocOpBuilder &b, Value x, Value y) {
 }
 Value maxIdx(ImplicitLocOpBuilder &b, Value x, Value y) {
   return arith::MaxSIOp::create(b, x, y);
-}
-
-/// A `rows x cols` tile whose rows are padded by 16 bytes: a memref.alloca
-/// of `rows x (cols + pad)` and its `rows x cols` subview.
-Value paddedTile(ImplicitLocOpBuilder &b, int64_t rows, int64_t cols,
-                 Type elem) {
-  int64_t pad = 16 * 8 / elem.getIntOrFloatBitWidth();
-  auto buffer =
-      memref::AllocaOp::create(b, MemRefType::get({rows, cols + pad}, elem));
-  return memref::SubViewOp::create(
-      b, buffer, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(cols)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
 }
 
 /// Creates an `mla.grid` with the given sizes and returns a builder at the
@@ -182,8 +170,8 @@ struct AttentionTiles {
   int64_t rows, tile, dim, dv, stages;
   Type elem;
   bool separateValues;
-  Value qTile, kBuf, vBuf, sTile, pTile, acc;
-  Value mBuf, lBuf, corrBuf, refBuf;
+  Value qTile, kBuf, vBuf, acc;
+  Value mBuf, lBuf, rowScratch;
 
   /// The key / value tile in slot `slot` (an index) of the buffers.
   Value kTile(ImplicitLocOpBuilder &b, Value slot) const {
@@ -217,24 +205,21 @@ AttentionTiles allocateTiles(ImplicitLocOpBuilder &g, int64_t rows,
                              bool separateValues, int64_t stages) {
   Type f32 = g.getF32Type();
   AttentionTiles t{rows, tile, dim, dv, stages, elem, separateValues,
-                   {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
-  // Matrix tiles get 16 bytes of padding per row: their natural row strides
-  // are multiples of 128 bytes, which would put the same column of
-  // consecutive rows in one shared-memory bank.
+                   {}, {}, {}, {}, {}, {}, {}};
+  // Matrix tiles are padded (AttentionLayout.h). The attention step's
+  // scores, probabilities and correction are its lowering's scratch
+  // (allocateStepScratch).
   t.qTile = paddedTile(g, rows, dim, elem);
   t.kBuf = paddedTile(g, stages * tile, dim, elem);
   if (separateValues)
     t.vBuf = paddedTile(g, stages * tile, dv, elem);
-  t.sTile = paddedTile(g, rows, tile, f32);
-  t.pTile = paddedTile(g, rows, tile, elem);
   t.acc = paddedTile(g, rows, dv, f32);
   auto rowBuf = [&]() {
     return memref::AllocaOp::create(g, MemRefType::get({rows}, f32));
   };
   t.mBuf = rowBuf();
   t.lBuf = rowBuf();
-  t.corrBuf = rowBuf();
-  t.refBuf = rowBuf();
+  t.rowScratch = rowBuf();
   return t;
 }
 
@@ -333,59 +318,53 @@ void emitOnlineSoftmax(
   Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
   Value cTile = indexConst(g, t.tile), cRows = indexConst(g, t.rows);
   Value zeroF = f32Const(g, 0.0);
-  // Tile t0 from the given key / value tiles (already staged).
+  // Tile t0 from the given key / value tiles (already staged): one
+  // attention step. Its element function maps (row, column, raw score) to
+  // the log2-domain logit and its visibility: columns past the row's
+  // visible end (causal limit, sequence end) and masked keys are
+  // invisible. `stages` is the key loop's pipeline depth.
   auto tileBody = [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile,
-                      Value vTile) {
-    auto qk = MatmulOp::create(tb, t.qTile, kTile, t.sTile, Value());
-    qk.setTransposeB(true);
-    // The online-softmax update of this tile. Its element function maps
-    // (row, column, raw score) to the log2-domain logit and its
-    // visibility: columns past the row's visible end (causal limit,
-    // sequence end) and masked keys are invisible.
-    auto sm = OnlineSoftmaxOp::create(tb, t.sTile, t.pTile, t.mBuf, t.lBuf,
-                                      t.corrBuf);
+                      Value vTile, int64_t stages) {
+    auto step = AttentionStepOp::create(tb, t.qTile, kTile, vTile, t.acc,
+                                        t.mBuf, t.lBuf,
+                                        tb.getI64IntegerAttr(stages));
     Type idxType = tb.getIndexType();
-    Block *body = tb.createBlock(&sm.getBody(), {},
+    Block *body = tb.createBlock(&step.getBody(), {},
                                  {idxType, idxType, tb.getF32Type()},
                                  {tb.getLoc(), tb.getLoc(), tb.getLoc()});
-    {
-      ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockEnd(tb.getLoc(),
-                                                                 body);
-      Value row = body->getArgument(0), c = body->getArgument(1),
-            sc = body->getArgument(2);
-      Value visEnd = minIdx(eb, end, visibleEnd(eb, row));
-      Value visible = arith::CmpIOp::create(
-          eb, arith::CmpIPredicate::slt, arith::AddIOp::create(eb, t0, c),
-          visEnd);
-      Value x;
-      std::array<Value, 3> pos;
-      if (variants.score || variants.mask)
-        pos = variants.position(eb, row);
-      Value key = arith::AddIOp::create(eb, t0, c);
-      if (variants.score) {
-        Value s = inlineVariant(eb, *variants.score,
-                                {arith::MulFOp::create(eb, sc, scale), pos[0],
-                                 pos[1], pos[2], key});
-        x = arith::MulFOp::create(eb, s, f32Const(eb, kLog2e));
-      } else {
-        x = arith::MulFOp::create(eb, sc, scaleLog2);
-      }
-      if (variants.mask)
-        visible = arith::AndIOp::create(
-            eb, visible,
-            inlineVariant(eb, *variants.mask, {pos[0], pos[1], pos[2], key}));
-      YieldOp::create(eb, ValueRange{x, visible});
+    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockEnd(tb.getLoc(),
+                                                               body);
+    Value row = body->getArgument(0), c = body->getArgument(1),
+          sc = body->getArgument(2);
+    Value visEnd = minIdx(eb, end, visibleEnd(eb, row));
+    Value visible = arith::CmpIOp::create(
+        eb, arith::CmpIPredicate::slt, arith::AddIOp::create(eb, t0, c),
+        visEnd);
+    Value x;
+    std::array<Value, 3> pos;
+    if (variants.score || variants.mask)
+      pos = variants.position(eb, row);
+    Value key = arith::AddIOp::create(eb, t0, c);
+    if (variants.score) {
+      Value s = inlineVariant(eb, *variants.score,
+                              {arith::MulFOp::create(eb, sc, scale), pos[0],
+                               pos[1], pos[2], key});
+      x = arith::MulFOp::create(eb, s, f32Const(eb, kLog2e));
+    } else {
+      x = arith::MulFOp::create(eb, sc, scaleLog2);
     }
-    tb.setInsertionPointAfter(sm);
-    // acc = diag(exp2(m_old - m_new)) * acc + P * V.
-    auto pv = MatmulOp::create(tb, t.pTile, vTile, t.acc, t.corrBuf);
-    pv.setAccumulate(true);
+    if (variants.mask)
+      visible = arith::AndIOp::create(
+          eb, visible,
+          inlineVariant(eb, *variants.mask, {pos[0], pos[1], pos[2], key}));
+    YieldOp::create(eb, ValueRange{x, visible});
+    tb.setInsertionPointAfter(step);
   };
   if (!variants.mask && t.stages > 1) {
     // A pipeline of `stages` tiles: the first stages - 1 are copied before
     // the loop; iteration i first starts the copy of tile i + stages - 1
-    // into the slot tile i - 1 used (marked `mla.prefetch`: a GPU target
-    // may keep stages - 1 such copies in flight while it computes), then
+    // into the slot tile i - 1 used (a GPU target may keep stages - 1 such
+    // copies in flight while it computes: the step's `stages`), then
     // computes tile i from slot i % stages. Copies past `end` only write
     // zeros.
     const int64_t stages = t.stages;
@@ -407,16 +386,9 @@ void emitOnlineSoftmax(
       Value kNext = t.kTile(lb, next), vNext = t.vTile(lb, next);
       Value tNext = arith::AddIOp::create(
           lb, t0, indexConst(lb, (stages - 1) * t.tile));
-      Block *block = lb.getInsertionBlock();
-      Operation *before = block->empty() ? nullptr : &block->back();
       loadTiles(lb, tNext, kNext, vNext);
-      for (Operation &op : llvm::make_range(
-               before ? std::next(before->getIterator()) : block->begin(),
-               block->end()))
-        if (isa<scf::ParallelOp, LoadKVTileOp>(op))
-          op.setAttr("mla.prefetch", lb.getI64IntegerAttr(stages - 1));
       Value kTile = t.kTile(lb, slot), vTile = t.vTile(lb, slot);
-      tileBody(lb, t0, kTile, vTile);
+      tileBody(lb, t0, kTile, vTile, stages);
     });
     return;
   }
@@ -425,7 +397,7 @@ void emitOnlineSoftmax(
       Value slot = indexConst(lb, 0);
       Value kTile = t.kTile(lb, slot), vTile = t.vTile(lb, slot);
       loadTiles(lb, t0, kTile, vTile);
-      tileBody(lb, t0, kTile, vTile);
+      tileBody(lb, t0, kTile, vTile, /*stages=*/1);
     });
     return;
   }
@@ -454,7 +426,7 @@ void emitOnlineSoftmax(
                                           {pos[0], pos[1], pos[2], key});
             return arith::SelectOp::create(cb, visible, one, acc);
           });
-      memref::StoreOp::create(rb, seen, t.refBuf, ValueRange{row});
+      memref::StoreOp::create(rb, seen, t.rowScratch, ValueRange{row});
     });
     parallelFor(lb, {indexConst(lb, 1)}, [&](ImplicitLocOpBuilder &rb,
                                              ValueRange) {
@@ -462,7 +434,7 @@ void emitOnlineSoftmax(
           rb, c0, cRows, c1, zeroF,
           [&](ImplicitLocOpBuilder &cb, Value r, Value acc) -> Value {
             return arith::MaximumFOp::create(
-                cb, acc, memref::LoadOp::create(cb, t.refBuf, ValueRange{r}));
+                cb, acc, memref::LoadOp::create(cb, t.rowScratch, ValueRange{r}));
           });
       memref::StoreOp::create(rb, seen, anyFlag, ValueRange{c0});
     });
@@ -474,7 +446,7 @@ void emitOnlineSoftmax(
     Value slot = indexConst(ib, 0);
     Value kTile = t.kTile(ib, slot), vTile = t.vTile(ib, slot);
     loadTiles(ib, t0, kTile, vTile);
-    tileBody(ib, t0, kTile, vTile);
+    tileBody(ib, t0, kTile, vTile, /*stages=*/1);
   });
 }
 
@@ -505,14 +477,14 @@ void applySink(ImplicitLocOpBuilder &g, const AttentionTiles &t,
         math::Exp2Op::create(rb, arith::SubFOp::create(rb, z, ref)));
     memref::StoreOp::create(rb, mNew, t.mBuf, ValueRange{row});
     memref::StoreOp::create(rb, lNew, t.lBuf, ValueRange{row});
-    memref::StoreOp::create(rb, corr, t.corrBuf, ValueRange{row});
+    memref::StoreOp::create(rb, corr, t.rowScratch, ValueRange{row});
   });
   const int64_t vw = vectorWidthFor(t.dv);
   auto vecType = VectorType::get({vw}, g.getF32Type());
   parallelFor(g, {indexConst(g, t.rows), indexConst(g, t.dv / vw)},
               [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
     Value d = arith::MulIOp::create(rb, iv[1], indexConst(rb, vw));
-    Value corr = memref::LoadOp::create(rb, t.corrBuf, ValueRange{iv[0]});
+    Value corr = memref::LoadOp::create(rb, t.rowScratch, ValueRange{iv[0]});
     Value a = vector::LoadOp::create(rb, vecType, t.acc, ValueRange{iv[0], d});
     vector::StoreOp::create(
         rb,

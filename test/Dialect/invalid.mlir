@@ -557,7 +557,7 @@ func.func @variant_vector_op(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %
 // -----
 
 func.func @variant_yield_outside(%x: f32) {
-  // expected-error @+1 {{'mla.yield' op expects parent op to be one of 'mla.decode, mla.prefill, mla.online_softmax'}}
+  // expected-error @+1 {{'mla.yield' op expects parent op to be one of 'mla.decode, mla.prefill, mla.online_softmax, mla.attention_step'}}
   mla.yield %x : f32
 }
 
@@ -617,6 +617,101 @@ func.func @softmax_op(%s: memref<16x32xf32>, %p: memref<16x32xbf16>, %m: memref<
     %y = math.sin %x : f32
     %t = arith.constant true
     mla.yield %y, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_elem(%q: memref<16x64xbf16>, %k: memref<32x64xf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op queries ('bf16'), keys ('f16') and values ('bf16') must have one element type}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_width(%q: memref<16x64xbf16>, %k: memref<32x48xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op keys are 48 wide, queries 64: Q·Kᵀ needs one width}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x48xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_values(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<16x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op values have 16 rows, the key tile 32}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xbf16>, memref<16x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_acc(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x64xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op accumulator is 16x64, expected 16x32 (query rows x value width)}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x64xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_state(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<8xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op 'l' must have 16 elements (one per query row)}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<8xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_dynamic(%q: memref<?x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op operand 'q' must have a static shape}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<?x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_stages(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op attribute 'stages' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1 whose maximum value is 4}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 5 : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_region(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    // expected-error @+1 {{the 'body' region must yield ('f32', 'i1'), got ('f32')}}
+    mla.yield %x : f32
   }
   return
 }

@@ -136,6 +136,21 @@ func.func @blockwise(%kv: memref<?x3x576xbf16>, %bt: memref<?x?xi32>, %n: index,
   return
 }
 
+// CHECK-LABEL: func @attention_step
+// CHECK: mla.attention_step %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}) stages 2 : memref<16x576xbf16>, memref<32x576xbf16>, memref<32x512xbf16, strided<[576, 1]>>, memref<16x512xf32>, memref<16xf32>, memref<16xf32> {
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: f32):
+// CHECK: mla.yield %{{.*}}, %{{.*}} : f32, i1
+func.func @attention_step(%q: memref<16x576xbf16>, %k: memref<32x576xbf16>, %acc: memref<16x512xf32>, %m: memref<16xf32>, %l: memref<16xf32>, %scale: f32, %n: index) {
+  %v = memref.subview %k[0, 0] [32, 512] [1, 1] : memref<32x576xbf16> to memref<32x512xbf16, strided<[576, 1]>>
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 2 : memref<16x576xbf16>, memref<32x576xbf16>, memref<32x512xbf16, strided<[576, 1]>>, memref<16x512xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %y = arith.mulf %x, %scale : f32
+    %vis = arith.cmpi ult, %c, %n : index
+    mla.yield %y, %vis : f32, i1
+  }
+  return
+}
+
 // CHECK-LABEL: func @online_softmax
 // CHECK: mla.online_softmax %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}, %{{.*}}) : memref<16x64xf32>, memref<16x64xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
 // CHECK: ^bb0(%[[R:.*]]: index, %[[C:.*]]: index, %[[S:.*]]: f32):

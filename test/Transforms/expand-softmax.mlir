@@ -73,3 +73,39 @@ func.func @ragged_chunk(%s: memref<2x12xf32>, %m: memref<2xf32>, %l: memref<2xf3
   }
   return
 }
+
+// -----
+
+// mla.attention_step: decomposed into Q·Kᵀ into a score tile, the online
+// softmax (then its phases) and the accumulating P·V, over scratch tiles
+// placed in front of the accumulator (scores, probabilities) and after the
+// running sum (correction).
+// CHECK-LABEL: func @step
+// CHECK: %[[Q:.*]] = memref.alloca() : memref<4x32xbf16>
+// CHECK: %[[K:.*]] = memref.alloca() : memref<16x32xbf16>
+// CHECK: %[[SB:.*]] = memref.alloca() : memref<4x20xf32>
+// CHECK: %[[S:.*]] = memref.subview %[[SB]][0, 0] [4, 16] [1, 1]
+// CHECK: %[[PB:.*]] = memref.alloca() : memref<4x24xbf16>
+// CHECK: %[[P:.*]] = memref.subview %[[PB]][0, 0] [4, 16] [1, 1]
+// CHECK: %[[ACC:.*]] = memref.alloca() : memref<4x16xf32>
+// CHECK: memref.alloca() : memref<4xf32>
+// CHECK: memref.alloca() : memref<4xf32>
+// CHECK: %[[CORR:.*]] = memref.alloca() : memref<4xf32>
+// CHECK: mla.matmul %[[Q]], %[[K]], %[[S]] {transpose_b}
+// CHECK-NOT: mla.online_softmax
+// CHECK: scf.parallel
+// CHECK: mla.matmul %[[P]], %{{.*}}, %[[ACC]] scale %[[CORR]] {accumulate}
+func.func @step(%n: index) {
+  %q = memref.alloca() : memref<4x32xbf16>
+  %k = memref.alloca() : memref<16x32xbf16>
+  %v = memref.subview %k[0, 0] [16, 16] [1, 1] : memref<16x32xbf16> to memref<16x16xbf16, strided<[32, 1]>>
+  %acc = memref.alloca() : memref<4x16xf32>
+  %m = memref.alloca() : memref<4xf32>
+  %l = memref.alloca() : memref<4xf32>
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<4x32xbf16>, memref<16x32xbf16>, memref<16x16xbf16, strided<[32, 1]>>, memref<4x16xf32>, memref<4xf32>, memref<4xf32> {
+  ^bb0(%r: index, %c: index, %s: f32):
+    %vis = arith.cmpi ult, %c, %n : index
+    mla.yield %s, %vis : f32, i1
+  }
+  return
+}

@@ -43,10 +43,8 @@
 // CHECK: scf.for %[[T0:.*]] = %c0{{.*}} to %[[END:.*]] step %c16
 // CHECK: vector.load %arg1
 // CHECK: vector.load %arg2
-// CHECK: mla.matmul %{{.*}}, %{{.*}}, %{{.*}} {transpose_b} : memref<16x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x16xf32, strided<[20, 1]>>
-// CHECK: mla.online_softmax
+// CHECK: mla.attention_step %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}) stages 1 : memref<16x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x32xbf16, strided<[40, 1]>>, memref<16x32xf32, strided<[36, 1]>>, memref<16xf32>, memref<16xf32>
 // CHECK: mla.yield %{{.*}}, %{{.*}} : f32, i1
-// CHECK: mla.matmul %{{.*}}, %{{.*}}, %{{.*}} scale %{{.*}} {accumulate} : memref<16x16xbf16, strided<[24, 1]>>, memref<16x32xbf16, strided<[40, 1]>>, memref<16x32xf32, strided<[36, 1]>>, memref<16xf32>
 //   Epilogue: o in its dtype, lse at [head, token].
 // CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
 // CHECK: vector.store %{{.*}}, %arg6[%{{.*}}, %[[H]], %{{.*}}]
@@ -113,17 +111,15 @@ func.func @merge_views(%op: memref<2x?x16x128xf32>, %lp: memref<2x16x?xf32>, %o:
 // CHECK: %[[SEEN:.*]] = arith.cmpf ogt, %[[FLAG]]
 // CHECK: scf.if %[[SEEN]] {
 // CHECK: vector.load %arg1
-// CHECK: mla.matmul {{.*}} {transpose_b}
 //   The element function: causal/length limit, score region (tanh as
 //   exp2), mask region.
-// CHECK: mla.online_softmax
+// CHECK: mla.attention_step {{.*}} stages 1
 // CHECK: arith.cmpi slt
 // CHECK: arith.mulf %{{.*}}, %arg5 : f32
 // CHECK: math.exp2
 // CHECK: arith.divf
 // CHECK: arith.andi
 // CHECK: mla.yield
-// CHECK: mla.matmul {{.*}} {accumulate}
 // CHECK: }
 // CHECK: memref.load %arg8
 // CHECK: arith.maximumf

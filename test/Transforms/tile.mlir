@@ -23,10 +23,8 @@
 // CHECK: %[[QT:.*]] = memref.subview %[[QB]][0, 0] [4, 48] [1, 1] : memref<4x56xbf16> to memref<4x48xbf16, strided<[56, 1]>>
 // CHECK: %[[KB:.*]] = memref.alloca() : memref<16x56xbf16>
 // CHECK: %[[KT:.*]] = memref.subview %[[KB]]
-// CHECK: %[[SB:.*]] = memref.alloca() : memref<4x20xf32>
-// CHECK: %[[ST:.*]] = memref.subview %[[SB]]
-// CHECK: %[[PB:.*]] = memref.alloca() : memref<4x24xbf16>
-// CHECK: %[[PT:.*]] = memref.subview %[[PB]]
+//   (The step's score and probability tiles are its lowering's scratch.)
+// CHECK-NOT: memref<4x20xf32>
 // CHECK: %[[AB:.*]] = memref.alloca() : memref<4x36xf32>
 // CHECK: %[[ACC:.*]] = memref.subview %[[AB]]
 //   log2(e) is folded into the scale once.
@@ -34,15 +32,14 @@
 // CHECK: scf.for %[[T0:.*]] = %[[START]] to %[[END]] step %c16
 // CHECK: %[[V:.*]] = memref.subview %[[KT]][0, 0] [16, 32] [1, 1]
 // CHECK: mla.load_kv_tile %arg1[%arg2, %[[REQ]], %[[T0]], %[[END]]] into %[[KT]]
-// CHECK: mla.matmul %[[QT]], %[[KT]], %[[ST]] {transpose_b}
-//   The softmax step; its element function holds the causal limit for
+//   The attention step; its element function holds the causal limit for
 //   query i (keys < len - Sq + i + 1) and the scale.
-// CHECK: mla.online_softmax %[[ST]] -> %[[PT]] state(
+// CHECK: mla.attention_step %[[QT]], %[[KT]], %[[V]] -> %[[ACC]] state(%{{.*}}, %{{.*}}) stages 1 : memref<4x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x32xbf16, strided<[56, 1]>>, memref<4x32xf32, strided<[36, 1]>>, memref<4xf32>, memref<4xf32>
 // CHECK: ^bb0(%[[ROW:.*]]: index, %[[COL:.*]]: index, %[[S:.*]]: f32):
 // CHECK: arith.subi %[[LEN]], %c2{{.*}}
 // CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[SL2]] : f32
 // CHECK: mla.yield %[[X]], %{{.*}} : f32, i1
-// CHECK: mla.matmul %[[PT]], %[[V]], %[[ACC]] scale %{{.*}} {accumulate} : memref<4x16xbf16, strided<[24, 1]>>, memref<16x32xbf16, strided<[56, 1]>>, memref<4x32xf32, strided<[36, 1]>>, memref<4xf32>
+// CHECK-NOT: mla.matmul
 //   Epilogue: lse = (m + log2 l) * ln 2, -inf when no key was seen.
 // CHECK: math.log2
 // CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
@@ -103,7 +100,8 @@ func.func @balanced(%q: memref<?x1x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: me
 
 // stages = 3: the key buffer holds three tiles; two are copied before the
 // loop, each iteration starts the copy of tile i + 2 into slot (i + 2) % 3
-// (marked mla.prefetch = 2) and computes tile i from slot i % 3.
+// and computes tile i from slot i % 3 (an attention step of 3 stages: the
+// copies before it in the loop may stay in flight).
 // CHECK-LABEL: func @pipelined
 // CHECK: %[[KB:.*]] = memref.alloca() : memref<48x56xbf16>
 // CHECK: %[[KT:.*]] = memref.subview %[[KB]][0, 0] [48, 48] [1, 1]
@@ -117,13 +115,11 @@ func.func @balanced(%q: memref<?x1x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: me
 // CHECK: %[[NEXT:.*]] = arith.remui %{{.*}}, %c3
 // CHECK: %[[ROW:.*]] = arith.muli %[[NEXT]], %c16
 // CHECK: %[[KN:.*]] = memref.subview %[[KT]][%[[ROW]], 0] [16, 48] [1, 1]
-// CHECK: mla.load_kv_tile %arg1[{{.*}}] into %[[KN]] {mla.prefetch = 2 : i64}
+// CHECK: mla.load_kv_tile %arg1[{{.*}}] into %[[KN]] :
 // CHECK: %[[ROWC:.*]] = arith.muli %[[SLOT]], %c16
 // CHECK: %[[KC:.*]] = memref.subview %[[KT]][%[[ROWC]], 0] [16, 48] [1, 1]
 // CHECK: memref.subview %[[KT]][%{{.*}}, 0] [16, 32] [1, 1]
-// CHECK: mla.matmul %{{.*}}, %[[KC]], %{{.*}} {transpose_b}
-// CHECK: mla.online_softmax
-// CHECK: mla.matmul
+// CHECK: mla.attention_step %{{.*}}, %[[KC]], %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}) stages 3
 func.func @pipelined(%q: memref<?x1x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x4x32xbf16>, %lse: memref<?x1x4xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 4, warps = 1, stages = 3>} : memref<?x1x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x32xbf16>, memref<?x1x4xf32>
   return

@@ -11,6 +11,12 @@ namespace mla {
 /// references) are allocas at the top of the enclosing mla.grid.
 void expandOnlineSoftmax(OnlineSoftmaxOp op);
 
+/// Replaces `op` by `mla.matmul` (S = Q·Kᵀ), `mla.online_softmax` (S -> P,
+/// m, l, corr; `op`'s element region) and `mla.matmul` (acc = corr·acc +
+/// P·V) over the score, probability and correction tiles it allocates
+/// (allocateStepScratch); returns the online softmax.
+OnlineSoftmaxOp decomposeAttentionStep(AttentionStepOp op);
+
 } // namespace mla
 
 #endif // MLA_TRANSFORMS_EXPANDSOFTMAX_H

@@ -41,7 +41,11 @@ def MLATile : Pass<"mla-tile", "mlir::ModuleOp"> {
     3. an `mla.merge` combining the splits.
     and rewrites each `mla.merge` into an `mla.grid` over its leading dims.
     Rows that see no key produce `o = 0`, `lse = -inf`. Key tiles are read
-    through the logical `mla.load_kv_tile`; products use `mla.matmul`.
+    through the logical `mla.load_kv_tile`; each key tile's step of the
+    online softmax is one `mla.attention_step` (its `stages` the config's
+    pipeline depth: with `stages > 1` the loop body first copies tile
+    `i + stages - 1`, then steps over tile `i`); other products use
+    `mla.matmul`.
     Each `mla.append_kv` becomes an `mla.grid` with one workgroup per new
     token that reads the token's slot once, checks it against the pool
     (`-1` and any slot outside `[0, pages · P)` write nothing) and copies
@@ -67,15 +71,19 @@ def MLAExpandPaging : Pass<"mla-expand-paging", "mlir::ModuleOp"> {
 }
 
 def MLAExpandSoftmax : Pass<"mla-expand-softmax", "mlir::ModuleOp"> {
-  let summary = "Expand mla.online_softmax into parallel phases";
+  let summary = "Decompose attention steps; online softmax to parallel phases";
   let description = [{
-    Replaces each `mla.online_softmax` by four `scf.parallel` phases over
+    Decomposes each `mla.attention_step` into `mla.matmul` (S = Q·Kᵀ),
+    `mla.online_softmax` and the accumulating `mla.matmul` (P·V) over the
+    score, probability and correction tiles it allocates. Then replaces
+    each `mla.online_softmax` by four `scf.parallel` phases over
     (row, 8-column chunk) and rows: chunk maxima of the visible logits, the
     new row maxima and corrections, the chunk exponentials (stored to `P`)
     and their sums, the new row sums. Each phase evaluates the op's element
     function inline. The host pipeline runs it before `mla-lower-host`;
-    `mla-distribute` applies the same expansion to every online softmax it
-    does not fuse into registers (AMD, f32 tiles, layouts it cannot fuse).
+    `mla-distribute` applies the same decomposition and expansion to every
+    attention step it does not fuse into registers (AMD, f32 tiles, shapes
+    no fused strategy takes).
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::math::MathDialect",
@@ -118,10 +126,10 @@ def MLAOutlineHostKernels : Pass<"mla-outline-host-kernels",
 def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
   let summary = "Spread blockwise code over the threads of a GPU workgroup";
   let description = [{
-    Layer 4 for GPU targets. Inside each `mla.grid`, first the online
-    softmax: on NVIDIA, a key loop whose body is copies, `Q·Kᵀ`,
-    `mla.online_softmax` and `P·V` on 16-bit tiles (whole 16-row blocks, at
-    most two warps per block) becomes one register-resident step per warp
+    Layer 4 for GPU targets. Inside each `mla.grid`, first the attention
+    steps: on NVIDIA, an `mla.attention_step` that ends its key loop's body,
+    on 16-bit tiles of the grid (whole 16-row blocks, at most two warps per
+    block) becomes one register-resident step per warp
     (`mma.sync` scores, the element function on the fragments, quad
     shuffles for row maxima, probabilities converted in registers into the
     A operand of `P·V`, accumulators/maxima/sums carried by the loop; two
@@ -135,11 +143,14 @@ def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
     `fence.proxy.async.shared::cta` precedes every barrier), scores come
     from two descriptors, P·V takes P from registers and V as an MN-major
     descriptor, and several warpgroups issue their scores in turn (named
-    barriers: ping-pong). Every other `mla.online_softmax` (AMD, f32,
-    masked key loops) is expanded into parallel phases as by
-    `mla-expand-softmax`.
-    Copies marked `mla.prefetch` (pipelined key loops) leave their cp.async
-    groups in flight, down to those the loop reads next.
+    barriers: ping-pong). The fused lowering is NVIDIA/FusedStep.cpp; with
+    `-debug-only=mla-distribute` (a build with LLVM debug output) it says
+    which strategy it took or why none is feasible. Every other step (AMD,
+    f32, shapes no strategy takes) is decomposed and expanded into parallel
+    phases as by `mla-expand-softmax`.
+    The copies before a step with `stages > 1` in its loop (pipelined key
+    loops) leave their cp.async groups in flight, down to those the loop
+    reads next.
     Then the tiles (top-level `memref.alloca`s that are still used) move to
     workgroup memory; every `scf.parallel`
     becomes a loop over its linearised iteration space strided by the

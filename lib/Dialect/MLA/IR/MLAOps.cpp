@@ -417,6 +417,54 @@ LogicalResult OnlineSoftmaxOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// AttentionStepOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionStepOp::verify() {
+  for (auto [name, v] : {std::pair<StringRef, Value>{"q", getQ()},
+                         {"k", getK()},
+                         {"v", getV()},
+                         {"acc", getAcc()},
+                         {"m", getM()},
+                         {"l", getL()}})
+    if (!cast<MemRefType>(v.getType()).hasStaticShape())
+      return emitOpError() << "operand '" << name
+                           << "' must have a static shape";
+  MemRefType q = getQ().getType(), k = getK().getType(), v = getV().getType(),
+             acc = getAcc().getType();
+  Type elem = q.getElementType();
+  if (k.getElementType() != elem || v.getElementType() != elem)
+    return emitOpError() << "queries (" << elem << "), keys ("
+                         << k.getElementType() << ") and values ("
+                         << v.getElementType()
+                         << ") must have one element type";
+  const int64_t rows = getRows(), keys = getTileKeys();
+  if (k.getDimSize(1) != getHeadDim())
+    return emitOpError() << "keys are " << k.getDimSize(1)
+                         << " wide, queries " << getHeadDim()
+                         << ": Q·Kᵀ needs one width";
+  if (v.getDimSize(0) != keys)
+    return emitOpError() << "values have " << v.getDimSize(0)
+                         << " rows, the key tile " << keys;
+  if (acc.getDimSize(0) != rows || acc.getDimSize(1) != getValueDim())
+    return emitOpError() << "accumulator is " << acc.getDimSize(0) << "x"
+                         << acc.getDimSize(1) << ", expected " << rows << "x"
+                         << getValueDim() << " (query rows x value width)";
+  for (auto [name, val] :
+       {std::pair<StringRef, Value>{"m", getM()}, {"l", getL()}})
+    if (cast<MemRefType>(val.getType()).getDimSize(0) != rows)
+      return emitOpError() << "'" << name << "' must have " << rows
+                           << " elements (one per query row)";
+  if (getBody().empty())
+    return emitOpError() << "needs an element region";
+  Builder b(getContext());
+  Type idx = b.getIndexType(), f32 = b.getF32Type();
+  return verifyVariantRegion(*this, getBody(), "body", {idx, idx, f32},
+                             {f32, b.getI1Type()},
+                             "row, column: index, score: f32");
+}
+
+//===----------------------------------------------------------------------===//
 // AppendKVOp
 //===----------------------------------------------------------------------===//
 

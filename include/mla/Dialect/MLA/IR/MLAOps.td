@@ -265,13 +265,15 @@ def MLA_AppendKVOp : MLA_Op<"append_kv"> {
 
 def MLA_YieldOp : MLA_Op<"yield", [Pure, Terminator,
                                    ParentOneOf<["DecodeOp", "PrefillOp",
-                                                "OnlineSoftmaxOp"]>]> {
+                                                "OnlineSoftmaxOp",
+                                                "AttentionStepOp"]>]> {
   let summary = "Ends a variant region or an online-softmax element function";
   let description = [{
     Yields the value of a variant region: the rewritten score (`f32`) of a
     `score` region, the visibility (`i1`) of a `mask` region, the logit
     (`f32`) of a `sink` region; the log2-domain score (`f32`) and the
-    visibility (`i1`) of an element in `mla.online_softmax`.
+    visibility (`i1`) of an element in `mla.online_softmax` and
+    `mla.attention_step`.
 
     ```mlir
     score {
@@ -420,6 +422,82 @@ def MLA_OnlineSoftmaxOp : MLA_Op<"online_softmax"> {
   let assemblyFormat = [{
     $s `->` $p `state` `(` $m `,` $l `,` $corr `)` attr-dict `:` type($s)
     `,` type($p) `,` type($m) `,` type($l) `,` type($corr) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
+  let summary = "One step of flash attention over a key tile";
+  let description = [{
+    The blockwise step of the online softmax that `mla-tile` emits once per
+    key tile: with queries `Q` (`R x D`), keys `K` (`T x D`), values `V`
+    (`T x Dv`), all of one element type, the accumulator `acc` (`R x Dv`,
+    f32) and the running row maximum `m` (log2 domain, -inf before any
+    key) and sum `l` (`R`, f32):
+
+    ```
+    S        = Q · Kᵀ                                   (f32 accumulation)
+    x, vis   = body(r, c, S[r, c])                      (the element region)
+    m'[r]    = max(m[r], max over visible c of x[r, c])
+    ref[r]   = m'[r] == -inf ? 0 : m'[r]
+    corr[r]  = 2^(m[r] - ref[r])
+    P[r, c]  = visible ? 2^(x[r, c] - ref[r]) : 0       (rounded to Q's type)
+    l'[r]    = l[r] · corr[r] + Σ_c P[r, c]
+    acc'     = diag(corr) · acc + P · V
+    ```
+
+    The element region maps (row, column in the tile, raw score) to the
+    log2-domain logit and its visibility: the softmax scale, the causal
+    limit, the sequence end and a variant's score rewrite and mask live
+    there, exactly as in `mla.online_softmax`.
+
+    `stages` is the key loop's pipeline depth (1..4): with `S > 1` the op
+    sits in an `scf.for` whose body first copies key tile `i + S - 1` (the
+    copies before the op in the loop body) while this step reads tile `i`,
+    so a GPU target may keep the copies of `S - 1` tiles in flight.
+
+    Lowerings: `mla-distribute` emits the step in registers where the
+    target and the shapes allow one of its fused strategies (NVIDIA:
+    mma.sync or wgmma, whole or split scores; `-debug-only=mla-distribute`
+    says why a strategy is refused); otherwise, and everywhere on the host
+    (`mla-expand-softmax`), the op is decomposed into `mla.matmul` (Q·Kᵀ),
+    `mla.online_softmax` and `mla.matmul ... scale ... {accumulate}` (P·V)
+    over score, probability and correction tiles it allocates.
+
+    ```mlir
+    mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 2
+        : memref<16x576xbf16>, memref<32x576xbf16>, memref<32x512xbf16>,
+          memref<16x512xf32>, memref<16xf32>, memref<16xf32> {
+    ^bb0(%row: index, %col: index, %score: f32):
+      %x = arith.mulf %score, %scale_log2 : f32
+      %vis = arith.cmpi ult, %col, %n : index
+      mla.yield %x, %vis : f32, i1
+    }
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "queries", [MemRead]>:$q,
+    Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "keys", [MemRead]>:$k,
+    Arg<MemRefRankOf<[BF16, F16, F32], [2]>, "values", [MemRead]>:$v,
+    Arg<MemRefRankOf<[F32], [2]>, "accumulator", [MemRead, MemWrite]>:$acc,
+    Arg<MemRefRankOf<[F32], [1]>, "running max", [MemRead, MemWrite]>:$m,
+    Arg<MemRefRankOf<[F32], [1]>, "running sum", [MemRead, MemWrite]>:$l,
+    ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<4>]>:$stages);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `->` $acc `state` `(` $m `,` $l `)` `stages` $stages
+    attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($acc) `,`
+    type($m) `,` type($l) $body
+  }];
+  let extraClassDeclaration = [{
+    /// Query rows, key rows (the tile), query/key width, value width.
+    int64_t getRows() { return getQ().getType().getDimSize(0); }
+    int64_t getTileKeys() { return getK().getType().getDimSize(0); }
+    int64_t getHeadDim() { return getQ().getType().getDimSize(1); }
+    int64_t getValueDim() { return getV().getType().getDimSize(1); }
+    ::mlir::Type getElementType() {
+      return getQ().getType().getElementType();
+    }
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,63 @@
+//===- AttentionLayout.cpp - the tiles of one attention workgroup ---------===//
+#include "AttentionLayout.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mla;
+
+Value mla::paddedTile(ImplicitLocOpBuilder &b, int64_t rows, int64_t cols,
+                      Type elem) {
+  int64_t pad = kTileRowPadBytes * 8 / elem.getIntOrFloatBitWidth();
+  auto buffer =
+      memref::AllocaOp::create(b, MemRefType::get({rows, cols + pad}, elem));
+  return memref::SubViewOp::create(
+      b, buffer, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(cols)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+}
+
+int64_t mla::alignedBytes(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+int64_t mla::paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes) {
+  return alignedBytes(rows * (cols * elemBytes + kTileRowPadBytes));
+}
+
+namespace {
+/// The memref.alloca under `v`'s subviews when it sits directly in an
+/// mla.grid or a function body, else null.
+memref::AllocaOp stateBuffer(Value v) {
+  while (auto sub = v.getDefiningOp<memref::SubViewOp>())
+    v = sub.getSource();
+  auto alloca = v.getDefiningOp<memref::AllocaOp>();
+  if (!alloca || !isa<GridOp, func::FuncOp>(alloca->getParentOp()))
+    return nullptr;
+  return alloca;
+}
+} // namespace
+
+StepScratch mla::allocateStepScratch(AttentionStepOp op, bool scores,
+                                     bool probs, bool corr) {
+  StepScratch s;
+  const int64_t rows = op.getRows(), keys = op.getTileKeys();
+  Type f32 = Float32Type::get(op.getContext());
+  ImplicitLocOpBuilder top = builderAtGridTop(op.getLoc(), op->getBlock());
+  if (scores || probs) {
+    ImplicitLocOpBuilder b = top;
+    if (memref::AllocaOp acc = stateBuffer(op.getAcc()))
+      b.setInsertionPoint(acc);
+    if (scores)
+      s.scores = paddedTile(b, rows, keys, f32);
+    if (probs)
+      s.probs = paddedTile(b, rows, keys, op.getElementType());
+  }
+  if (corr) {
+    ImplicitLocOpBuilder b = top;
+    if (memref::AllocaOp l = stateBuffer(op.getL()))
+      b.setInsertionPointAfter(l);
+    s.corr = memref::AllocaOp::create(b, MemRefType::get({rows}, f32));
+  }
+  return s;
+}

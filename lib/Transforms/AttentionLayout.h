@@ -1,0 +1,52 @@
+//===- AttentionLayout.h - the tiles of one attention workgroup -*- C++ -*-===//
+//
+// Library-private: how mla-tile lays out the fast-memory tiles of an
+// attention workgroup (row padding) and where the scratch tiles of one
+// mla.attention_step go when a lowering needs them. Every pass that
+// allocates such a tile or counts its bytes asks here.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_LIB_TRANSFORMS_ATTENTIONLAYOUT_H
+#define MLA_LIB_TRANSFORMS_ATTENTIONLAYOUT_H
+
+#include "mla/Dialect/MLA/IR/MLA.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mla {
+
+/// Bytes of padding per row of a matrix tile: natural row strides are
+/// multiples of 128 bytes, which would put the same column of consecutive
+/// rows in one shared-memory bank.
+constexpr int64_t kTileRowPadBytes = 16;
+
+/// A `rows x cols` tile whose rows are padded by kTileRowPadBytes: a
+/// memref.alloca of `rows x (cols + pad)` and its `rows x cols` subview.
+mlir::Value paddedTile(mlir::ImplicitLocOpBuilder &b, int64_t rows,
+                       int64_t cols, mlir::Type elem);
+
+/// Bytes of a padded tile (paddedTile), rounded up to the 16-byte placement
+/// granule of workgroup memory.
+int64_t paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes);
+
+/// Bytes of an unpadded buffer of `bytes`, rounded up to the 16-byte
+/// placement granule.
+int64_t alignedBytes(int64_t bytes);
+
+/// The scratch tiles of one mla.attention_step that its lowering asked for
+/// (null where not): the f32 scores S, the probabilities P (the queries'
+/// element type), both padded `rows x keys`, and the per-row correction.
+struct StepScratch {
+  mlir::Value scores, probs, corr;
+};
+
+/// Allocates the requested scratch tiles of `op` beside its state: scores
+/// and probabilities in front of the accumulator's buffer, the correction
+/// after the running sum's (at the top of the enclosing mla.grid or
+/// function when the state is not a grid tile).
+StepScratch allocateStepScratch(AttentionStepOp op, bool scores, bool probs,
+                                bool corr);
+
+} // namespace mla
+
+#endif // MLA_LIB_TRANSFORMS_ATTENTIONLAYOUT_H

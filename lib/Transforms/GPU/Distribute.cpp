@@ -1,0 +1,290 @@
+//===- Distribute.cpp - mla-distribute: blockwise -> threads of a GPU ------===//
+//
+// Layer 4 for GPU targets. Inside every mla.grid:
+//   * each mla.attention_step becomes register-resident code where one of
+//     the target's fused strategies is feasible (NVIDIA: mma.sync, or wgmma
+//     from swizzled shared memory on sm_90a; NVIDIA/FusedStep.cpp), and is
+//     otherwise decomposed (Q·Kᵀ, mla.online_softmax, P·V) with the online
+//     softmax expanded into parallel phases;
+//   * each scf.parallel becomes a loop over its linearised iteration space
+//     strided by the workgroup's thread count (`idx = tid; idx < n;
+//     idx += threads`), followed by a gpu.barrier;
+//   * each mla.matmul becomes warp-level matrix-instruction code for
+//     bf16/f16 operands (mma.sync m16n8k16 on NVIDIA, NVIDIA/MmaSync.cpp;
+//     MFMA 16x16x16 on AMD, AMD/Mfma.cpp), or a thread-distributed f32 FMA
+//     loop otherwise, followed by a gpu.barrier.
+// The thread count is the grid config's `warps` times the target's warp size
+// and is recorded on the grid as `mla.block_size`.
+//
+//===----------------------------------------------------------------------===//
+#include "../AMD/AMD.h"
+#include "../NVIDIA/NVIDIA.h"
+#include "GPUCommon.h"
+#include "mla/Target/Arch.h"
+#include "mla/Transforms/ExpandSoftmax.h"
+#include "mla/Transforms/Passes.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#define DEBUG_TYPE "mla-distribute"
+
+namespace mla {
+#define GEN_PASS_DEF_MLADISTRIBUTE
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+
+/// The grid's tiles (top-level memref.allocas) live in workgroup memory
+/// (shared memory / LDS); mla-outline-gpu-kernels places them.
+void allocasToWorkgroup(GridOp grid) {
+  MLIRContext *ctx = grid.getContext();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  SmallVector<memref::AllocaOp> allocas(
+      grid.getBody().front().getOps<memref::AllocaOp>());
+  for (memref::AllocaOp a : allocas) {
+    MemRefType t = a.getType();
+    OpBuilder b(a);
+    auto shared = memref::AllocaOp::create(
+        b, a.getLoc(),
+        MemRefType::get(t.getShape(), t.getElementType(), t.getLayout(), wg));
+    shared->setAttrs(a->getAttrDictionary());
+    replaceMemRefUses(a.getResult(), shared.getResult());
+    a.erase();
+  }
+}
+
+/// scf.parallel -> strided loop over the linearised space + barrier.
+void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
+                        bool waitAsyncCopies, int64_t pending = 0) {
+  ImplicitLocOpBuilder b(par.getLoc(), par);
+  // Extent of each dim: (ub - lb) / step, all our loops have lb 0 / step 1.
+  SmallVector<Value> extents;
+  Value total = indexConst(b, 1);
+  for (auto [lb, ub, step] :
+       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
+    Value n = arith::CeilDivSIOp::create(
+        b, arith::SubIOp::create(b, ub, lb), step);
+    extents.push_back(n);
+    total = arith::MulIOp::create(b, total, n);
+  }
+  forLoop(b, ti.tid, total, indexConst(b, ti.threads),
+          [&](ImplicitLocOpBuilder &lb, Value idx) {
+            IRMapping map;
+            Value rest = idx;
+            // Innermost dim varies fastest.
+            SmallVector<Value> ivs(extents.size());
+            for (int64_t d = extents.size() - 1; d >= 0; --d) {
+              Value local = d == 0 ? rest
+                                   : arith::RemUIOp::create(lb, rest,
+                                                            extents[d]);
+              if (d > 0)
+                rest = arith::DivUIOp::create(lb, rest, extents[d]);
+              ivs[d] = arith::AddIOp::create(
+                  lb, par.getLowerBound()[d],
+                  arith::MulIOp::create(lb, local, par.getStep()[d]));
+            }
+            for (auto [iv, v] : llvm::zip(par.getInductionVars(), ivs))
+              map.map(iv, v);
+            for (Operation &op : par.getBody()->without_terminator())
+              lb.clone(op, map);
+          });
+  if (waitAsyncCopies) {
+    // One group of all this thread's copies; wait until at most `pending`
+    // groups are in flight (0: this one has landed) before the barrier.
+    Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+    nvgpu::DeviceAsyncWaitOp::create(b, group,
+                                     b.getI32IntegerAttr(pending));
+  }
+  gpu::BarrierOp::create(b);
+  par.erase();
+}
+
+/// Buffers of the grid that nothing reads or writes any more (the score
+/// and probability tiles of a fused attention step): erased, so that they
+/// take no shared memory.
+void eraseDeadTiles(GridOp grid) {
+  SmallVector<memref::AllocaOp> allocas(
+      grid.getBody().front().getOps<memref::AllocaOp>());
+  for (memref::AllocaOp a : allocas) {
+    SmallVector<Operation *> views, users;
+    collectViews(a.getResult(), views, users);
+    if (!users.empty())
+      continue;
+    for (Operation *view : llvm::reverse(views))
+      view->erase();
+    a.erase();
+  }
+}
+
+/// Any element types: one thread per C element, scalar f32 FMAs.
+void lowerMatmulScalar(MatmulOp op, const ThreadInfo &ti) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  const int64_t m = op.getA().getType().getDimSize(0),
+                k = op.getA().getType().getDimSize(1),
+                n = op.getC().getType().getDimSize(1);
+  Type f32 = b.getF32Type();
+  Value c0 = indexConst(b, 0), c1 = indexConst(b, 1), cN = indexConst(b, n);
+  forLoop(b, ti.tid, indexConst(b, m * n), indexConst(b, ti.threads),
+          [&](ImplicitLocOpBuilder &ib, Value idx) {
+            Value i = arith::DivUIOp::create(ib, idx, cN);
+            Value j = arith::RemUIOp::create(ib, idx, cN);
+            Value init = f32Const(ib, 0.0);
+            if (op.getAccumulate()) {
+              init = memref::LoadOp::create(ib, op.getC(), ValueRange{i, j});
+              if (Value s = op.getCScale())
+                init = arith::MulFOp::create(
+                    ib, init, memref::LoadOp::create(ib, s, ValueRange{i}));
+            }
+            Value sum = reduceLoop(
+                ib, c0, indexConst(ib, k), c1, init,
+                [&](ImplicitLocOpBuilder &kb, Value kk, Value acc) -> Value {
+                  Value a = castFloat(
+                      kb, memref::LoadOp::create(kb, op.getA(),
+                                                 ValueRange{i, kk}),
+                      f32);
+                  Value bv = castFloat(
+                      kb,
+                      memref::LoadOp::create(
+                          kb, op.getB(),
+                          op.getTransposeB() ? ValueRange{j, kk}
+                                             : ValueRange{kk, j}),
+                      f32);
+                  return math::FmaOp::create(kb, a, bv, acc);
+                });
+            memref::StoreOp::create(ib, sum, op.getC(), ValueRange{i, j});
+          });
+  gpu::BarrierOp::create(b);
+  op.erase();
+}
+
+/// exp2 / log2 as the chip's special-function instructions (NVIDIA
+/// ex2.approx / lg2.approx, AMD v_exp_f32 / v_log_f32; ~1-2 ulp) and fma as
+/// the LLVM intrinsic, so that kernels need no device library (libdevice,
+/// ocml).
+void lowerGPUMath(GridOp grid, TargetKind kind) {
+  SmallVector<Operation *> ops;
+  grid.walk([&](Operation *op) {
+    if (isa<math::Exp2Op, math::Log2Op, math::FmaOp>(op) &&
+        op->getResultTypes()[0].isF32())
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    OpBuilder b(op);
+    if (auto fma = dyn_cast<math::FmaOp>(op)) {
+      Value r = LLVM::FMAOp::create(b, fma.getLoc(), fma.getA(), fma.getB(),
+                                    fma.getC());
+      fma.replaceAllUsesWith(r);
+      fma.erase();
+      continue;
+    }
+    bool exp = isa<math::Exp2Op>(op);
+    StringRef name = kind == TargetKind::NVIDIA
+                         ? (exp ? "llvm.nvvm.ex2.approx.ftz.f"
+                                : "llvm.nvvm.lg2.approx.ftz.f")
+                         : (exp ? "llvm.amdgcn.exp2.f32" : "llvm.amdgcn.log.f32");
+    auto call = LLVM::CallIntrinsicOp::create(
+        b, op->getLoc(), b.getF32Type(), b.getStringAttr(name),
+        op->getOperands());
+    op->replaceAllUsesWith(call->getResults());
+    op->erase();
+  }
+}
+
+struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
+  using MLADistributeBase::MLADistributeBase;
+
+  void runOnOperation() override {
+    const ArchInfo *arch = lookupArch(target);
+    if (!arch || arch->kind == TargetKind::Host) {
+      getOperation().emitError()
+          << "mla-distribute: '" << target << "' is not a GPU target";
+      return signalPassFailure();
+    }
+    WalkResult result = getOperation().walk([&](GridOp grid) {
+      int64_t warps = defaultWarps;
+      if (auto cfg = grid->getAttrOfType<ConfigAttr>("config"))
+        warps = cfg.getWarps();
+      ThreadInfo ti;
+      ti.threads = warps * arch->warpSize;
+      ti.warpSize = arch->warpSize;
+      ti.wgmma = arch->warpgroupMma;
+      if (auto cfg = grid->getAttrOfType<ConfigAttr>("config"))
+        ti.wgmma &= cfg.getWgmma() != 0;
+      ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
+          grid.getLoc(), &grid.getBody().front());
+      ti.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+      grid->setAttr("mla.block_size", b.getI64IntegerAttr(ti.threads));
+
+      // The copies of pipelined key loops, which may stay in flight: those
+      // before an attention step with stages > 1 in its loop's body.
+      DenseMap<Operation *, int64_t> ahead;
+      grid.walk([&](AttentionStepOp step) {
+        if (step.getStages() > 1 && isa<scf::ForOp>(step->getParentOp()))
+          for (Operation *op = step->getPrevNode(); op; op = op->getPrevNode())
+            if (isa<scf::ParallelOp>(op))
+              ahead[op] = step.getStages() - 1;
+      });
+      // The attention steps: fused into registers where one of the target's
+      // strategies is feasible, decomposed into parallel phases otherwise.
+      SmallVector<AttentionStepOp> steps;
+      grid.walk([&](AttentionStepOp step) { steps.push_back(step); });
+      for (AttentionStepOp step : steps)
+        if (arch->kind != TargetKind::NVIDIA ||
+            failed(nvidia::fuseAttentionStep(step, ti)))
+          expandOnlineSoftmax(decomposeAttentionStep(step));
+      SmallVector<OnlineSoftmaxOp> softmaxes;
+      grid.walk([&](OnlineSoftmaxOp sm) { softmaxes.push_back(sm); });
+      for (OnlineSoftmaxOp sm : softmaxes)
+        expandOnlineSoftmax(sm);
+      eraseDeadTiles(grid);
+      allocasToWorkgroup(grid);
+      SmallVector<scf::ParallelOp> pars;
+      grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
+      DenseMap<Operation *, bool> async;
+      for (scf::ParallelOp p : pars)
+        async[p] = arch->kind == TargetKind::NVIDIA && nvidia::asyncCopies(p);
+      DenseMap<Operation *, int64_t> pending =
+          nvidia::prefetchWaits(pars, async, ahead);
+      for (scf::ParallelOp p : pars)
+        distributeParallel(p, ti, async[p], pending.lookup(p));
+      SmallVector<MatmulOp> mms;
+      grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
+      for (MatmulOp mm : mms) {
+        Type a = mm.getA().getType().getElementType();
+        Type bt = mm.getB().getType().getElementType();
+        int64_t n = mm.getC().getType().getDimSize(1);
+        int64_t k = mm.getA().getType().getDimSize(1);
+        bool matrixUnit = a == bt && (a.isBF16() || a.isF16()) &&
+                          k % arch->mmaK == 0 && n % arch->mmaN == 0;
+        if (matrixUnit && arch->kind == TargetKind::NVIDIA)
+          nvidia::lowerMatmulMmaSync(mm, ti);
+        else if (matrixUnit && arch->kind == TargetKind::AMD)
+          amd::lowerMatmulMfma(mm, ti);
+        else
+          lowerMatmulScalar(mm, ti);
+      }
+      if (failed(nvidia::applySwizzle(grid)))
+        return WalkResult::interrupt();
+      lowerGPUMath(grid, arch->kind);
+      if (arch->kind == TargetKind::NVIDIA)
+        nvidia::markGlobalVectorAlignment(grid);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace

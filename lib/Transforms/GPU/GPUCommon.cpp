@@ -1,0 +1,154 @@
+//===- GPUCommon.cpp - what every GPU lowering of mla-distribute uses -----===//
+#include "GPUCommon.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+using namespace mlir;
+using namespace mla;
+
+namespace mla {
+bool isWorkgroup(Value memref) {
+  auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(
+      cast<MemRefType>(memref.getType()).getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Workgroup;
+}
+
+bool isZeroVector(Value v) {
+  DenseElementsAttr attr;
+  return matchPattern(v, m_Constant(&attr)) && attr.isSplat() &&
+         cast<FloatAttr>(attr.getSplatValue<Attribute>()).getValue().isZero();
+}
+
+/// Loads `width` consecutive elements at (row, col) of a 2-D memref, or zeros
+/// when `inBounds` is false.
+Value loadPair(ImplicitLocOpBuilder &b, Value mem, Value row, Value col,
+               Value inBounds, int64_t width) {
+  auto type = cast<MemRefType>(mem.getType());
+  auto vecType = VectorType::get({width}, type.getElementType());
+  if (matchPattern(inBounds, m_One()))
+    return vector::LoadOp::create(b, vecType, mem, ValueRange{row, col});
+  auto ifOp = scf::IfOp::create(
+      b, inBounds,
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(
+            ib, ValueRange{vector::LoadOp::create(ib, vecType, mem,
+                                                  ValueRange{row, col})});
+      },
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        Value z = arith::ConstantOp::create(
+            ib, vecType,
+            DenseElementsAttr::get(
+                vecType, ib.getFloatAttr(type.getElementType(), 0.0)));
+        scf::YieldOp::create(ib, z);
+      });
+  return ifOp.getResult(0);
+}
+
+/// Runs `body` under `cond`, or unconditionally when `cond` is constant true.
+void guarded(ImplicitLocOpBuilder &b, Value cond,
+             function_ref<void(ImplicitLocOpBuilder &)> body) {
+  if (matchPattern(cond, m_One())) {
+    body(b);
+    return;
+  }
+  scf::IfOp::create(b, cond, [&](OpBuilder &nb, Location loc) {
+    ImplicitLocOpBuilder ib(loc, nb);
+    body(ib);
+    scf::YieldOp::create(ib);
+  });
+}
+
+/// `value()` under `cond`, else `fallback` (no branch when `cond` is
+/// constant true).
+Value guardedValue(ImplicitLocOpBuilder &b, Value cond, Value fallback,
+                   function_ref<Value(ImplicitLocOpBuilder &)> value) {
+  if (matchPattern(cond, m_One()))
+    return value(b);
+  auto ifOp = scf::IfOp::create(
+      b, cond,
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib, value(ib));
+      },
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib, fallback);
+      });
+  return ifOp.getResult(0);
+}
+
+/// The root buffer of a tile view: a memref.alloca at the top of the grid
+/// (looking through subviews), or null.
+memref::AllocaOp gridTile(Value v) {
+  while (auto sub = v.getDefiningOp<memref::SubViewOp>())
+    v = sub.getSource();
+  auto alloca = v.getDefiningOp<memref::AllocaOp>();
+  if (!alloca || !isa<GridOp>(alloca->getParentOp()))
+    return nullptr;
+  return alloca;
+}
+
+namespace {
+/// Whether `op` reads or writes (a view of) `root`.
+bool touches(Operation *op, memref::AllocaOp root) {
+  bool hit = false;
+  op->walk([&](Operation *inner) {
+    for (Value v : inner->getOperands())
+      if (isa<MemRefType>(v.getType()) && gridTile(v) == root)
+        hit = true;
+  });
+  return hit;
+}
+
+} // namespace
+
+/// The scf.parallel before `loop` in its block that fills `root` with
+/// zeros (a fillBuffer), when nothing between it and the loop touches
+/// `root`; null otherwise.
+scf::ParallelOp zeroFillBefore(scf::ForOp loop, memref::AllocaOp root) {
+  for (Operation *op = loop->getPrevNode(); op; op = op->getPrevNode()) {
+    if (!touches(op, root))
+      continue;
+    auto par = dyn_cast<scf::ParallelOp>(op);
+    if (!par)
+      return nullptr;
+    int64_t stores = 0;
+    bool other = false;
+    par.getBody()->walk([&](Operation *inner) {
+      if (auto st = dyn_cast<vector::StoreOp>(inner)) {
+        if (gridTile(st.getBase()) == root &&
+            isZeroVector(st.getValueToStore()))
+          ++stores;
+        else
+          other = true;
+      } else if (!isPure(inner) && !isa<scf::ReduceOp, scf::YieldOp>(inner)) {
+        other = true;
+      }
+    });
+    return stores == 1 && !other ? par : nullptr;
+  }
+  return nullptr;
+}
+
+/// The memref.subview ops on `root` (transitively, outermost first) and
+/// the other ops that use it or one of them.
+void collectViews(Value root, SmallVectorImpl<Operation *> &views,
+                  SmallVectorImpl<Operation *> &users) {
+  for (Operation *user : root.getUsers()) {
+    if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
+      views.push_back(sub);
+      collectViews(sub.getResult(), views, users);
+    } else {
+      users.push_back(user);
+    }
+  }
+}
+
+} // namespace mla

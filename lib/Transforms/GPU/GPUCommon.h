@@ -1,0 +1,70 @@
+//===- GPUCommon.h - what every GPU lowering of mla-distribute uses -*- C++ -*-===//
+//
+// Library-private helpers shared by the vendor emitters of mla-distribute
+// (lib/Transforms/NVIDIA, lib/Transforms/AMD) and its driver
+// (GPU/Distribute.cpp): the workgroup's threads, tiles of the grid, and
+// guarded loads and stores.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_LIB_TRANSFORMS_GPU_GPUCOMMON_H
+#define MLA_LIB_TRANSFORMS_GPU_GPUCOMMON_H
+
+#include "mla/Dialect/MLA/IR/MLA.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mla {
+
+/// The threads of one workgroup, as mla-distribute builds them.
+struct ThreadInfo {
+  mlir::Value tid;    ///< linear thread id in the workgroup
+  int64_t threads;    ///< threads per workgroup
+  int64_t warpSize;   ///< threads per warp / wave
+  bool wgmma = false; ///< warpgroup MMA allowed for the fused attention step
+  int64_t warps() const { return threads / warpSize; }
+};
+
+/// Whether `memref` lives in workgroup memory (shared memory / LDS).
+bool isWorkgroup(mlir::Value memref);
+
+/// Whether `v` is a constant splat of floating-point zeros.
+bool isZeroVector(mlir::Value v);
+
+/// The root buffer of a tile view: a memref.alloca at the top of the grid
+/// (looking through subviews), or null.
+mlir::memref::AllocaOp gridTile(mlir::Value v);
+
+/// The memref.subview ops on `root` (transitively, outermost first) and
+/// the other ops that use it or one of them.
+void collectViews(mlir::Value root,
+                  llvm::SmallVectorImpl<mlir::Operation *> &views,
+                  llvm::SmallVectorImpl<mlir::Operation *> &users);
+
+/// The scf.parallel before `loop` in its block that fills `root` with
+/// zeros (a fillBuffer), when nothing between it and the loop touches
+/// `root`; null otherwise.
+mlir::scf::ParallelOp zeroFillBefore(mlir::scf::ForOp loop,
+                                     mlir::memref::AllocaOp root);
+
+/// Loads `width` consecutive elements at (row, col) of a 2-D memref, or
+/// zeros when `inBounds` is false.
+mlir::Value loadPair(mlir::ImplicitLocOpBuilder &b, mlir::Value mem,
+                     mlir::Value row, mlir::Value col, mlir::Value inBounds,
+                     int64_t width);
+
+/// Runs `body` under `cond`, or unconditionally when `cond` is constant true.
+void guarded(mlir::ImplicitLocOpBuilder &b, mlir::Value cond,
+             llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> body);
+
+/// `value()` under `cond`, else `fallback` (no branch when `cond` is
+/// constant true).
+mlir::Value
+guardedValue(mlir::ImplicitLocOpBuilder &b, mlir::Value cond,
+             mlir::Value fallback,
+             llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &)> value);
+
+} // namespace mla
+
+#endif // MLA_LIB_TRANSFORMS_GPU_GPUCOMMON_H

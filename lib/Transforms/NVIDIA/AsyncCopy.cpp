@@ -1,0 +1,154 @@
+//===- AsyncCopy.cpp - cp.async copies and aligned global accesses --------===//
+//
+// NVIDIA parts of mla-distribute's copies: parallel masked copies into
+// tiles become cp.async, pipelined key loops leave their copies in flight,
+// and 16-byte aligned global vector accesses are marked.
+//
+//===----------------------------------------------------------------------===//
+#include "NVIDIA.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mla;
+
+namespace mla::nvidia {
+/// NVIDIA: a parallel copy `tile[...] = cond ? global[...] : 0` of 16-byte
+/// multiples becomes cp.async (global -> shared without registers, all of a
+/// thread's copies in flight at once; a masked copy reads 0 bytes and
+/// zero-fills). The source indices are still computed under `cond` (the
+/// page lookup must not read past the block table); masked copies read from
+/// index 0. Returns true when the loop was rewritten; the caller then waits
+/// for the copies before the barrier.
+bool asyncCopies(scf::ParallelOp par) {
+  Block *body = par.getBody();
+  auto store = dyn_cast<vector::StoreOp>(body->getTerminator()->getPrevNode());
+  if (!store || !isWorkgroup(store.getBase()))
+    return false;
+  auto ifOp = store.getValueToStore().getDefiningOp<scf::IfOp>();
+  if (!ifOp || ifOp.getNumResults() != 1 || ifOp.getElseRegion().empty())
+    return false;
+  auto load = cast<scf::YieldOp>(ifOp.thenBlock()->getTerminator())
+                  .getOperand(0)
+                  .getDefiningOp<vector::LoadOp>();
+  Value elseVal =
+      cast<scf::YieldOp>(ifOp.elseBlock()->getTerminator()).getOperand(0);
+  VectorType vt = store.getVectorType();
+  int64_t bytes = vt.getNumElements() * vt.getElementTypeBitWidth() / 8;
+  if (!load || !isZeroVector(elseVal) || bytes % 16 != 0 ||
+      cast<MemRefType>(load.getBase().getType()).getMemorySpace())
+    return false;
+  // The source indices, computed only when in range.
+  ImplicitLocOpBuilder b(ifOp.getLoc(), ifOp);
+  SmallVector<Type> idxTypes(load.getIndices().size(), b.getIndexType());
+  auto idxIf = scf::IfOp::create(b, idxTypes, ifOp.getCondition(),
+                                 /*withElseRegion=*/true);
+  {
+    Block *thenBlock = idxIf.thenBlock();
+    thenBlock->getOperations().splice(
+        thenBlock->begin(), ifOp.thenBlock()->getOperations(),
+        ifOp.thenBlock()->begin(), Block::iterator(load));
+    ImplicitLocOpBuilder tb = ImplicitLocOpBuilder::atBlockEnd(
+        load.getLoc(), thenBlock);
+    scf::YieldOp::create(tb, load.getIndices());
+    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockBegin(
+        load.getLoc(), idxIf.elseBlock());
+    SmallVector<Value> zeros(idxTypes.size(), indexConst(eb, 0));
+    scf::YieldOp::create(eb, zeros);
+  }
+  int64_t perCopy = 16 * 8 / vt.getElementTypeBitWidth();
+  Value full = indexConst(b, perCopy);
+  Value srcElems =
+      arith::SelectOp::create(b, ifOp.getCondition(), full, indexConst(b, 0));
+  for (int64_t piece = 0; piece < vt.getNumElements() / perCopy; ++piece) {
+    SmallVector<Value> src(idxIf.getResults());
+    SmallVector<Value> dst(store.getIndices());
+    Value off = indexConst(b, piece * perCopy);
+    src.back() = arith::AddIOp::create(b, src.back(), off);
+    dst.back() = arith::AddIOp::create(b, dst.back(), off);
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), store.getBase(),
+        dst, load.getBase(), src, b.getIndexAttr(perCopy), srcElems,
+        b.getUnitAttr());
+  }
+  store.erase();
+  ifOp.erase();
+  return true;
+}
+
+/// NVIDIA: vector loads and stores of global memory whose every address is a
+/// multiple of 16 bytes are marked so (one 16-byte access instead of one per
+/// element). That holds for identity-layout memrefs whose innermost extent
+/// is a multiple of 16 bytes, accessed at a last index that is a multiple of
+/// the vector width (every chunked access mla-tile emits), with 16-byte
+/// aligned base pointers, which the runtime requires of GPU float tensors.
+void markGlobalVectorAlignment(GridOp grid) {
+  auto aligned16 = [](Value base, VectorType vt, Value lastIndex) {
+    auto type = cast<MemRefType>(base.getType());
+    int64_t elemBytes = type.getElementTypeBitWidth() / 8;
+    int64_t vecBytes = vt.getNumElements() * elemBytes;
+    if (isWorkgroup(base) || !type.getLayout().isIdentity() ||
+        type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1) ||
+        (type.getDimSize(type.getRank() - 1) * elemBytes) % 16 != 0 ||
+        vecBytes % 16 != 0)
+      return false;
+    // The last index: c * k with k a multiple of the vector width (or a
+    // constant multiple of it), plus such terms.
+    std::function<bool(Value)> multipleOfWidth = [&](Value v) -> bool {
+      if (std::optional<int64_t> c = getConstantIntValue(v))
+        return *c % vt.getNumElements() == 0;
+      Operation *def = v.getDefiningOp();
+      if (auto mul = dyn_cast_or_null<arith::MulIOp>(def))
+        return multipleOfWidth(mul.getLhs()) || multipleOfWidth(mul.getRhs());
+      if (auto add = dyn_cast_or_null<arith::AddIOp>(def))
+        return multipleOfWidth(add.getLhs()) && multipleOfWidth(add.getRhs());
+      return false;
+    };
+    return multipleOfWidth(lastIndex);
+  };
+  grid.walk([&](Operation *op) {
+    if (auto load = dyn_cast<vector::LoadOp>(op)) {
+      if (!load.getIndices().empty() &&
+          aligned16(load.getBase(), load.getVectorType(),
+                    load.getIndices().back()))
+        load.setAlignment(16);
+    } else if (auto store = dyn_cast<vector::StoreOp>(op)) {
+      if (!store.getIndices().empty() &&
+          aligned16(store.getBase(), store.getVectorType(),
+                    store.getIndices().back()))
+        store.setAlignment(16);
+    }
+  });
+}
+
+
+/// How many cp.async groups each asynchronous prefetch copy of a pipelined
+/// key loop may leave in flight; `ahead` maps each prefetch copy to S - 1
+/// (the stages of its loop's mla.attention_step, minus one). Iteration i
+/// copies tile i + S - 1 in g groups (the loop's async prefetches, in order)
+/// and then reads tile i, whose groups were committed S - 1 iterations
+/// earlier: after committing its j-th group, (S - 2)·g + j + 1 newer groups
+/// may still be pending. Copies that are not asynchronous complete at once
+/// and commit no group.
+DenseMap<Operation *, int64_t>
+prefetchWaits(ArrayRef<scf::ParallelOp> pars,
+              const DenseMap<Operation *, bool> &async,
+              const DenseMap<Operation *, int64_t> &ahead) {
+  DenseMap<Operation *, SmallVector<scf::ParallelOp>> byLoop;
+  for (scf::ParallelOp p : pars)
+    if (ahead.count(p) && async.lookup(p))
+      byLoop[p->getParentOp()].push_back(p);
+  DenseMap<Operation *, int64_t> waits;
+  for (auto &[loop, copies] : byLoop) {
+    const int64_t g = copies.size();
+    for (auto [j, p] : llvm::enumerate(copies))
+      waits[p] = (ahead.lookup(p) - 1) * g + static_cast<int64_t>(j) + 1;
+  }
+  return waits;
+}
+} // namespace mla::nvidia

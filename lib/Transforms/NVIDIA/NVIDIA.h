@@ -1,0 +1,50 @@
+//===- NVIDIA.h - NVIDIA emitters of mla-distribute -------------*- C++ -*-===//
+//
+// Library-private: what the mla-distribute driver (GPU/Distribute.cpp)
+// asks of the NVIDIA lowerings.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_LIB_TRANSFORMS_NVIDIA_NVIDIA_H
+#define MLA_LIB_TRANSFORMS_NVIDIA_NVIDIA_H
+
+#include "../GPU/GPUCommon.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace mla::nvidia {
+
+/// A parallel masked copy `tile[...] = cond ? global[...] : 0` of 16-byte
+/// multiples becomes cp.async; returns true when `par` was rewritten (the
+/// caller then waits for the copies before the barrier).
+bool asyncCopies(mlir::scf::ParallelOp par);
+
+/// How many cp.async groups each asynchronous prefetch copy in `pars` may
+/// leave in flight; `ahead` maps the prefetch copies of pipelined key loops
+/// to their steps' `stages - 1`.
+llvm::DenseMap<mlir::Operation *, int64_t>
+prefetchWaits(llvm::ArrayRef<mlir::scf::ParallelOp> pars,
+              const llvm::DenseMap<mlir::Operation *, bool> &async,
+              const llvm::DenseMap<mlir::Operation *, int64_t> &ahead);
+
+/// Marks 16-byte aligned vector loads and stores of global memory.
+void markGlobalVectorAlignment(GridOp grid);
+
+/// mla.matmul on bf16/f16 tiles as mma.sync m16n8k16 (accumulators kept
+/// in registers across a loop where only the product touches them).
+void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti);
+
+/// The register-resident lowering of one mla.attention_step (mma.sync or
+/// wgmma, whole or split scores; FusedStep.cpp). Fails, before changing
+/// any IR, when no fused strategy is feasible; -debug-only=mla-distribute
+/// says why.
+mlir::LogicalResult fuseAttentionStep(AttentionStepOp op,
+                                      const ThreadInfo &ti);
+
+/// After distribution: copies into the tiles the warpgroup-MMA step moved
+/// to the swizzled layout write the swizzled buffers; proxy fences before
+/// barriers.
+mlir::LogicalResult applySwizzle(GridOp grid);
+
+} // namespace mla::nvidia
+
+#endif // MLA_LIB_TRANSFORMS_NVIDIA_NVIDIA_H
