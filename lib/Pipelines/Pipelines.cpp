@@ -1,4 +1,4 @@
-//===- Pipelines.cpp - the whole compiler pipeline, per target -------------===//
+//===- Pipelines.cpp - the whole compiler pipeline, per target ------------===//
 //
 // The one place where pass order is decided. Each stage names the mla-opt
 // flags that run it by hand; `mla-opt --mla-host-pipeline` runs all of them.
@@ -22,6 +22,7 @@ namespace mla {
 void buildHostKernelPipeline(OpPassManager &pm,
                              const PipelineOptions &options) {
   // Layer 2 -- config: --mla-select-config="target=host perf-config=..."
+  // (sets the module's #mla.target).
   MLASelectConfigOptions cfg;
   cfg.target = options.target;
   cfg.perfConfig = options.perfConfig;
@@ -83,7 +84,8 @@ void buildGPUKernelPipeline(OpPassManager &pm,
                             const PipelineOptions &requested) {
   PipelineOptions options = requested;
   options.target = kernelChip(requested.target);
-  // Layer 2: --mla-select-config="target=sm_90a perf-config=..."
+  // Layer 2: --mla-select-config="target=sm_90a perf-config=...": sets the
+  // module's #mla.target, which the later passes read.
   MLASelectConfigOptions cfg;
   cfg.target = options.target;
   cfg.perfConfig = options.perfConfig;
@@ -91,29 +93,25 @@ void buildGPUKernelPipeline(OpPassManager &pm,
   // Layer 3, the same as on the host: --mla-tile --mla-expand-paging
   pm.addPass(createMLATile());
   pm.addPass(createMLAExpandPaging());
-  // Layer 4: --mla-distribute="target=sm_90a": threads, barriers, mma.sync.
-  // After paging expansion, whose row copies it spreads over the threads.
-  MLADistributeOptions dist;
-  dist.target = options.target;
-  pm.addPass(createMLADistribute(dist));
-  // Layer 5/6: --mla-outline-gpu-kernels="target=sm_90a": gpu.func kernels,
-  // tiles in dynamic shared memory, launch plan. Needs the block size that
+  // Layer 4: --mla-distribute: threads, barriers, mma.sync / MFMA, for the
+  // module's mla.target (set above). After paging expansion, whose row
+  // copies it spreads over the threads.
+  pm.addPass(createMLADistribute());
+  // Layer 5/6: --mla-outline-gpu-kernels: gpu.func kernels, tiles in
+  // dynamic shared memory, launch plan. Needs the block size that
   // mla-distribute recorded.
-  MLAOutlineGPUKernelsOptions outline;
-  outline.target = options.target;
-  pm.addPass(createMLAOutlineGPUKernels(outline));
+  pm.addPass(createMLAOutlineGPUKernels());
   // AMD only: --mla-amdgpu-buffer-ops. After outlining, which makes the
   // global memrefs kernel arguments (wave-uniform buffer bases), and after
   // the launch plan exists (it adds the 32-bit byte limits to it).
   const ArchInfo *arch = lookupArch(options.target);
-  if (arch && arch->kind == TargetKind::AMD)
+  if (arch && arch->hasBufferOps())
     pm.addPass(createMLAAMDGPUBufferOps());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
 
-void buildGPUToLLVMPipeline(OpPassManager &pm,
-                            const PipelineOptions &options) {
+void buildGPUToLLVMPipeline(OpPassManager &pm, const PipelineOptions &options) {
   // NVIDIA, inside gpu.module: --convert-scf-to-cf --expand-strided-metadata
   // --lower-affine --convert-nvgpu-to-nvvm (cp.async)
   // --convert-gpu-to-nvvm (which also lowers the vector ops)
@@ -161,8 +159,7 @@ void buildGPUToLLVMPipeline(OpPassManager &pm,
 }
 
 namespace {
-struct HostPipelineOptions
-    : public PassPipelineOptions<HostPipelineOptions> {
+struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
   Option<std::string> perfConfig{
       *this, "perf-config",
       llvm::cl::desc("field=value,... overrides of the #mla.config"),
@@ -174,12 +171,13 @@ struct HostPipelineOptions
 } // namespace
 
 struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("GPU target: sm_80, sm_90a, gfx90a, gfx942, gfx950, "
-                                            "or an AMD emulation target "
-                                            "gfx90a-emu, gfx942-emu, gfx950-emu "
-                                            "(host code for the runtime's emulator)"),
-                             llvm::cl::init("sm_90a")};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("GPU target: sm_80, sm_90a, gfx90a, gfx942, gfx950, "
+                     "or an AMD emulation target "
+                     "gfx90a-emu, gfx942-emu, gfx950-emu "
+                     "(host code for the runtime's emulator)"),
+      llvm::cl::init("sm_90a")};
   Option<std::string> perfConfig{
       *this, "perf-config",
       llvm::cl::desc("field=value,... overrides of the #mla.config"),

@@ -1,4 +1,4 @@
-//===- Arch.cpp - the target table ------------------------------------------===//
+//===- Arch.cpp - the target table ----------------------------------------===//
 #include "mla/Target/Arch.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -61,9 +61,9 @@ const ArchInfo *compiledArch(const ArchInfo *arch) {
 llvm::ArrayRef<ArchInfo> allArchs() { return kArchs; }
 
 std::string archNames() {
-  return llvm::join(llvm::map_range(allArchs(),
-                                    [](const ArchInfo &a) { return a.name; }),
-                    ", ");
+  return llvm::join(
+      llvm::map_range(allArchs(), [](const ArchInfo &a) { return a.name; }),
+      ", ");
 }
 
 } // namespace mla

@@ -1,4 +1,4 @@
-//===- GPUTarget.cpp - gpu.module -> PTX ------------------------------------===//
+//===- GPUTarget.cpp - gpu.module -> PTX ----------------------------------===//
 #include "mla/Target/GPUTarget.h"
 #include "mla/Target/HostTarget.h"
 
@@ -76,17 +76,16 @@ FailureOr<std::string> compileGPU(ModuleOp module, const ArchInfo &arch,
   }
   for (llvm::Function &f : llvmModule->functions())
     if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty())
-      return module.emitError()
-             << "GPU kernels call '" << f.getName().str()
-             << "', which no code object provides";
+      return module.emitError() << "GPU kernels call '" << f.getName().str()
+                                << "', which no code object provides";
 
   llvm::Triple triple(arch.triple);
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return module.emitError() << "no " << arch.triple
-                              << " target in this LLVM: " << error;
+    return module.emitError()
+           << "no " << arch.triple << " target in this LLVM: " << error;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, arch.cpu, arch.features, llvm::TargetOptions(), std::nullopt,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
@@ -117,9 +116,9 @@ FailureOr<std::string> compileGPU(ModuleOp module, const ArchInfo &arch,
   if (!object)
     return std::string(buffer.begin(), buffer.end());
   FailureOr<std::vector<uint8_t>> linked = linkSharedObject(
-      module, llvm::ArrayRef<uint8_t>(
-                  reinterpret_cast<const uint8_t *>(buffer.data()),
-                  buffer.size()),
+      module,
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(buffer.data()),
+                              buffer.size()),
       /*noUndefined=*/true);
   if (failed(linked))
     return failure();

@@ -1,4 +1,4 @@
-//===- HostTarget.cpp - LLVM dialect -> x86-64 shared object ---------------===//
+//===- HostTarget.cpp - LLVM dialect -> x86-64 shared object --------------===//
 #include "mla/Target/HostTarget.h"
 
 #include "lld/Common/Driver.h"
@@ -33,9 +33,8 @@ constexpr const char *kCpu = "x86-64-v3";
 /// Symbols a host code object may import: libm, resolved by the process that
 /// loads it.
 bool isAllowedImport(StringRef name) {
-  return llvm::is_contained({"exp2f", "log2f", "expf", "logf", "memcpy",
-                             "memset", "memmove"},
-                            name);
+  return llvm::is_contained(
+      {"exp2f", "log2f", "expf", "logf", "memcpy", "memset", "memmove"}, name);
 }
 
 /// Removes a temporary file when it goes out of scope.
@@ -49,9 +48,8 @@ struct TempFile {
 
 } // namespace
 
-FailureOr<std::vector<uint8_t>> linkSharedObject(ModuleOp module,
-                                                 ArrayRef<uint8_t> object,
-                                                 bool noUndefined) {
+FailureOr<std::vector<uint8_t>>
+linkSharedObject(ModuleOp module, ArrayRef<uint8_t> object, bool noUndefined) {
   TempFile in, out;
   int fd;
   if (llvm::sys::fs::createTemporaryFile("mla-host", "o", fd, in.path) ||
@@ -63,8 +61,9 @@ FailureOr<std::vector<uint8_t>> linkSharedObject(ModuleOp module,
   }
   std::string log;
   llvm::raw_string_ostream logOs(log);
-  SmallVector<const char *> args = {"ld.lld", "-shared", "--build-id=none",
-                                    "-o", out.path.c_str(), in.path.c_str()};
+  SmallVector<const char *> args = {"ld.lld",          "-shared",
+                                    "--build-id=none", "-o",
+                                    out.path.c_str(),  in.path.c_str()};
   if (noUndefined)
     args.push_back("--no-undefined");
   lld::Result result;
@@ -82,8 +81,8 @@ FailureOr<std::vector<uint8_t>> linkSharedObject(ModuleOp module,
   std::vector<uint8_t> bytes((*buffer)->getBufferStart(),
                              (*buffer)->getBufferEnd());
   // Reject imports other than libm's.
-  auto obj = llvm::object::ObjectFile::createObjectFile(
-      (*buffer)->getMemBufferRef());
+  auto obj =
+      llvm::object::ObjectFile::createObjectFile((*buffer)->getMemBufferRef());
   if (!obj) {
     llvm::consumeError(obj.takeError());
     return module.emitError("the linked shared object is not a valid ELF");
@@ -127,7 +126,8 @@ FailureOr<std::vector<uint8_t>> compileHost(ModuleOp module, HostEmit emit) {
 
   llvm::Triple triple(kTriple);
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return module.emitError() << "no x86-64 target in this LLVM: " << error;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(

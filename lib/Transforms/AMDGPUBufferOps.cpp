@@ -1,4 +1,4 @@
-//===- AMDGPUBufferOps.cpp - mla-amdgpu-buffer-ops -------------------------===//
+//===- AMDGPUBufferOps.cpp - mla-amdgpu-buffer-ops ------------------------===//
 //
 // The buffer-op pass. In every AMD kernel:
 //   * each global memref argument (the KV pool, Q, the block table, lengths,
@@ -62,8 +62,7 @@ bool isWorkgroup(MemRefType t) {
 /// indices are the tile's rows).
 bool isSpeculatable(Operation &op) {
   if (auto load = dyn_cast<memref::LoadOp>(op))
-    return isFatBuffer(load.getMemRef()) ||
-           isWorkgroup(load.getMemRefType());
+    return isFatBuffer(load.getMemRef()) || isWorkgroup(load.getMemRefType());
   if (auto load = dyn_cast<vector::LoadOp>(op))
     return isFatBuffer(load.getBase());
   return isPure(&op);
@@ -74,8 +73,9 @@ bool isZeroConstant(Value v) {
   if (!matchPattern(v, m_Constant(&attr)))
     return false;
   if (auto dense = dyn_cast<DenseElementsAttr>(attr))
-    return dense.isSplat() &&
-           cast<FloatAttr>(dense.getSplatValue<Attribute>()).getValue().isZero();
+    return dense.isSplat() && cast<FloatAttr>(dense.getSplatValue<Attribute>())
+                                  .getValue()
+                                  .isZero();
   return false;
 }
 
@@ -117,9 +117,9 @@ LogicalResult maskStoreByBounds(scf::IfOp ifOp) {
   Operation *terminator = thenBlock->getTerminator();
   auto store = dyn_cast_or_null<vector::StoreOp>(terminator->getPrevNode());
   if (!store || !isFatBuffer(store.getBase()) ||
-      !llvm::all_of(llvm::make_range(thenBlock->begin(),
-                                     Block::iterator(store)),
-                    isSpeculatable))
+      !llvm::all_of(
+          llvm::make_range(thenBlock->begin(), Block::iterator(store)),
+          isSpeculatable))
     return failure();
   for (Operation &op : llvm::make_early_inc_range(
            llvm::make_range(thenBlock->begin(), Block::iterator(terminator))))
@@ -212,8 +212,7 @@ struct AMDGPUBufferOpsPass
       llvm::StringSet<> done;
       module.walk([&](gpu::GPUFuncOp kernel) {
         SmallVector<int64_t> idx = planIndices(lines, kernel.getName());
-        for (auto [arg, planIndex] :
-             llvm::zip(kernel.getArguments(), idx)) {
+        for (auto [arg, planIndex] : llvm::zip(kernel.getArguments(), idx)) {
           auto mt = dyn_cast<MemRefType>(arg.getType());
           if (!mt || !isGlobal(mt) ||
               !done.insert(std::to_string(planIndex)).second)
@@ -223,8 +222,8 @@ struct AMDGPUBufferOpsPass
           int64_t slice = mt.getElementTypeBitWidth() / 8;
           for (int64_t d : mt.getShape().drop_front())
             slice = ShapedType::isDynamic(d) || slice < 0 ? -1 : slice * d;
-          int64_t limit = slice < 0 ? (int64_t(1) << 31)
-                                    : (int64_t(1) << 32) - 1 - slice;
+          int64_t limit =
+              slice < 0 ? (int64_t(1) << 31) : (int64_t(1) << 32) - 1 - slice;
           newLines.push_back(StringAttr::get(
               module.getContext(), "max-bytes " + std::to_string(planIndex) +
                                        " " + std::to_string(limit)));

@@ -21,6 +21,11 @@ Value mla::paddedTile(ImplicitLocOpBuilder &b, int64_t rows, int64_t cols,
 
 int64_t mla::alignedBytes(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
+int64_t mla::swizzledTileBytes(int64_t bytes) {
+  return (bytes + kSwizzledTileAlign - 1) / kSwizzledTileAlign *
+         kSwizzledTileAlign;
+}
+
 int64_t mla::paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes) {
   return alignedBytes(rows * (cols * elemBytes + kTileRowPadBytes));
 }

@@ -33,6 +33,13 @@ int64_t paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes);
 /// placement granule.
 int64_t alignedBytes(int64_t bytes);
 
+/// Alignment of a tile in the 128-byte swizzled layout of warpgroup MMA
+/// (the swizzle repeats every 8 rows of 128 bytes; NVIDIA/Wgmma.h).
+constexpr int64_t kSwizzledTileAlign = 1024;
+
+/// Bytes of a tile in the swizzled layout (unpadded, 1024-byte aligned).
+int64_t swizzledTileBytes(int64_t bytes);
+
 /// The scratch tiles of one mla.attention_step that its lowering asked for
 /// (null where not): the f32 scores S, the probabilities P (the queries'
 /// element type), both padded `rows x keys`, and the per-row correction.

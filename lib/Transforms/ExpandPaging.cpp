@@ -1,4 +1,4 @@
-//===- ExpandPaging.cpp - mla-expand-paging --------------------------------===//
+//===- ExpandPaging.cpp - mla-expand-paging -------------------------------===//
 //
 // Makes the paged-KV indirection of mla.load_kv_tile explicit: per tile row,
 // page = block_table[b][t / P], slot = t % P, then a vectorised row copy.
@@ -52,46 +52,47 @@ void expand(LoadKVTileOp op) {
   Value c0 = indexConst(b, 0);
   parallelFor(b, {indexConst(b, rows)},
               [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-    Value t = arith::AddIOp::create(rb, op.getStart(), iv[0]);
-    Value inRange =
-        arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, t, op.getEnd());
-    Value pageIdx = arith::SelectOp::create(
-        rb, inRange, arith::DivUIOp::create(rb, t, pageSize), c0);
-    memref::StoreOp::create(
-        rb,
-        memref::LoadOp::create(rb, op.getBlockTable(),
-                               ValueRange{op.getBatch(), pageIdx}),
-        pagesBuf, ValueRange{iv[0]});
-  });
+                Value t = arith::AddIOp::create(rb, op.getStart(), iv[0]);
+                Value inRange = arith::CmpIOp::create(
+                    rb, arith::CmpIPredicate::slt, t, op.getEnd());
+                Value pageIdx = arith::SelectOp::create(
+                    rb, inRange, arith::DivUIOp::create(rb, t, pageSize), c0);
+                memref::StoreOp::create(
+                    rb,
+                    memref::LoadOp::create(rb, op.getBlockTable(),
+                                           ValueRange{op.getBatch(), pageIdx}),
+                    pagesBuf, ValueRange{iv[0]});
+              });
 
   // One iteration per (row, vector chunk): on GPUs each thread copies
   // 16-byte pieces.
-  parallelFor(b, {indexConst(b, rows), indexConst(b, width / vw)},
-              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-    Value r = iv[0];
-    Value d = arith::MulIOp::create(rb, iv[1], cVw);
-    Value t = arith::AddIOp::create(rb, op.getStart(), r);
-    Value inRange =
-        arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, t, op.getEnd());
-    auto ifOp = scf::IfOp::create(
-        rb, inRange,
-        [&](OpBuilder &nb, Location loc) {
-          ImplicitLocOpBuilder ib(loc, nb);
-          Value slot = arith::RemUIOp::create(ib, t, pageSize);
-          Value entry = memref::LoadOp::create(ib, pagesBuf, ValueRange{r});
-          Value page =
-              arith::IndexCastOp::create(ib, ib.getIndexType(), entry);
-          Value v = vector::LoadOp::create(ib, vecType, op.getKv(),
-                                           ValueRange{page, slot, d});
-          scf::YieldOp::create(ib, v);
-        },
-        [&](OpBuilder &nb, Location loc) {
-          ImplicitLocOpBuilder ib(loc, nb);
-          scf::YieldOp::create(ib, zeros);
-        });
-    vector::StoreOp::create(rb, ifOp.getResult(0), op.getTile(),
-                            ValueRange{r, d});
-  });
+  parallelFor(
+      b, {indexConst(b, rows), indexConst(b, width / vw)},
+      [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+        Value r = iv[0];
+        Value d = arith::MulIOp::create(rb, iv[1], cVw);
+        Value t = arith::AddIOp::create(rb, op.getStart(), r);
+        Value inRange = arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, t,
+                                              op.getEnd());
+        auto ifOp = scf::IfOp::create(
+            rb, inRange,
+            [&](OpBuilder &nb, Location loc) {
+              ImplicitLocOpBuilder ib(loc, nb);
+              Value slot = arith::RemUIOp::create(ib, t, pageSize);
+              Value entry = memref::LoadOp::create(ib, pagesBuf, ValueRange{r});
+              Value page =
+                  arith::IndexCastOp::create(ib, ib.getIndexType(), entry);
+              Value v = vector::LoadOp::create(ib, vecType, op.getKv(),
+                                               ValueRange{page, slot, d});
+              scf::YieldOp::create(ib, v);
+            },
+            [&](OpBuilder &nb, Location loc) {
+              ImplicitLocOpBuilder ib(loc, nb);
+              scf::YieldOp::create(ib, zeros);
+            });
+        vector::StoreOp::create(rb, ifOp.getResult(0), op.getTile(),
+                                ValueRange{r, d});
+      });
   op.erase();
 }
 

@@ -70,20 +70,20 @@ void mla::expandOnlineSoftmax(OnlineSoftmaxOp op) {
                         : arith::AndIOp::create(cb, inTile, r[1]).getResult();
     return {r[0], visible};
   };
-  parallelFor(b, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb,
-                                       ValueRange iv) {
-    Value row = iv[0];
-    Value first = arith::MulIOp::create(rb, iv[1], cChunk);
-    Value mx = reduceLoop(
-        rb, c0, cChunk, c1, negInf,
-        [&](ImplicitLocOpBuilder &cb, Value k, Value m) -> Value {
-          auto [x, visible] =
-              element(cb, row, arith::AddIOp::create(cb, first, k));
-          return arith::MaximumFOp::create(
-              cb, m, arith::SelectOp::create(cb, visible, x, negInf));
-        });
-    memref::StoreOp::create(rb, mx, partial, ValueRange{row, iv[1]});
-  });
+  parallelFor(
+      b, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+        Value row = iv[0];
+        Value first = arith::MulIOp::create(rb, iv[1], cChunk);
+        Value mx = reduceLoop(
+            rb, c0, cChunk, c1, negInf,
+            [&](ImplicitLocOpBuilder &cb, Value k, Value m) -> Value {
+              auto [x, visible] =
+                  element(cb, row, arith::AddIOp::create(cb, first, k));
+              return arith::MaximumFOp::create(
+                  cb, m, arith::SelectOp::create(cb, visible, x, negInf));
+            });
+        memref::StoreOp::create(rb, mx, partial, ValueRange{row, iv[1]});
+      });
   parallelFor(b, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
     Value row = iv[0];
     Value mOld = memref::LoadOp::create(rb, mBuf, ValueRange{row});
@@ -102,37 +102,39 @@ void mla::expandOnlineSoftmax(OnlineSoftmaxOp op) {
     memref::StoreOp::create(rb, mNew, mBuf, ValueRange{row});
     memref::StoreOp::create(rb, ref, refBuf, ValueRange{row});
   });
-  parallelFor(b, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb,
-                                       ValueRange iv) {
-    Value row = iv[0];
-    Value ref = memref::LoadOp::create(rb, refBuf, ValueRange{row});
-    Value first = arith::MulIOp::create(rb, iv[1], cChunk);
-    Value sum = reduceLoop(
-        rb, c0, cChunk, c1, zeroF,
-        [&](ImplicitLocOpBuilder &cb, Value k, Value total) -> Value {
-          Value c = arith::AddIOp::create(cb, first, k);
-          auto [x, visible] = element(cb, row, c);
-          Value e = math::Exp2Op::create(cb, arith::SubFOp::create(cb, x, ref));
-          Value pv = arith::SelectOp::create(cb, visible, e, zeroF);
-          auto store = [&](ImplicitLocOpBuilder &sb) {
-            memref::StoreOp::create(sb, castFloat(sb, pv, pElem), p,
-                                    ValueRange{row, c});
-          };
-          if (cols % kChunk == 0) {
-            store(cb);
-          } else {
-            auto ifOp = scf::IfOp::create(
-                cb, arith::CmpIOp::create(cb, arith::CmpIPredicate::ult, c,
+  parallelFor(
+      b, {cRows, cChunks}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+        Value row = iv[0];
+        Value ref = memref::LoadOp::create(rb, refBuf, ValueRange{row});
+        Value first = arith::MulIOp::create(rb, iv[1], cChunk);
+        Value sum = reduceLoop(
+            rb, c0, cChunk, c1, zeroF,
+            [&](ImplicitLocOpBuilder &cb, Value k, Value total) -> Value {
+              Value c = arith::AddIOp::create(cb, first, k);
+              auto [x, visible] = element(cb, row, c);
+              Value e =
+                  math::Exp2Op::create(cb, arith::SubFOp::create(cb, x, ref));
+              Value pv = arith::SelectOp::create(cb, visible, e, zeroF);
+              auto store = [&](ImplicitLocOpBuilder &sb) {
+                memref::StoreOp::create(sb, castFloat(sb, pv, pElem), p,
+                                        ValueRange{row, c});
+              };
+              if (cols % kChunk == 0) {
+                store(cb);
+              } else {
+                auto ifOp = scf::IfOp::create(
+                    cb,
+                    arith::CmpIOp::create(cb, arith::CmpIPredicate::ult, c,
                                           cCols),
-                /*withElseRegion=*/false);
-            ImplicitLocOpBuilder ib(cb.getLoc(),
-                                    ifOp.thenBlock()->getTerminator());
-            store(ib);
-          }
-          return arith::AddFOp::create(cb, total, pv);
-        });
-    memref::StoreOp::create(rb, sum, partial, ValueRange{row, iv[1]});
-  });
+                    /*withElseRegion=*/false);
+                ImplicitLocOpBuilder ib(cb.getLoc(),
+                                        ifOp.thenBlock()->getTerminator());
+                store(ib);
+              }
+              return arith::AddFOp::create(cb, total, pv);
+            });
+        memref::StoreOp::create(rb, sum, partial, ValueRange{row, iv[1]});
+      });
   parallelFor(b, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
     Value row = iv[0];
     Value sum = reduceLoop(
@@ -145,7 +147,8 @@ void mla::expandOnlineSoftmax(OnlineSoftmaxOp op) {
     Value lOld = memref::LoadOp::create(rb, lBuf, ValueRange{row});
     Value corr = memref::LoadOp::create(rb, corrBuf, ValueRange{row});
     memref::StoreOp::create(
-        rb, arith::AddFOp::create(rb, arith::MulFOp::create(rb, lOld, corr), sum),
+        rb,
+        arith::AddFOp::create(rb, arith::MulFOp::create(rb, lOld, corr), sum),
         lBuf, ValueRange{row});
   });
   op.erase();
@@ -157,8 +160,8 @@ OnlineSoftmaxOp mla::decomposeAttentionStep(AttentionStepOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto qk = MatmulOp::create(b, op.getQ(), op.getK(), scratch.scores, Value());
   qk.setTransposeB(true);
-  auto sm = OnlineSoftmaxOp::create(b, scratch.scores, scratch.probs,
-                                    op.getM(), op.getL(), scratch.corr);
+  auto sm = OnlineSoftmaxOp::create(b, scratch.scores, scratch.probs, op.getM(),
+                                    op.getL(), scratch.corr);
   sm.getBody().takeBody(op.getBody());
   auto pv =
       MatmulOp::create(b, scratch.probs, op.getV(), op.getAcc(), scratch.corr);

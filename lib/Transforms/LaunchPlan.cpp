@@ -1,4 +1,4 @@
-//===- LaunchPlan.cpp - grids -> kernels + a launch plan -------------------===//
+//===- LaunchPlan.cpp - grids -> kernels + a launch plan ------------------===//
 #include "mla/Transforms/LaunchPlan.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -98,9 +98,9 @@ LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
     } else if (arg.getType().isF32()) {
       line += "scalar f32";
     } else {
-      return func.emitError() << "argument " << i << " of type "
-                              << arg.getType()
-                              << " is not supported by the launcher";
+      return func.emitError()
+             << "argument " << i << " of type " << arg.getType()
+             << " is not supported by the launcher";
     }
     lines.push_back(line);
   }
@@ -122,7 +122,8 @@ LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
   return success();
 }
 
-FailureOr<LaunchPlanBuilder::Captures> LaunchPlanBuilder::captures(GridOp grid) {
+FailureOr<LaunchPlanBuilder::Captures>
+LaunchPlanBuilder::captures(GridOp grid) {
   SetVector<Value> captured;
   getUsedValuesDefinedAbove(grid.getBody(), captured);
   Captures caps;
@@ -138,13 +139,13 @@ FailureOr<LaunchPlanBuilder::Captures> LaunchPlanBuilder::captures(GridOp grid) 
                             getConstantIntValue(def->getOperand(1));
     // A transposed view of an argument (e.g. merge's [H, T] LSE seen as
     // [T, H]) is rebuilt inside the kernel.
-    bool isViewOfPlanValue = def && isa<memref::TransposeOp>(def) &&
-                             index.count(def->getOperand(0));
+    bool isViewOfPlanValue =
+        def && isa<memref::TransposeOp>(def) && index.count(def->getOperand(0));
     isDimOfPlanValue |= isViewOfPlanValue;
     if (def && (isa<arith::ConstantOp>(def) || isDimOfPlanValue)) {
       caps.clones.push_back(def);
-      if (isDimOfPlanValue && !llvm::is_contained(caps.params,
-                                                  def->getOperand(0)))
+      if (isDimOfPlanValue &&
+          !llvm::is_contained(caps.params, def->getOperand(0)))
         caps.params.push_back(def->getOperand(0));
       continue;
     }

@@ -1,4 +1,4 @@
-//===- LowerHost.cpp - mla-lower-host --------------------------------------===//
+//===- LowerHost.cpp - mla-lower-host -------------------------------------===//
 //
 // Host lowering of blockwise ops. mla.matmul becomes loops whose innermost
 // level is a 16-wide (or narrower) f32 vector FMA over the contiguous dim:
@@ -61,8 +61,8 @@ void lowerMatmul(MatmulOp op) {
               scf::YieldOp::create(
                   kb, ValueRange{vector::FMAOp::create(kb, av, bv, args[0])});
             });
-        Value dot = vector::ReductionOp::create(
-            jb, vector::CombiningKind::ADD, loop.getResult(0));
+        Value dot = vector::ReductionOp::create(jb, vector::CombiningKind::ADD,
+                                                loop.getResult(0));
         if (op.getAccumulate()) {
           Value old = memref::LoadOp::create(jb, op.getC(), ValueRange{i, j});
           if (op.getCScale())

@@ -1,4 +1,4 @@
-//===- OutlineGPUKernels.cpp - mla-outline-gpu-kernels ---------------------===//
+//===- OutlineGPUKernels.cpp - mla-outline-gpu-kernels --------------------===//
 //
 // Turns each function that holds (distributed) mla.grid ops into GPU kernels
 // plus a launch plan:
@@ -134,11 +134,11 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
     auto [lo, hi] = live.range(allocas[i]);
     // 16-byte aligned, or as the alloca asks (the 1024-byte aligned
     // swizzled operand tiles of warpgroup MMA).
-    int64_t align = std::max<int64_t>(
-        16, allocas[i].getAlignment().value_or(16));
-    placed[i] = {0, (t.getNumElements() * t.getElementTypeBitWidth() / 8 + 15) /
-                        16 * 16,
-                 lo, hi, align};
+    int64_t align =
+        std::max<int64_t>(16, allocas[i].getAlignment().value_or(16));
+    placed[i] = {
+        0, (t.getNumElements() * t.getElementTypeBitWidth() / 8 + 15) / 16 * 16,
+        lo, hi, align};
     order[i] = i;
   }
   // Largest first; each at the lowest 16-byte offset that overlaps no
@@ -183,8 +183,8 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
   Value smem = gpu::DynamicSharedMemoryOp::create(b, bytesType);
   for (auto [a, p] : llvm::zip(allocas, placed)) {
     MemRefType t = a.getType();
-    auto shared = MemRefType::get(t.getShape(), t.getElementType(), nullptr,
-                                  wg);
+    auto shared =
+        MemRefType::get(t.getShape(), t.getElementType(), nullptr, wg);
     b.setInsertionPoint(a);
     Value view = memref::ViewOp::create(b, shared, smem,
                                         indexConst(b, p.offset), ValueRange{});
@@ -222,27 +222,26 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
       types.push_back(p.getType());
     std::string name = (func.getSymName() + "_k" + Twine(gi)).str();
     OpBuilder mb = OpBuilder::atBlockEnd(gpuModule.getBody());
-    auto kernel = gpu::GPUFuncOp::create(
-        mb, grid.getLoc(), name, FunctionType::get(func.getContext(), types, {}));
-    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                    mb.getUnitAttr());
+    auto kernel =
+        gpu::GPUFuncOp::create(mb, grid.getLoc(), name,
+                               FunctionType::get(func.getContext(), types, {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), mb.getUnitAttr());
     kernel.setKnownBlockSizeAttr(
         mb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
     Block &entry = kernel.getBody().front();
     ImplicitLocOpBuilder kb =
         ImplicitLocOpBuilder::atBlockBegin(grid.getLoc(), &entry);
-    SmallVector<Value> coords = {
-        gpu::BlockIdOp::create(kb, gpu::Dimension::x),
-        gpu::BlockIdOp::create(kb, gpu::Dimension::y),
-        gpu::BlockIdOp::create(kb, gpu::Dimension::z)};
+    SmallVector<Value> coords = {gpu::BlockIdOp::create(kb, gpu::Dimension::x),
+                                 gpu::BlockIdOp::create(kb, gpu::Dimension::y),
+                                 gpu::BlockIdOp::create(kb, gpu::Dimension::z)};
     LaunchPlanBuilder::cloneBody(grid, *caps, entry.getArguments(), coords, kb);
     gpu::ReturnOp::create(kb);
     FailureOr<int64_t> shared = promoteToShared(kernel, arch.sharedBytes);
     if (failed(shared))
       return failure();
-    plan.addLaunch(name, caps->params, *sizes,
-                   (" block " + Twine(block) + ",1,1 shared " + Twine(*shared))
-                       .str());
+    plan.addLaunch(
+        name, caps->params, *sizes,
+        (" block " + Twine(block) + ",1,1 shared " + Twine(*shared)).str());
   }
   plans.push_back(plan.finish());
   func.erase();
@@ -255,17 +254,22 @@ struct OutlineGPUKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    const ArchInfo *arch = lookupArch(target);
-    if (!arch || arch->kind == TargetKind::Host) {
-      module.emitError() << "mla-outline-gpu-kernels: '" << target
-                         << "' is not a GPU target";
+    FailureOr<const ArchInfo *> target =
+        moduleTarget(module, "mla-outline-gpu-kernels");
+    if (failed(target))
+      return signalPassFailure();
+    const ArchInfo *arch = *target;
+    if (!arch->isGPU()) {
+      module.emitError() << "mla-outline-gpu-kernels: the module's target '"
+                         << arch->name << "' is not a GPU target";
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> funcs = functionsWithGrids(module);
     if (funcs.empty())
       return;
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "mla_kernels");
+    auto gpuModule =
+        gpu::GPUModuleOp::create(b, module.getLoc(), "mla_kernels");
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
     SmallVector<Attribute> plans;

@@ -1,4 +1,4 @@
-//===- OutlineHostKernels.cpp - mla-outline-host-kernels -------------------===//
+//===- OutlineHostKernels.cpp - mla-outline-host-kernels ------------------===//
 //
 // Turns each function that holds mla.grid ops into host kernels plus a launch
 // plan:
@@ -40,12 +40,12 @@ void buildEntry(OpBuilder &mb, func::FuncOp kernel, unsigned numCaptures) {
       FunctionType::get(ctx, {ptrType, i64, i64, i64}, {}));
   ImplicitLocOpBuilder b =
       ImplicitLocOpBuilder::atBlockBegin(loc, entry.addEntryBlock());
-  SmallVector<Value> callArgs = unpackEntryArgs(
-      b, entry.getArgument(0),
-      kernel.getArgumentTypes().take_front(numCaptures));
+  SmallVector<Value> callArgs =
+      unpackEntryArgs(b, entry.getArgument(0),
+                      kernel.getArgumentTypes().take_front(numCaptures));
   for (unsigned k = 1; k <= 3; ++k)
-    callArgs.push_back(arith::IndexCastOp::create(b, b.getIndexType(),
-                                                  entry.getArgument(k)));
+    callArgs.push_back(
+        arith::IndexCastOp::create(b, b.getIndexType(), entry.getArgument(k)));
   func::CallOp::create(b, kernel, callArgs);
   func::ReturnOp::create(b);
 }
@@ -68,8 +68,9 @@ LogicalResult outlineFunction(func::FuncOp func,
     types.append(3, IndexType::get(func.getContext()));
     std::string name = (func.getSymName() + "_k" + Twine(gi)).str();
     mb.setInsertionPoint(func);
-    auto kernel = func::FuncOp::create(
-        mb, grid.getLoc(), name, FunctionType::get(func.getContext(), types, {}));
+    auto kernel =
+        func::FuncOp::create(mb, grid.getLoc(), name,
+                             FunctionType::get(func.getContext(), types, {}));
     kernel.setPrivate();
     Block *entry = kernel.addEntryBlock();
     OpBuilder kb = OpBuilder::atBlockBegin(entry);

@@ -1,9 +1,11 @@
-//===- SelectConfig.cpp - mla-select-config --------------------------------===//
+//===- SelectConfig.cpp - mla-select-config -------------------------------===//
 //
 // Attaches a typed #mla.config to every semantic op that has none, from
 // per-target heuristics, then applies `perf-config` overrides.
 //
 //===----------------------------------------------------------------------===//
+#include "AttentionLayout.h"
+#include "NVIDIA/NVIDIA.h"
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 
@@ -23,7 +25,7 @@ using namespace mla;
 namespace {
 struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages, minWorkgroups = 0,
-      tileQ = 0, wgmma = 1;
+                                                      tileQ = 0, wgmma = 1;
 };
 
 /// Largest divisor of `n` that is <= `cap`.
@@ -44,61 +46,66 @@ ConfigFields hostDecodeConfig(DecodeOp op) {
           /*warps=*/1, /*stages=*/1};
 }
 
-/// Shared-memory bytes of the tiles mla-tile allocates for a decode
-/// workgroup (queries, keys, scores, probabilities, accumulator, row state,
-/// the key tile's page numbers).
+/// Shared-memory bytes of a decode workgroup whose attention step is
+/// decomposed (AttentionLayout.h): queries, keys (values are their first
+/// columns), the step's scores and probabilities, the accumulator, m, l,
+/// the correction and the row scratch, the softmax's chunk partials and the
+/// key tile's page numbers.
 int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
   int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
-  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
-  auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
-  // Matrix tiles carry 16 bytes of padding per row (see mla-tile).
-  return align(rows * (d * esize + 16)) + align(tileKv * (d * esize + 16)) +
-         align(rows * (tileKv * 4 + 16)) +
-         align(rows * (tileKv * esize + 16)) +
-         align(rows * (op.getLatentDim() * 4 + 16)) + 4 * align(rows * 4) +
-         align(rows * (tileKv / 8) * 4) + align(tileKv * 4);
+  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
+  return paddedTileBytes(rows, d, e) + paddedTileBytes(tileKv, d, e) +
+         paddedTileBytes(rows, tileKv, 4) + paddedTileBytes(rows, tileKv, e) +
+         paddedTileBytes(rows, op.getLatentDim(), 4) +
+         4 * alignedBytes(rows * 4) + alignedBytes(rows * (tileKv / 8) * 4) +
+         alignedBytes(tileKv * 4);
 }
 
-/// Shared-memory bytes of a decode workgroup whose attention step
-/// mla-distribute fuses into registers (two warps per row block, split
-/// scores): queries and `stages` key tiles, which the accumulator tile
-/// (written after the key loop) reuses; the probability tile, the halves'
-/// row maxima, row state and page numbers. The score tile does not exist.
+/// The bytes of a fused decode step beside its operand tiles (`operands`:
+/// queries and `stages` key tiles, which the accumulator tile, written
+/// after the key loop, reuses): the probability tile of split scores, the
+/// halves' row maxima, row state and page numbers. No score tile exists.
+int64_t fusedDecodeBytes(DecodeOp op, int64_t operands, int64_t tileKv,
+                         int64_t rows) {
+  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
+  return std::max(operands, paddedTileBytes(rows, op.getLatentDim(), 4)) +
+         paddedTileBytes(rows, tileKv, e) + alignedBytes(2 * rows * 4) +
+         4 * alignedBytes(rows * 4) + alignedBytes(tileKv * 4);
+}
+
+/// Shared-memory bytes of a decode workgroup on the mma.sync fused step:
+/// padded query and key tiles.
 int64_t fusedDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup,
                              int64_t stages) {
   int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
-  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
-  auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
-  int64_t tiles = align(rows * (d * esize + 16)) +
-                  stages * align(tileKv * (d * esize + 16));
-  return std::max(tiles, align(rows * (op.getLatentDim() * 4 + 16))) +
-         align(rows * (tileKv * esize + 16)) + align(2 * rows * 4) +
-         4 * align(rows * 4) + align(tileKv * 4);
+  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
+  return fusedDecodeBytes(
+      op, paddedTileBytes(rows, d, e) + stages * paddedTileBytes(tileKv, d, e),
+      tileKv, rows);
 }
 
 /// Shared-memory bytes of a decode workgroup on warpgroup MMA: unpadded,
-/// swizzled query tile and `stages` key tiles (1024-byte aligned), then as
-/// fusedDecodeTileBytes.
+/// swizzled query tile and `stages` key tiles (1024-byte aligned).
 int64_t wgmmaDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t rows,
                              int64_t stages) {
   int64_t d = op.getHeadDim();
-  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
-  auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
-  auto align1k = [](int64_t x) { return (x + 1023) / 1024 * 1024; };
-  int64_t tiles = align1k(rows * d * esize) + align1k(stages * tileKv * d * esize);
-  return std::max(tiles, align(rows * (op.getLatentDim() * 4 + 16))) +
-         align(rows * (tileKv * esize + 16)) + align(2 * rows * 4) +
-         4 * align(rows * 4) + align(tileKv * 4);
+  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
+  return fusedDecodeBytes(op,
+                          swizzledTileBytes(rows * d * e) +
+                              swizzledTileBytes(stages * tileKv * d * e),
+                          tileKv, rows);
 }
 
-/// Whether the decode's rows can take mla-distribute's register-fused
-/// attention step on NVIDIA: 16-bit floats, whole 16-row blocks, value
-/// columns that split over two warps per row block.
-bool fusableDecode(DecodeOp op, int64_t rows) {
-  Type elem = op.getQ().getType().getElementType();
-  return (elem.isBF16() || elem.isF16()) && rows % 16 == 0 &&
-         op.getLatentDim() % 32 == 0 && op.getLatentDim() / 2 <= 256 &&
-         op.getMask().empty();
+/// The NVIDIA fused strategy for a step of `rows` x `tileKv` on `warps`
+/// warps of `op`'s shapes (nvidia::planFusedStep), or failure. Masked key
+/// loops step inside a condition, which the fused step does not take.
+FailureOr<nvidia::StepPlan> fusedPlan(Operation *op, Type elem, bool masked,
+                                      int64_t rows, int64_t dim, int64_t tileKv,
+                                      int64_t dv, int64_t warps, bool wgmma) {
+  if (masked)
+    return failure();
+  return nvidia::planFusedStep({elem, rows, dim, tileKv, dv, warps}, wgmma,
+                               op->getLoc());
 }
 
 /// GPU heuristics. NVIDIA, 16-bit floats: up to 64 query rows (Sq x
@@ -113,26 +120,38 @@ bool fusableDecode(DecodeOp op, int64_t rows) {
 /// splits, balanced at run time against the batch size so that every
 /// launch has about `minWorkgroups` workgroups (the arch table).
 ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
-  if (arch.kind == TargetKind::NVIDIA) {
+  if (arch.hasRegisterFusedStep()) {
     int64_t group = largestDivisorAtMost(
         op.getNumHeads(), std::max<int64_t>(1, 64 / op.getQLen()));
     int64_t rows = group * op.getQLen();
+    Type elem = op.getQ().getType().getElementType();
+    auto plan = [&](int64_t tileKv, bool wgmma) {
+      return fusedPlan(op, elem, !op.getMask().empty(), rows, op.getHeadDim(),
+                       tileKv, op.getLatentDim(), 2 * rows / 16, wgmma);
+    };
     // Warpgroup MMA (sm_90a) where the fused step takes it (whole
     // warpgroups of 64 rows, value halves of 64-column blocks): 64-key
     // tiles, two stages. H=128 on the H200: 313 TFLOP/s against 233 with
     // 32-key tiles and 180 for mma.sync (docs/Performance.md).
-    if (arch.warpgroupMma && fusableDecode(op, rows) && rows % 64 == 0 &&
-        op.getHeadDim() % 64 == 0 && (op.getLatentDim() / 2) % 64 == 0) {
-      ConfigFields cfg{/*tileKv=*/64, /*kvSplits=*/8, group,
-                       /*warps=*/2 * rows / 16, /*stages=*/2,
+    FailureOr<nvidia::StepPlan> wg = plan(64, arch.warpgroupMma);
+    if (arch.warpgroupMma && succeeded(wg) && wg->wgmma && wg->splitScores) {
+      ConfigFields cfg{/*tileKv=*/64,
+                       /*kvSplits=*/8,
+                       group,
+                       /*warps=*/2 * rows / 16,
+                       /*stages=*/2,
                        arch.minWorkgroups};
       if (wgmmaDecodeTileBytes(op, cfg.tileKv, rows, cfg.stages) <=
           arch.sharedBytes)
         return cfg;
     }
-    if (fusableDecode(op, rows)) {
-      ConfigFields cfg{/*tileKv=*/32, /*kvSplits=*/8, group,
-                       /*warps=*/2 * rows / 16, /*stages=*/2,
+    FailureOr<nvidia::StepPlan> sync = plan(32, false);
+    if (succeeded(sync) && sync->splitScores) {
+      ConfigFields cfg{/*tileKv=*/32,
+                       /*kvSplits=*/8,
+                       group,
+                       /*warps=*/2 * rows / 16,
+                       /*stages=*/2,
                        arch.minWorkgroups};
       if (fusedDecodeTileBytes(op, cfg.tileKv, cfg.headGroup, cfg.stages) <=
           arch.sharedBytes)
@@ -143,15 +162,17 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
   // 128 heads on the H200 without fusion; AMD: up to 32.
   int64_t rowsCap = std::max<int64_t>(
       1, (arch.kind == TargetKind::NVIDIA ? 16 : 32) / op.getQLen());
-  ConfigFields cfg{arch.kind == TargetKind::NVIDIA ? 32 : 64, 8,
-                   largestDivisorAtMost(op.getNumHeads(), rowsCap), 4, 1,
+  ConfigFields cfg{arch.kind == TargetKind::NVIDIA ? 32 : 64,
+                   8,
+                   largestDivisorAtMost(op.getNumHeads(), rowsCap),
+                   4,
+                   1,
                    arch.minWorkgroups};
   while (decodeTileBytes(op, cfg.tileKv, cfg.headGroup) > arch.sharedBytes) {
     if (cfg.tileKv > 16)
       cfg.tileKv /= 2;
     else if (cfg.headGroup > 1)
-      cfg.headGroup = largestDivisorAtMost(op.getNumHeads(),
-                                           cfg.headGroup - 1);
+      cfg.headGroup = largestDivisorAtMost(op.getNumHeads(), cfg.headGroup - 1);
     else
       break;
   }
@@ -162,14 +183,11 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
 /// values, scores, probabilities, accumulator, row state).
 int64_t prefillTileBytes(PrefillOp op, int64_t tileQ, int64_t tileKv) {
   int64_t dqk = op.getQkDim(), dv = op.getVDim();
-  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
-  auto align = [](int64_t x) { return (x + 15) / 16 * 16; };
-  return align(tileQ * (dqk * esize + 16)) +
-         align(tileKv * (dqk * esize + 16)) +
-         align(tileKv * (dv * esize + 16)) + align(tileQ * (tileKv * 4 + 16)) +
-         align(tileQ * (tileKv * esize + 16)) +
-         align(tileQ * (dv * 4 + 16)) + 4 * align(tileQ * 4) +
-         align(tileQ * (tileKv / 8) * 4);
+  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
+  return paddedTileBytes(tileQ, dqk, e) + paddedTileBytes(tileKv, dqk, e) +
+         paddedTileBytes(tileKv, dv, e) + paddedTileBytes(tileQ, tileKv, 4) +
+         paddedTileBytes(tileQ, tileKv, e) + paddedTileBytes(tileQ, dv, 4) +
+         4 * alignedBytes(tileQ * 4) + alignedBytes(tileQ * (tileKv / 8) * 4);
 }
 
 /// Shared memory of the warpgroup-MMA prefill step: unpadded, swizzled
@@ -201,20 +219,26 @@ int64_t wgmmaPrefillBytes(PrefillOp op, int64_t tileQ, int64_t tileKv,
 /// halved until they fit the chip.
 ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch) {
   if (arch.kind == TargetKind::Host)
-    return {/*tileKv=*/64, /*kvSplits=*/1, /*headGroup=*/1, /*warps=*/1,
-            /*stages=*/1, /*minWorkgroups=*/0, /*tileQ=*/32};
+    return {/*tileKv=*/64, /*kvSplits=*/1,      /*headGroup=*/1,
+            /*warps=*/1,
+            /*stages=*/1,  /*minWorkgroups=*/0, /*tileQ=*/32};
   Type elem = op.getQ().getType().getElementType();
-  bool half = elem.isBF16() || elem.isF16();
-  if (arch.warpgroupMma && half && op.getQkDim() % 64 == 0 &&
-      op.getVDim() % 64 == 0 && op.getVDim() <= 256 && op.getMask().empty())
-    for (int64_t tileKv : {128, 64})
-      if (wgmmaPrefillBytes(op, 128, tileKv, 2) <= arch.sharedBytes)
+  auto plan = [&](int64_t tileQ, int64_t tileKv, int64_t warps, bool wgmma) {
+    return fusedPlan(op, elem, !op.getMask().empty(), tileQ, op.getQkDim(),
+                     tileKv, op.getVDim(), warps, wgmma);
+  };
+  if (arch.warpgroupMma)
+    for (int64_t tileKv : {128, 64}) {
+      FailureOr<nvidia::StepPlan> p = plan(128, tileKv, 8, true);
+      if (succeeded(p) && p->wgmma &&
+          wgmmaPrefillBytes(op, 128, tileKv, 2) <= arch.sharedBytes)
         return {tileKv, 1, 1, /*warps=*/8, /*stages=*/2, 0, /*tileQ=*/128};
-  if (arch.kind == TargetKind::NVIDIA && half &&
-      op.getQkDim() % 16 == 0 && op.getVDim() % 16 == 0 &&
-      op.getVDim() <= 256 && op.getMask().empty())
-    return {/*tileKv=*/64, 1, 1, /*warps=*/4, /*stages=*/1, 0, /*tileQ=*/64};
-  ConfigFields cfg{/*tileKv=*/32, 1, 1, /*warps=*/4, 1, 0, /*tileQ=*/32};
+    }
+  if (arch.hasRegisterFusedStep() && succeeded(plan(64, 64, 4, false)))
+    return {/*tileKv=*/64, 1, 1,           /*warps=*/4,
+            /*stages=*/1,  0, /*tileQ=*/64};
+  ConfigFields cfg{/*tileKv=*/32, 1, 1, /*warps=*/4, 1, 0,
+                   /*tileQ=*/32};
   while (prefillTileBytes(op, cfg.tileQ, cfg.tileKv) > arch.sharedBytes) {
     if (cfg.tileKv > 16)
       cfg.tileKv /= 2;
@@ -227,8 +251,7 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch) {
 }
 
 /// Applies `field=value,...` overrides; reports errors at `op`.
-LogicalResult applyOverrides(Operation *op, StringRef spec,
-                             ConfigFields &cfg) {
+LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
   SmallVector<StringRef> items;
   spec.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
   for (StringRef item : items) {
@@ -262,14 +285,56 @@ struct SelectConfigPass
     : public mla::impl::MLASelectConfigBase<SelectConfigPass> {
   using MLASelectConfigBase::MLASelectConfigBase;
 
-  void runOnOperation() override {
-    const ArchInfo *arch = lookupArch(target);
-    if (!arch) {
-      getOperation().emitError()
-          << "mla-select-config: unknown target '" << target
-          << "' (known: " << archNames() << ")";
-      return signalPassFailure();
+  /// The module's target: the `target` option, set as `mla.target` (the
+  /// module's own when the option is empty; host when neither names one).
+  FailureOr<const ArchInfo *> setModuleTarget() {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    auto existing =
+        module->getAttrOfType<TargetAttr>(MLADialect::kTargetAttrName);
+    if (!target.empty() && !lookupArch(target)) {
+      module.emitError() << "mla-select-config: unknown target '" << target
+                         << "' (known: " << archNames() << ")";
+      return failure();
     }
+    if (existing && !target.empty() && existing.getName() != target) {
+      module.emitError() << "mla-select-config: target=" << target
+                         << " differs from the module's " << existing
+                         << "; one module compiles for one target";
+      return failure();
+    }
+    if (!existing) {
+      existing = TargetAttr::get(ctx, target.empty() ? std::string("host")
+                                                     : std::string(target));
+      module->setAttr(MLADialect::kTargetAttrName, existing);
+    }
+    return &existing.getArch();
+  }
+
+  /// Overrides the target cannot run: warpgroup MMA asked of a chip
+  /// without it.
+  LogicalResult checkTargetOverrides(const ArchInfo &arch) {
+    SmallVector<StringRef> items;
+    StringRef(perfConfig).split(items, ',', -1, false);
+    for (StringRef item : items) {
+      auto [key, value] = item.split('=');
+      int64_t v;
+      if (key.trim() == "wgmma" && !value.trim().getAsInteger(10, v) &&
+          v == 1 && !arch.warpgroupMma)
+        return getOperation().emitError()
+               << "perf-config: wgmma=1 needs warpgroup MMA, which target "
+               << arch.name << " does not have";
+    }
+    return success();
+  }
+
+  void runOnOperation() override {
+    FailureOr<const ArchInfo *> selected = setModuleTarget();
+    if (failed(selected))
+      return signalPassFailure();
+    const ArchInfo *arch = *selected;
+    if (failed(checkTargetOverrides(*arch)))
+      return signalPassFailure();
     // `wgmma=0` in the overrides: the heuristics must not pick shapes that
     // only fit the warpgroup-MMA layout.
     ArchInfo chip = *arch;
@@ -292,17 +357,16 @@ struct SelectConfigPass
     auto select = [&](Operation *op, ConfigFields cfg,
                       ConfigAttr existing) -> ConfigAttr {
       if (existing)
-        cfg = {existing.getTileKv(),   existing.getKvSplits(),
+        cfg = {existing.getTileKv(),    existing.getKvSplits(),
                existing.getHeadGroup(), existing.getWarps(),
-               existing.getStages(),   existing.getMinWorkgroups(),
-               existing.getTileQ(),    existing.getWgmma()};
+               existing.getStages(),    existing.getMinWorkgroups(),
+               existing.getTileQ(),     existing.getWgmma()};
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
       auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
-      return ConfigAttr::getChecked(emitErr, op->getContext(), cfg.tileKv,
-                                    cfg.kvSplits, cfg.headGroup, cfg.warps,
-                                    cfg.stages, cfg.minWorkgroups, cfg.tileQ,
-                                    cfg.wgmma);
+      return ConfigAttr::getChecked(
+          emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
+          cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma);
     };
     WalkResult result = getOperation().walk([&](Operation *o) {
       if (auto op = dyn_cast<PrefillOp>(o)) {
@@ -317,8 +381,7 @@ struct SelectConfigPass
                          << attr;
           return WalkResult::interrupt();
         }
-        LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr
-                                << "\n");
+        LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
         op.setConfigAttr(attr);
         return WalkResult::advance();
       }

@@ -1,4 +1,4 @@
-//===- TileAppendKV.cpp - mla-tile for mla.append_kv -----------------------===//
+//===- TileAppendKV.cpp - mla-tile for mla.append_kv ----------------------===//
 //
 // mla.append_kv -> mla.grid(token, 1, 1), one workgroup per new token (the
 // layout of vLLM's concat_and_cache_mla). Each workgroup
@@ -55,8 +55,8 @@ LogicalResult recordAppendKVInfo(AppendKVOp op) {
   int64_t latent = op.getLatentDimOrRow();
   NamedAttrList info;
   info.append("kernel", b.getStringAttr("append_kv"));
-  info.append("dtype", b.getStringAttr(typeName(
-                           op.getKvNew().getType().getElementType())));
+  info.append("dtype", b.getStringAttr(
+                           typeName(op.getKvNew().getType().getElementType())));
   info.append("latent_dim", b.getI64IntegerAttr(latent));
   info.append("rope_dim", b.getI64IntegerAttr(op.getRowWidth() - latent));
   info.append("page_size",
@@ -79,8 +79,8 @@ LogicalResult tileAppendKV(AppendKVOp op) {
   const int64_t width = op.getRowWidth();
   // 16-byte chunks (one per GPU thread and iteration): 8 bf16/f16 or 4 f32
   // elements, fewer when the row width needs it.
-  const int64_t vw =
-      std::min(vectorWidthFor(width), 128 / int64_t(elem.getIntOrFloatBitWidth()));
+  const int64_t vw = std::min(vectorWidthFor(width),
+                              128 / int64_t(elem.getIntOrFloatBitWidth()));
   auto vecType = VectorType::get({vw}, elem);
 
   Value c1 = indexConst(b, 1);
@@ -97,11 +97,10 @@ LogicalResult tileAppendKV(AppendKVOp op) {
   Value slot32 = memref::LoadOp::create(g, slots, ValueRange{token});
   Value slot = arith::IndexCastOp::create(g, g.getIndexType(), slot32);
   Value pageSize = dimOrConst(g, kv, 1);
-  Value capacity =
-      arith::MulIOp::create(g, dimOrConst(g, kv, 0), pageSize);
+  Value capacity = arith::MulIOp::create(g, dimOrConst(g, kv, 0), pageSize);
   // Unsigned: -1 (padding) and every other negative slot are huge.
-  Value valid = arith::CmpIOp::create(g, arith::CmpIPredicate::ult, slot,
-                                      capacity);
+  Value valid =
+      arith::CmpIOp::create(g, arith::CmpIPredicate::ult, slot, capacity);
   // Page and offset in 32-bit unsigned arithmetic (a valid slot is in
   // [0, 2^31); a 64-bit division is a software routine on GPUs). The divisor
   // is P clamped to [1, 2^31]: a run-time P of 0 (an empty pool) leaves no
@@ -115,8 +114,7 @@ LogicalResult tileAppendKV(AppendKVOp op) {
         g, g.getIntegerAttr(i32, std::min(p, kMaxDivisor)));
   } else {
     Value clamped = arith::MinUIOp::create(
-        g, arith::MaxUIOp::create(g, pageSize, c1),
-        indexConst(g, kMaxDivisor));
+        g, arith::MaxUIOp::create(g, pageSize, c1), indexConst(g, kMaxDivisor));
     divisor = arith::IndexCastUIOp::create(g, i32, clamped);
   }
   Value page = arith::IndexCastUIOp::create(
@@ -125,21 +123,20 @@ LogicalResult tileAppendKV(AppendKVOp op) {
       g, g.getIndexType(), arith::RemUIOp::create(g, slot32, divisor));
 
   Value cVw = indexConst(g, vw);
-  parallelFor(g, {indexConst(g, width / vw)},
-              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-                Value d = arith::MulIOp::create(rb, iv[0], cVw);
-                scf::IfOp::create(
-                    rb, valid, [&](OpBuilder &nb, Location loc) {
-                      ImplicitLocOpBuilder ib(loc, nb);
-                      Value row = vector::LoadOp::create(
-                          ib, vecType, kvNew, ValueRange{token, d});
-                      vector::StoreOp::create(ib, row, kv,
-                                              ValueRange{page, offset, d});
-                      scf::YieldOp::create(ib);
-                    });
-              });
-  LLVM_DEBUG(llvm::dbgs() << "append_kv: " << width / vw << " chunks of "
-                          << vw << " elements per token\n");
+  parallelFor(
+      g, {indexConst(g, width / vw)},
+      [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+        Value d = arith::MulIOp::create(rb, iv[0], cVw);
+        scf::IfOp::create(rb, valid, [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          Value row =
+              vector::LoadOp::create(ib, vecType, kvNew, ValueRange{token, d});
+          vector::StoreOp::create(ib, row, kv, ValueRange{page, offset, d});
+          scf::YieldOp::create(ib);
+        });
+      });
+  LLVM_DEBUG(llvm::dbgs() << "append_kv: " << width / vw << " chunks of " << vw
+                          << " elements per token\n");
   op.erase();
   return success();
 }

@@ -1,4 +1,4 @@
-//===- Utils.cpp - helpers shared by mla passes ----------------------------===//
+//===- Utils.cpp - helpers shared by mla passes ---------------------------===//
 #include "mla/Transforms/Utils.h"
 #include "mla/Dialect/MLA/IR/MLA.h"
 
@@ -52,10 +52,9 @@ void forLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, Value step,
                      });
 }
 
-Value reduceLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, Value step,
-                 Value init,
-                 function_ref<Value(ImplicitLocOpBuilder &, Value, Value)>
-                     body) {
+Value reduceLoop(
+    ImplicitLocOpBuilder &b, Value lb, Value ub, Value step, Value init,
+    function_ref<Value(ImplicitLocOpBuilder &, Value, Value)> body) {
   auto loop = scf::ForOp::create(
       b, lb, ub, step, ValueRange{init},
       [&](OpBuilder &nb, Location loc, Value iv, ValueRange args) {
@@ -69,12 +68,11 @@ void parallelFor(ImplicitLocOpBuilder &b, ValueRange ubs,
                  function_ref<void(ImplicitLocOpBuilder &, ValueRange)> body) {
   SmallVector<Value> lbs(ubs.size(), indexConst(b, 0));
   SmallVector<Value> steps(ubs.size(), indexConst(b, 1));
-  scf::ParallelOp::create(
-      b, lbs, ubs, steps,
-      [&](OpBuilder &nb, Location loc, ValueRange ivs) {
-        ImplicitLocOpBuilder ib(loc, nb);
-        body(ib, ivs);
-      });
+  scf::ParallelOp::create(b, lbs, ubs, steps,
+                          [&](OpBuilder &nb, Location loc, ValueRange ivs) {
+                            ImplicitLocOpBuilder ib(loc, nb);
+                            body(ib, ivs);
+                          });
 }
 
 void fillBuffer(ImplicitLocOpBuilder &b, Value buffer, double value) {
@@ -84,8 +82,7 @@ void fillBuffer(ImplicitLocOpBuilder &b, Value buffer, double value) {
   int64_t vw = vectorWidthFor(cols);
   auto vecType = VectorType::get({vw}, elem);
   Value splat = arith::ConstantOp::create(
-      b, vecType,
-      DenseElementsAttr::get(vecType, b.getFloatAttr(elem, value)));
+      b, vecType, DenseElementsAttr::get(vecType, b.getFloatAttr(elem, value)));
   Value chunks = indexConst(b, cols / vw), cVw = indexConst(b, vw);
   if (type.getRank() == 1) {
     parallelFor(b, {chunks}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
@@ -110,9 +107,9 @@ void replaceMemRefUses(Value oldV, Value newV) {
       continue;
     }
     OpBuilder b(sub);
-    auto newSub = memref::SubViewOp::create(
-        b, sub.getLoc(), newV, sub.getMixedOffsets(), sub.getMixedSizes(),
-        sub.getMixedStrides());
+    auto newSub =
+        memref::SubViewOp::create(b, sub.getLoc(), newV, sub.getMixedOffsets(),
+                                  sub.getMixedSizes(), sub.getMixedStrides());
     replaceMemRefUses(sub.getResult(), newSub.getResult());
     sub.erase();
   }

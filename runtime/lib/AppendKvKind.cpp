@@ -37,12 +37,13 @@ Status mla::rt::checkAppendKvManifest(const Manifest &m) {
                             appendKvRoles(m));
 }
 
-Status mla::rt::validateAppendKvArgs(const Manifest &m,
-                                     const std::vector<ArgValue> &args,
-                                     const std::vector<const void *> &hostData) {
+Status
+mla::rt::validateAppendKvArgs(const Manifest &m,
+                              const std::vector<ArgValue> &args,
+                              const std::vector<const void *> &hostData) {
   for (const RoleRule &rule : appendKvRoles(m))
-    if (Status s = checkHeaderDims(rule.role, tensorOf(m, args, rule.role),
-                                   rule.dims);
+    if (Status s =
+            checkHeaderDims(rule.role, tensorOf(m, args, rule.role), rule.dims);
         !s.ok())
       return s;
   const TensorView &kvNew = tensorOf(m, args, "kv_new");

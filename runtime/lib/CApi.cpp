@@ -220,8 +220,7 @@ Status bindArgs(const Kernel &kernel, const mla_arg *args, size_t numArgs,
       break;
     }
     default:
-      return invalid(where + " ('" + role + "'): kind " +
-                     std::to_string(kind) +
+      return invalid(where + " ('" + role + "'): kind " + std::to_string(kind) +
                      " is not an mla_arg_kind");
     }
   }

@@ -70,6 +70,14 @@ Expected<Device> Device::open(std::string_view name,
 }
 
 std::vector<std::string> Device::availableDevices() {
-  return {"host",        "cuda",       "cuda:N",          "hip", "hip:N",
-          "emu",         "emu:reverse", "emu:random[:SEED]", "emu:check-orders[:SEED]", "auto"};
+  return {"host",
+          "cuda",
+          "cuda:N",
+          "hip",
+          "hip:N",
+          "emu",
+          "emu:reverse",
+          "emu:random[:SEED]",
+          "emu:check-orders[:SEED]",
+          "auto"};
 }

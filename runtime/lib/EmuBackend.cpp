@@ -1,4 +1,4 @@
-//===- EmuBackend.cpp - The AMD emulator backend ---------------------------===//
+//===- EmuBackend.cpp - The AMD emulator backend --------------------------===//
 
 #include "mla/runtime/EmuBackend.h"
 #include "mla/runtime/EmuAbi.h"
@@ -55,8 +55,8 @@ public:
     std::string seed = std::to_string(options.seed);
     name = options.order == EmuWaveOrder::Forward   ? "emu"
            : options.order == EmuWaveOrder::Reverse ? "emu:reverse"
-           : options.order == EmuWaveOrder::Random  ? "emu:random:" + seed
-                                                    : "emu:check-orders:" + seed;
+           : options.order == EmuWaveOrder::Random ? "emu:random:" + seed
+                                                   : "emu:check-orders:" + seed;
   }
 
   std::string_view getName() const override { return name; }
@@ -84,9 +84,9 @@ public:
                             std::string(chip->chip) + ")");
       if (l.sharedBytes < 0 || l.sharedBytes > chip->ldsBytes)
         return backendError("launch " + l.entry + " asks for " +
-                            std::to_string(l.sharedBytes) +
-                            " bytes of LDS; " + std::string(chip->chip) +
-                            " has " + std::to_string(chip->ldsBytes));
+                            std::to_string(l.sharedBytes) + " bytes of LDS; " +
+                            std::string(chip->chip) + " has " +
+                            std::to_string(chip->ldsBytes));
     }
     return Status::success();
   }
@@ -99,14 +99,17 @@ public:
       return object.status();
     auto module = std::make_unique<EmuModule>(*this, object.take());
     HostObject &obj = *module->object;
-    auto *abi = static_cast<const int32_t *>(obj.lookup(mla::emu::kEmuAbiSymbol));
+    auto *abi =
+        static_cast<const int32_t *>(obj.lookup(mla::emu::kEmuAbiSymbol));
     auto **table = static_cast<void **>(obj.lookup(mla::emu::kEmuHookTable));
     auto *const *sites =
         static_cast<const char *const *>(obj.lookup(mla::emu::kEmuSiteTable));
-    auto *siteCount = static_cast<const int32_t *>(obj.lookup(mla::emu::kEmuSiteCount));
+    auto *siteCount =
+        static_cast<const int32_t *>(obj.lookup(mla::emu::kEmuSiteCount));
     if (!abi || !table || !sites || !siteCount)
       return backendError("the code object is not an emulated AMD code object "
-                          "(no " + std::string(mla::emu::kEmuAbiSymbol) + ")");
+                          "(no " +
+                          std::string(mla::emu::kEmuAbiSymbol) + ")");
     if (*abi != mla::emu::kEmuAbiVersion)
       return backendError("the code object uses emulator ABI " +
                           std::to_string(*abi) + ", this runtime " +
@@ -142,7 +145,9 @@ public:
     return host->fillBytes(dst, value, bytes);
   }
   Status synchronize(void *) override { return Status::success(); }
-  Expected<MemoryInfo> getMemoryInfo() override { return host->getMemoryInfo(); }
+  Expected<MemoryInfo> getMemoryInfo() override {
+    return host->getMemoryInfo();
+  }
 
   Status launch(const Module &module, size_t entryIndex,
                 const LaunchConfig &config,
@@ -180,11 +185,11 @@ Status EmuBackend::launch(const Module &module, size_t entryIndex,
   launch.args = hostArgs.argv.data();
   const emu::EmuKernel &kernel = emuModule.entries[entryIndex];
   if (options.order != EmuWaveOrder::CheckOrders)
-    return runGrid(kernel, launch,
-                   options.order == EmuWaveOrder::Forward ? emu::EmuOrder::Forward
-                   : options.order == EmuWaveOrder::Reverse
-                       ? emu::EmuOrder::Reverse
-                       : emu::EmuOrder::Random);
+    return runGrid(
+        kernel, launch,
+        options.order == EmuWaveOrder::Forward   ? emu::EmuOrder::Forward
+        : options.order == EmuWaveOrder::Reverse ? emu::EmuOrder::Reverse
+                                                 : emu::EmuOrder::Random);
   // Every order from the same memory state; the results must agree.
   std::vector<std::pair<uint8_t *, size_t>> memory;
   for (const ArgValue *arg : args)
@@ -237,9 +242,9 @@ Status EmuBackend::runGrid(const emu::EmuKernel &kernel,
   pool.parallelFor(total, [&](int64_t id) {
     if (failed.load(std::memory_order_relaxed))
       return;
-    Status s = emu::runWorkgroup(
-        kernel, launch, {id % sizeX, id % sizeXY / sizeX, id / sizeXY},
-        emuOptions);
+    Status s = emu::runWorkgroup(kernel, launch,
+                                 {id % sizeX, id % sizeXY / sizeX, id / sizeXY},
+                                 emuOptions);
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mutex);
       if (!failed.exchange(true))

@@ -152,4 +152,3 @@ mla::rt::createHostBackend(const HostBackendOptions &options) {
     threads = std::max(1u, std::thread::hardware_concurrency());
   return std::make_shared<HostBackend>(threads);
 }
-

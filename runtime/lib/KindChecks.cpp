@@ -35,9 +35,8 @@ Status kinds::checkManifestRoles(
       return fail(std::string("needs an arg with role '") + rule.role + "'");
     auto argFail = [&](const std::string &message) {
       return Status::error(ErrorCode::InvalidManifest,
-                           "manifest line " + std::to_string(arg->line) +
-                               ": " + kind + " arg '" + arg->role + "' " +
-                               message);
+                           "manifest line " + std::to_string(arg->line) + ": " +
+                               kind + " arg '" + arg->role + "' " + message);
     };
     if (arg->kind != rule.kind)
       return argFail(rule.kind == ArgKind::Scalar ? "must be a scalar"

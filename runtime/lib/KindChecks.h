@@ -1,4 +1,4 @@
-//===- KindChecks.h - Table-driven checks shared by kernel kinds -*- C++ -*-===//
+//===- KindChecks.h - Table-driven checks of kernel kinds ------*- C++ -*-===//
 //
 // Helpers for the prefill, merge and append_kv rules: a kind lists, per role,
 // what its manifest arg must be (kind, dtype, rank, header-implied dims), and
@@ -51,10 +51,10 @@ struct RoleRule {
 /// and that every role's manifest arg matches its rule. Messages:
 /// "KIND manifest needs a 'KEY' line", "KIND manifest needs an arg with role
 /// 'R'", "manifest line N: KIND arg 'R' ...".
-Status checkManifestRoles(const Manifest &m, const char *kind,
-                          const std::vector<std::pair<const char *, int64_t>>
-                              &requiredKeys,
-                          const std::vector<RoleRule> &roles);
+Status checkManifestRoles(
+    const Manifest &m, const char *kind,
+    const std::vector<std::pair<const char *, int64_t>> &requiredKeys,
+    const std::vector<RoleRule> &roles);
 
 /// The launch tensor of `role` (the generic checks have run: it is a tensor
 /// of the manifest's rank).

@@ -259,8 +259,8 @@ Status ManifestParser::parseHeaderKey(const Tokens &tokens) {
   Expected<int64_t> count = parseCount(key, value);
   if (!count.ok())
     return count.status();
-  bool mayBeZero = key == "q_len" || key == "page_size" ||
-                   key == "rope_dim" || key == "causal";
+  bool mayBeZero = key == "q_len" || key == "page_size" || key == "rope_dim" ||
+                   key == "causal";
   if (*count == 0 && !mayBeZero)
     return error(quoted(key) + " must be positive");
   if (key == "causal" && *count > 1)

@@ -38,15 +38,15 @@ Status mla::rt::validateMergeArgs(const Manifest &m,
                                   const std::vector<ArgValue> &args,
                                   const std::vector<const void *> &) {
   for (const RoleRule &rule : mergeRoles(m))
-    if (Status s = checkHeaderDims(rule.role, tensorOf(m, args, rule.role),
-                                   rule.dims);
+    if (Status s =
+            checkHeaderDims(rule.role, tensorOf(m, args, rule.role), rule.dims);
         !s.ok())
       return s;
   const TensorView &oParts = tensorOf(m, args, "o_parts");
   int64_t rows = oParts.shape[1];
   const char *what = "query rows, o_parts dim 1";
-  if (Status s = checkDim("lse_parts", tensorOf(m, args, "lse_parts"), 2, rows,
-                          what);
+  if (Status s =
+          checkDim("lse_parts", tensorOf(m, args, "lse_parts"), 2, rows, what);
       !s.ok())
     return s;
   if (Status s = checkDim("o", tensorOf(m, args, "o"), 0, rows, what); !s.ok())

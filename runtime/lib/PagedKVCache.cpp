@@ -12,9 +12,9 @@ static Status cacheError(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
 }
 
-PagedKVCache::PagedKVCache(const PagedKVCacheConfig &config,
-                           PagePool pagePool, HostTensor pool,
-                           HostTensor table, HostTensor lengths)
+PagedKVCache::PagedKVCache(const PagedKVCacheConfig &config, PagePool pagePool,
+                           HostTensor pool, HostTensor table,
+                           HostTensor lengths)
     : config(config), pool(std::move(pool)), table(std::move(table)),
       lengths(std::move(lengths)), pagePool(std::move(pagePool)) {
   std::fill_n(this->table.dataAs<int32_t>(), this->table.numElements(), -1);

@@ -34,8 +34,7 @@ std::vector<RoleRule> prefillRoles(const Manifest &m) {
 /// Offsets of `role` (n entries, readable at `data`): start at 0, never
 /// decrease, end at `total` (dim 0 of `rowsRole`, `rowsWhat` rows).
 Status checkOffsets(const char *role, const void *data, DType dtype, int64_t n,
-                    int64_t total, const char *rowsWhat,
-                    const char *rowsRole) {
+                    int64_t total, const char *rowsWhat, const char *rowsRole) {
   auto at = [&](int64_t i) {
     return std::string(role) + "[" + std::to_string(i) + "]";
   };
@@ -46,9 +45,8 @@ Status checkOffsets(const char *role, const void *data, DType dtype, int64_t n,
       return argError(at(0) + " = " + std::to_string(value) +
                       ", expected 0 (the first offset)");
     if (value < previous)
-      return argError(at(i) + " = " + std::to_string(value) +
-                      " is less than " + at(i - 1) + " = " +
-                      std::to_string(previous) +
+      return argError(at(i) + " = " + std::to_string(value) + " is less than " +
+                      at(i - 1) + " = " + std::to_string(previous) +
                       " (offsets must not decrease)");
     previous = value;
   }

@@ -199,7 +199,8 @@ TEST(CApiTest, LastErrorIsClearedBySuccessAndIsPerThread) {
   EXPECT_EQ(device, nullptr);
   std::string mine = lastError();
   EXPECT_EQ(mine, "device 'tpu' is not available in this build (available: "
-                  "host, cuda, cuda:N, hip, hip:N, emu, emu:reverse, emu:random[:SEED], emu:check-orders[:SEED], auto)");
+                  "host, cuda, cuda:N, hip, hip:N, emu, emu:reverse, "
+                  "emu:random[:SEED], emu:check-orders[:SEED], auto)");
 
   // Another thread's failures and successes leave this thread's message.
   std::string theirs, theirsAfterSuccess;

@@ -46,15 +46,14 @@ float ldsLoad(int64_t off) {
   return v;
 }
 
-const char *const kSites[] = {"t.mlir:1:1: test", "t.mlir:2:1: barrier",
-                              "t.mlir:3:1: LDS store", "t.mlir:4:1: LDS load",
+const char *const kSites[] = {"t.mlir:1:1: test",        "t.mlir:2:1: barrier",
+                              "t.mlir:3:1: LDS store",   "t.mlir:4:1: LDS load",
                               "t.mlir:5:1: buffer load", "t.mlir:6:1: mfma"};
 
 class Emu : public ::testing::Test {
 protected:
   void SetUp() override {
-    ASSERT_TRUE(
-        fillHookTable(gTable, static_cast<int64_t>(Hook::Count)).ok());
+    ASSERT_TRUE(fillHookTable(gTable, static_cast<int64_t>(Hook::Count)).ok());
   }
   Status run(LaneEntry entry, int64_t threads, int64_t ldsBytes,
              EmuOrder order = EmuOrder::Forward, void **args = nullptr) {
@@ -139,7 +138,8 @@ float gSrc[64];
 float gBufOut[64 + 4];
 void bufferReads(void **) {
   auto make = hook<void *(*)(void *, int32_t)>(Hook::MakeBuffer);
-  auto load = hook<void (*)(void *, int64_t, void *, int32_t)>(Hook::BufferLoad);
+  auto load =
+      hook<void (*)(void *, int64_t, void *, int32_t)>(Hook::BufferLoad);
   char *buf = static_cast<char *>(make(gSrc, 40));
   int64_t t = tid();
   load(buf + 4 * t, 4, &gBufOut[t], 4);
@@ -162,8 +162,8 @@ TEST_F(Emu, BufferLoadsBeyondNumRecordsReturnZero) {
 
 void bufferStores(void **) {
   auto make = hook<void *(*)(void *, int32_t)>(Hook::MakeBuffer);
-  auto store = hook<void (*)(void *, int64_t, const void *, int32_t)>(
-      Hook::BufferStore);
+  auto store =
+      hook<void (*)(void *, int64_t, const void *, int32_t)>(Hook::BufferStore);
   char *buf = static_cast<char *>(make(gSrc, 40));
   float v = -1.f;
   store(buf + 4 * tid(), 4, &v, 4);
@@ -179,7 +179,8 @@ TEST_F(Emu, BufferStoresBeyondNumRecordsAreDropped) {
 
 void negativeOffset(void **) {
   auto make = hook<void *(*)(void *, int32_t)>(Hook::MakeBuffer);
-  auto load = hook<void (*)(void *, int64_t, void *, int32_t)>(Hook::BufferLoad);
+  auto load =
+      hook<void (*)(void *, int64_t, void *, int32_t)>(Hook::BufferLoad);
   char *buf = static_cast<char *>(make(gSrc, 40));
   float v;
   load(buf - 4, 4, &v, 4);

@@ -224,5 +224,6 @@ TEST(HostBackendTest, UnknownDevice) {
   EXPECT_EQ(device.status().code(), ErrorCode::Unsupported);
   EXPECT_EQ(device.status().message(),
             "device 'gfx942' is not available in this build (available: "
-            "host, cuda, cuda:N, hip, hip:N, emu, emu:reverse, emu:random[:SEED], emu:check-orders[:SEED], auto)");
+            "host, cuda, cuda:N, hip, hip:N, emu, emu:reverse, "
+            "emu:random[:SEED], emu:check-orders[:SEED], auto)");
 }

@@ -99,22 +99,44 @@ std::string mla::rt::test::prefillManifest(const PrefillShape &s) {
          "# reference prefill for the runtime tests\n"
          "kernel prefill\n"
          "function prefill\n"
-         "dtype " + dt + "\n"
-         "heads " + h + "\n"
-         "qk_dim " + qk + "\n"
-         "v_dim " + v + "\n"
-         "causal " + (s.causal ? "1" : "0") + "\n"
+         "dtype " +
+         dt +
+         "\n"
+         "heads " +
+         h +
+         "\n"
+         "qk_dim " +
+         qk +
+         "\n"
+         "v_dim " +
+         v +
+         "\n"
+         "causal " +
+         (s.causal ? "1" : "0") +
+         "\n"
          "config tile_q=64 tile_kv=64\n"
-         "arg 0 q memref " + dt + " " + dims({"?", ah, aqk}) + "\n"
-         "arg 1 k memref " + dt + " " + dims({"?", ah, aqk}) + "\n"
-         "arg 2 v memref " + dt + " " + dims({"?", ah, av}) + "\n"
+         "arg 0 q memref " +
+         dt + " " + dims({"?", ah, aqk}) +
+         "\n"
+         "arg 1 k memref " +
+         dt + " " + dims({"?", ah, aqk}) +
+         "\n"
+         "arg 2 v memref " +
+         dt + " " + dims({"?", ah, av}) +
+         "\n"
          "arg 3 cu_seqlens_q memref i32 ?\n"
          "arg 4 cu_seqlens_k memref i32 ?\n"
          "arg 5 scale scalar f32\n"
-         "arg 6 o memref " + dt + " " + dims({"?", ah, av}) + "\n"
-         "arg 7 lse memref f32 " + dims({ah, "?"}) + "\n"
+         "arg 6 o memref " +
+         dt + " " + dims({"?", ah, av}) +
+         "\n"
+         "arg 7 lse memref f32 " +
+         dims({ah, "?"}) +
+         "\n"
          "target host-x86_64 code.host-x86_64\n"
-         "launch " + entry + " args 0,1,2,3,4,5,6,7 grid arg3.0-1,arg0.1,1\n"
+         "launch " +
+         entry +
+         " args 0,1,2,3,4,5,6,7 grid arg3.0-1,arg0.1,1\n"
          "end-target\n";
 }
 
@@ -208,16 +230,33 @@ std::string mla::rt::test::mergeManifest(const MergeShape &s) {
          "# reference merge for the runtime tests\n"
          "kernel merge\n"
          "function merge\n"
-         "dtype " + dt + "\n"
-         "heads " + h + "\n"
-         "v_dim " + v + "\n"
-         "parts " + n + "\n"
-         "arg 0 o_parts memref f32 " + dims({n, "?", h, v}) + "\n"
-         "arg 1 lse_parts memref f32 " + dims({n, h, "?"}) + "\n"
-         "arg 2 o memref " + dt + " " + dims({"?", h, v}) + "\n"
-         "arg 3 lse memref f32 " + dims({h, "?"}) + "\n"
+         "dtype " +
+         dt +
+         "\n"
+         "heads " +
+         h +
+         "\n"
+         "v_dim " +
+         v +
+         "\n"
+         "parts " +
+         n +
+         "\n"
+         "arg 0 o_parts memref f32 " +
+         dims({n, "?", h, v}) +
+         "\n"
+         "arg 1 lse_parts memref f32 " +
+         dims({n, h, "?"}) +
+         "\n"
+         "arg 2 o memref " +
+         dt + " " + dims({"?", h, v}) +
+         "\n"
+         "arg 3 lse memref f32 " +
+         dims({h, "?"}) +
+         "\n"
          "target host-x86_64 code.host-x86_64\n"
-         "launch mla_ref_merge_" + entrySuffix(s.dtype) +
+         "launch mla_ref_merge_" +
+         entrySuffix(s.dtype) +
          " args 0,1,2,3 grid arg0.1,arg0.2,1\n"
          "end-target\n";
 }
@@ -289,15 +328,28 @@ std::string mla::rt::test::appendKvManifest(const AppendKvShape &s) {
          "# reference append_kv for the runtime tests\n"
          "kernel append_kv\n"
          "function append_kv\n"
-         "dtype " + dt + "\n"
-         "latent_dim " + std::to_string(s.latentDim) + "\n"
-         "rope_dim " + std::to_string(s.ropeDim) + "\n"
-         "page_size " + std::to_string(s.pageSize) + "\n"
-         "arg 0 kv_new memref " + dt + " " + dims({"?", row}) + "\n"
+         "dtype " +
+         dt +
+         "\n"
+         "latent_dim " +
+         std::to_string(s.latentDim) +
+         "\n"
+         "rope_dim " +
+         std::to_string(s.ropeDim) +
+         "\n"
+         "page_size " +
+         std::to_string(s.pageSize) +
+         "\n"
+         "arg 0 kv_new memref " +
+         dt + " " + dims({"?", row}) +
+         "\n"
          "arg 1 slot_mapping memref i32 ?\n"
-         "arg 2 kv memref " + dt + " " + dims({"?", page, row}) + "\n"
+         "arg 2 kv memref " +
+         dt + " " + dims({"?", page, row}) +
+         "\n"
          "target host-x86_64 code.host-x86_64\n"
-         "launch mla_ref_append_kv_" + entrySuffix(s.dtype) +
+         "launch mla_ref_append_kv_" +
+         entrySuffix(s.dtype) +
          " args 0,1,2 grid arg0.0,1,1\n"
          "end-target\n";
 }
@@ -323,7 +375,8 @@ AppendKvData mla::rt::test::makeAppendKvData(const AppendKvShape &s,
   return data;
 }
 
-std::vector<float> mla::rt::test::referenceAppendKv(const AppendKvData &before) {
+std::vector<float>
+mla::rt::test::referenceAppendKv(const AppendKvData &before) {
   std::vector<float> kv = toFloats(before.kv), rows = toFloats(before.kvNew);
   int64_t row = before.kvNew.getShape()[1];
   const int32_t *slots = before.slotMapping.dataAs<int32_t>();

@@ -1,4 +1,4 @@
-//===- KindTestUtils.h - Prefill, merge, append_kv test packages -*- C++ -*-===//
+//===- KindTestUtils.h - Prefill, merge, append_kv packages ----*- C++ -*-===//
 //
 // Packages around the reference kernels of RefKindKernels.cpp with the
 // manifests the compiler writes for `kernel prefill`, `kernel merge` and
@@ -54,8 +54,7 @@ struct PrefillData {
 /// given query and key lengths; o and lse zeroed.
 PrefillData makePrefillData(const PrefillShape &shape,
                             const std::vector<int32_t> &queryLens,
-                            const std::vector<int32_t> &keyLens,
-                            uint32_t seed);
+                            const std::vector<int32_t> &keyLens, uint32_t seed);
 
 /// float64 reference: o [T,H,Dv], lse [H,T] (-inf for a query that sees no
 /// key, with o = 0).

@@ -122,8 +122,8 @@ void expectNear(const std::vector<float> &actual,
     if (std::isinf(expected[i]))
       ASSERT_EQ(actual[i], expected[i]) << what << " element " << i;
     else
-      ASSERT_NEAR(actual[i], expected[i], tolerance) << what << " element "
-                                                     << i;
+      ASSERT_NEAR(actual[i], expected[i], tolerance)
+          << what << " element " << i;
   }
 }
 
@@ -141,8 +141,7 @@ struct BadKindManifest {
 
 void PrintTo(const BadKindManifest &c, std::ostream *os) { *os << c.name; }
 
-class BadKindManifestTest : public ::testing::TestWithParam<BadKindManifest> {
-};
+class BadKindManifestTest : public ::testing::TestWithParam<BadKindManifest> {};
 
 std::string edited(std::string text, const std::string &from,
                    const std::string &to) {
@@ -173,8 +172,8 @@ TEST(KindManifestTest, TheTestManifestsAreValid) {
 }
 
 TEST(KindManifestTest, OutputsMayBeF32) {
-  EXPECT_TRUE(parseManifest(edited(kPrefill, "o memref bf16", "o memref f32"))
-                  .ok());
+  EXPECT_TRUE(
+      parseManifest(edited(kPrefill, "o memref bf16", "o memref f32")).ok());
   EXPECT_TRUE(
       parseManifest(edited(kMerge, "o memref bf16", "o memref f32")).ok());
 }
@@ -204,7 +203,8 @@ TEST_P(BadKindManifestTest, IsRejected) {
 INSTANTIATE_TEST_SUITE_P(
     Kinds, BadKindManifestTest,
     ::testing::Values(
-        BadKindManifest{"prefill_no_dtype", edited(kPrefill, "dtype bf16\n", ""),
+        BadKindManifest{"prefill_no_dtype",
+                        edited(kPrefill, "dtype bf16\n", ""),
                         "prefill manifest needs a 'dtype' line"},
         BadKindManifest{"prefill_no_heads", edited(kPrefill, "heads 2\n", ""),
                         "prefill manifest needs a 'heads' line"},
@@ -213,27 +213,26 @@ INSTANTIATE_TEST_SUITE_P(
                         "prefill manifest needs a 'qk_dim' line"},
         BadKindManifest{"prefill_no_v_dim", edited(kPrefill, "v_dim 16\n", ""),
                         "prefill manifest needs a 'v_dim' line"},
-        BadKindManifest{"prefill_no_causal",
-                        edited(kPrefill, "causal 1\n", ""),
+        BadKindManifest{"prefill_no_causal", edited(kPrefill, "causal 1\n", ""),
                         "prefill manifest needs a 'causal' line"},
         BadKindManifest{"prefill_missing_role",
                         edited(kPrefill, "cu_seqlens_k", "cu_seqlens_kv"),
                         "prefill manifest needs an arg with role "
                         "'cu_seqlens_k'"},
-        BadKindManifest{"prefill_scale_memref",
-                        edited(kPrefill, "scale scalar f32",
-                               "scale memref f32 1"),
-                        "manifest line 16: prefill arg 'scale' must be a "
-                        "scalar"},
-        BadKindManifest{"prefill_scale_int",
-                        edited(kPrefill, "scale scalar f32",
-                               "scale scalar i32"),
-                        "manifest line 16: prefill arg 'scale' must have a "
-                        "floating-point dtype, has i32"},
-        BadKindManifest{"prefill_v_scalar",
-                        edited(kPrefill, "v memref bf16 ?,2,16",
-                               "v scalar bf16"),
-                        "manifest line 13: prefill arg 'v' must be a memref"},
+        BadKindManifest{
+            "prefill_scale_memref",
+            edited(kPrefill, "scale scalar f32", "scale memref f32 1"),
+            "manifest line 16: prefill arg 'scale' must be a "
+            "scalar"},
+        BadKindManifest{
+            "prefill_scale_int",
+            edited(kPrefill, "scale scalar f32", "scale scalar i32"),
+            "manifest line 16: prefill arg 'scale' must have a "
+            "floating-point dtype, has i32"},
+        BadKindManifest{
+            "prefill_v_scalar",
+            edited(kPrefill, "v memref bf16 ?,2,16", "v scalar bf16"),
+            "manifest line 13: prefill arg 'v' must be a memref"},
         BadKindManifest{"prefill_k_dtype",
                         edited(kPrefill, "k memref bf16", "k memref f16"),
                         "manifest line 12: prefill arg 'k' must have dtype "
@@ -251,31 +250,31 @@ INSTANTIATE_TEST_SUITE_P(
                                "cu_seqlens_q memref f32"),
                         "manifest line 14: prefill arg 'cu_seqlens_q' must "
                         "have dtype i32 or i64, has f32"},
-        BadKindManifest{"prefill_q_rank",
-                        edited(kPrefill, "q memref bf16 ?,2,24",
-                               "q memref bf16 ?,?,2,24"),
-                        "manifest line 11: prefill arg 'q' must have rank 3, "
-                        "has 4"},
-        BadKindManifest{"prefill_q_heads",
-                        edited(kPrefill, "q memref bf16 ?,2,24",
-                               "q memref bf16 ?,4,24"),
-                        "manifest line 11: prefill arg 'q' dim 1 is 4, "
-                        "expected 2 (heads)"},
-        BadKindManifest{"prefill_k_qk_dim",
-                        edited(kPrefill, "k memref bf16 ?,2,24",
-                               "k memref bf16 ?,2,16"),
-                        "manifest line 12: prefill arg 'k' dim 2 is 16, "
-                        "expected 24 (qk_dim)"},
-        BadKindManifest{"prefill_v_v_dim",
-                        edited(kPrefill, "v memref bf16 ?,2,16",
-                               "v memref bf16 ?,2,24"),
-                        "manifest line 13: prefill arg 'v' dim 2 is 24, "
-                        "expected 16 (v_dim)"},
-        BadKindManifest{"prefill_lse_heads",
-                        edited(kPrefill, "lse memref f32 2,?",
-                               "lse memref f32 4,?"),
-                        "manifest line 18: prefill arg 'lse' dim 0 is 4, "
-                        "expected 2 (heads)"},
+        BadKindManifest{
+            "prefill_q_rank",
+            edited(kPrefill, "q memref bf16 ?,2,24", "q memref bf16 ?,?,2,24"),
+            "manifest line 11: prefill arg 'q' must have rank 3, "
+            "has 4"},
+        BadKindManifest{
+            "prefill_q_heads",
+            edited(kPrefill, "q memref bf16 ?,2,24", "q memref bf16 ?,4,24"),
+            "manifest line 11: prefill arg 'q' dim 1 is 4, "
+            "expected 2 (heads)"},
+        BadKindManifest{
+            "prefill_k_qk_dim",
+            edited(kPrefill, "k memref bf16 ?,2,24", "k memref bf16 ?,2,16"),
+            "manifest line 12: prefill arg 'k' dim 2 is 16, "
+            "expected 24 (qk_dim)"},
+        BadKindManifest{
+            "prefill_v_v_dim",
+            edited(kPrefill, "v memref bf16 ?,2,16", "v memref bf16 ?,2,24"),
+            "manifest line 13: prefill arg 'v' dim 2 is 24, "
+            "expected 16 (v_dim)"},
+        BadKindManifest{
+            "prefill_lse_heads",
+            edited(kPrefill, "lse memref f32 2,?", "lse memref f32 4,?"),
+            "manifest line 18: prefill arg 'lse' dim 0 is 4, "
+            "expected 2 (heads)"},
         BadKindManifest{"merge_no_parts", edited(kMerge, "parts 3\n", ""),
                         "merge manifest needs a 'parts' line"},
         BadKindManifest{"merge_no_v_dim", edited(kMerge, "v_dim 16\n", ""),
@@ -283,11 +282,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadKindManifest{"merge_missing_role",
                         edited(kMerge, "lse_parts", "lse_chunks"),
                         "merge manifest needs an arg with role 'lse_parts'"},
-        BadKindManifest{"merge_parts_dtype",
-                        edited(kMerge, "o_parts memref f32",
-                               "o_parts memref bf16"),
-                        "manifest line 9: merge arg 'o_parts' must have "
-                        "dtype f32, has bf16"},
+        BadKindManifest{
+            "merge_parts_dtype",
+            edited(kMerge, "o_parts memref f32", "o_parts memref bf16"),
+            "manifest line 9: merge arg 'o_parts' must have "
+            "dtype f32, has bf16"},
         BadKindManifest{"merge_parts_rank",
                         edited(kMerge, "o_parts memref f32 3,?,2,16",
                                "o_parts memref f32 ?,2,16"),
@@ -298,11 +297,11 @@ INSTANTIATE_TEST_SUITE_P(
                                "lse_parts memref f32 4,2,?"),
                         "manifest line 10: merge arg 'lse_parts' dim 0 is 4, "
                         "expected 3 (parts)"},
-        BadKindManifest{"merge_o_v_dim",
-                        edited(kMerge, "o memref bf16 ?,2,16",
-                               "o memref bf16 ?,2,8"),
-                        "manifest line 11: merge arg 'o' dim 2 is 8, "
-                        "expected 16 (v_dim)"},
+        BadKindManifest{
+            "merge_o_v_dim",
+            edited(kMerge, "o memref bf16 ?,2,16", "o memref bf16 ?,2,8"),
+            "manifest line 11: merge arg 'o' dim 2 is 8, "
+            "expected 16 (v_dim)"},
         BadKindManifest{"append_no_page_size",
                         edited(kAppend, "page_size 4\n", ""),
                         "append_kv manifest needs a 'page_size' line"},
@@ -327,11 +326,11 @@ INSTANTIATE_TEST_SUITE_P(
                                "kv_new memref bf16 ?,24"),
                         "manifest line 9: append_kv arg 'kv_new' dim 1 is "
                         "24, expected 32 (latent_dim + rope_dim)"},
-        BadKindManifest{"append_page_size",
-                        edited(kAppend, "kv memref bf16 ?,4,32",
-                               "kv memref bf16 ?,8,32"),
-                        "manifest line 11: append_kv arg 'kv' dim 1 is 8, "
-                        "expected 4 (page_size)"},
+        BadKindManifest{
+            "append_page_size",
+            edited(kAppend, "kv memref bf16 ?,4,32", "kv memref bf16 ?,8,32"),
+            "manifest line 11: append_kv arg 'kv' dim 1 is 8, "
+            "expected 4 (page_size)"},
         BadKindManifest{"append_dynamic_page_size",
                         edited(kAppend, "page_size 4", "page_size 0"),
                         "manifest line 11: append_kv arg 'kv' dim 1 must be "
@@ -399,8 +398,7 @@ TEST(MergeResultTest, MatchesFloat64WithEmptyParts) {
     Status status = kernel.launchByRole(data.byRole());
     ASSERT_TRUE(status.ok()) << status.toString();
     KindReference ref = referenceMerge(shape, data);
-    expectNear(toFloats(data.o), ref.o, dtype == DType::F32 ? 1e-5 : 1e-2,
-               "o");
+    expectNear(toFloats(data.o), ref.o, dtype == DType::F32 ? 1e-5 : 1e-2, "o");
     expectNear(toFloats(data.lse), ref.lse, 1e-5, "lse");
     // Row 1 has only empty parts: o = 0, lse = -inf.
     EXPECT_TRUE(std::isinf(data.lse.dataAs<float>()[1]));
@@ -704,7 +702,8 @@ TEST_F(AppendKvValidationTest, RowWidth) {
 
 TEST_F(AppendKvValidationTest, SlotMappingLength) {
   view("slot_mapping").shape[0] = 4;
-  expectError("slot_mapping: dim 0 is 4, expected 5 (new tokens, kv_new dim 0)");
+  expectError(
+      "slot_mapping: dim 0 is 4, expected 5 (new tokens, kv_new dim 0)");
 }
 
 TEST_F(AppendKvValidationTest, PageSize) {

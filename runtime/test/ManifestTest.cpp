@@ -220,7 +220,8 @@ kernel custom
 function prefill
 arg 0 q memref bf16 ?,16,192
 target host-x86_64 code.host-x86_64
-launch k0 args 0 grid )" + std::string(bad) + R"(,1,1
+launch k0 args 0 grid )" +
+                       std::string(bad) + R"(,1,1
 end-target
 )";
     Expected<Manifest> rejected = parseManifest(text);
@@ -238,7 +239,8 @@ arg 0 q memref bf16 ?
 target host-x86_64 code.host-x86_64
 launch k0 args 0 grid 1,1,1
 end-target
-)").ok());
+)")
+                   .ok());
 }
 
 namespace {

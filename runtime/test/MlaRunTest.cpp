@@ -120,11 +120,26 @@ TEST_F(MlaRunTest, RunsADecodePackage) {
 TEST_F(MlaRunTest, Help) {
   ToolResult result = run({"--help"});
   EXPECT_EQ(result.exitCode, 0);
-  for (const char *option :
-       {"--inputs", "--outputs", "--scale", "--device", "--threads", "--repeat",
-        "q.npy", "kv.npy", "block_table.npy", "seq_lens.npy", "o.npy",
-        "lse.npy", "k.npy", "v.npy", "cu_seqlens_q.npy", "cu_seqlens_k.npy",
-        "o_parts.npy", "lse_parts.npy", "kv_new.npy", "slot_mapping.npy"})
+  for (const char *option : {"--inputs",
+                             "--outputs",
+                             "--scale",
+                             "--device",
+                             "--threads",
+                             "--repeat",
+                             "q.npy",
+                             "kv.npy",
+                             "block_table.npy",
+                             "seq_lens.npy",
+                             "o.npy",
+                             "lse.npy",
+                             "k.npy",
+                             "v.npy",
+                             "cu_seqlens_q.npy",
+                             "cu_seqlens_k.npy",
+                             "o_parts.npy",
+                             "lse_parts.npy",
+                             "kv_new.npy",
+                             "slot_mapping.npy"})
     EXPECT_NE(result.out.find(option), std::string::npos) << option;
 }
 
@@ -226,8 +241,10 @@ TEST_F(MlaRunTest, CommandLineErrors) {
 
   args = standardArgs();
   args.push_back("--device=gfx942");
-  expectFailure(args, "device 'gfx942' is not available in this build "
-                      "(available: host, cuda, cuda:N, hip, hip:N, emu, emu:reverse, emu:random[:SEED], emu:check-orders[:SEED], auto)");
+  expectFailure(args,
+                "device 'gfx942' is not available in this build "
+                "(available: host, cuda, cuda:N, hip, hip:N, emu, emu:reverse, "
+                "emu:random[:SEED], emu:check-orders[:SEED], auto)");
 }
 
 TEST_F(MlaRunTest, CudaDeviceWithoutAGpuIsOneLineError) {

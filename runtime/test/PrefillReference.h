@@ -1,4 +1,4 @@
-//===- PrefillReference.h - prefill test data and float64 reference -*- C++ -*-===//
+//===- PrefillReference.h - prefill data, float64 reference ----*- C++ -*-===//
 //
 // Shared by the host end-to-end tests (test/e2e) and the CUDA package tests:
 // random ragged prefill problems (never zeros), the float64 reference with

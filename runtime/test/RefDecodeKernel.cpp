@@ -7,8 +7,8 @@
 //        softmax outputs over the split's share of the sequence;
 //   *_k1 (grid batch x 1 x heads): ws_o, ws_lse, o, lse -> combined result.
 // Query i of a request attends to tokens [0, seq_lens[b] - q_len + i] (MTP:
-// causal within the drafts), as the compiled kernels do; values are the first Dv
-// elements of each kv row. Entries exist for bf16 and f32 q/kv/o.
+// causal within the drafts), as the compiled kernels do; values are the first
+// Dv elements of each kv row. Entries exist for bf16 and f32 q/kv/o.
 //
 //===----------------------------------------------------------------------===//
 

@@ -123,9 +123,9 @@ template <typename T> void merge(void **args, int64_t t, int64_t h) {
 
   int64_t parts = oParts.sizes[0], dv = oParts.sizes[3];
   auto partLse = [&](int64_t n) {
-    return lseParts.base<float>()[n * lseParts.strides[0] +
-                                  h * lseParts.strides[1] +
-                                  t * lseParts.strides[2]];
+    return lseParts
+        .base<float>()[n * lseParts.strides[0] + h * lseParts.strides[1] +
+                       t * lseParts.strides[2]];
   };
   float maxLse = kNegInf;
   for (int64_t n = 0; n < parts; ++n)

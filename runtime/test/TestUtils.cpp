@@ -338,8 +338,8 @@ mla::rt::test::packagesOfKind(const std::string &kind, std::string &why,
     why = "MLA_PACKAGE_DIR is not set";
     return {};
   }
-  std::string dir = subdir.empty() ? std::string(root)
-                                   : std::string(root) + "/" + subdir;
+  std::string dir =
+      subdir.empty() ? std::string(root) : std::string(root) + "/" + subdir;
   std::vector<std::string> paths;
   std::error_code error;
   for (const auto &entry : std::filesystem::directory_iterator(dir, error))

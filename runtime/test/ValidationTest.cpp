@@ -310,11 +310,11 @@ protected:
   void SetUp() override {
     ValidationTest::SetUp();
     std::string manifest = decodeManifest(shape);
-    for (auto [from, to] : {std::pair<std::string, std::string>{
-                                "bf16 ?,1,4,40", "bf16 ?,?,?,?"},
-                            {"bf16 ?,16,40", "bf16 ?,16,?"},
-                            {"bf16 ?,1,4,32", "bf16 ?,?,?,?"},
-                            {"f32 ?,1,4\n", "f32 ?,?,?\n"}}) {
+    for (auto [from, to] :
+         {std::pair<std::string, std::string>{"bf16 ?,1,4,40", "bf16 ?,?,?,?"},
+          {"bf16 ?,16,40", "bf16 ?,16,?"},
+          {"bf16 ?,1,4,32", "bf16 ?,?,?,?"},
+          {"f32 ?,1,4\n", "f32 ?,?,?\n"}}) {
       ASSERT_NE(manifest.find(from), std::string::npos) << from;
       manifest.replace(manifest.find(from), from.size(), to);
     }
@@ -377,12 +377,12 @@ TEST_F(ValidationTest, WorkspaceTooLarge) {
   // Every tensor's size fits in an int64, workspace 7 (f32 [batch, 1, 4
   // heads, 3 splits, 32]) does not.
   int64_t batch = INT64_MAX / 1000;
-  for (TensorView *t : {&args.q, &args.blockTable, &args.seqLens, &args.o,
-                        &args.lse})
+  for (TensorView *t :
+       {&args.q, &args.blockTable, &args.seqLens, &args.o, &args.lse})
     t->shape[0] = batch;
   Expected<size_t> bytes = kernel->workspaceBytes(args);
   ASSERT_FALSE(bytes.ok());
-  EXPECT_EQ(bytes.status().message(),
-            "workspace 7: shape " +
-                shapeToString({batch, 1, 4, 3, 32}) + " is too large");
+  EXPECT_EQ(bytes.status().message(), "workspace 7: shape " +
+                                          shapeToString({batch, 1, 4, 3, 32}) +
+                                          " is too large");
 }

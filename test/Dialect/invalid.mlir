@@ -715,3 +715,22 @@ func.func @step_region(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memre
   }
   return
 }
+
+// -----
+
+// expected-error @+1 {{unknown target 'sm_99' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)}}
+module attributes {mla.target = #mla.target<"sm_99">} {
+}
+
+// -----
+
+// expected-error @+1 {{'mla.target' must be a #mla.target, got "gfx942"}}
+module attributes {mla.target = "gfx942"} {
+}
+
+// -----
+
+func.func @target_on_func() attributes {mla.target = #mla.target<"gfx942">} {
+  // expected-error @-1 {{'mla.target' belongs on a builtin.module}}
+  return
+}

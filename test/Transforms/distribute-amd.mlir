@@ -1,4 +1,4 @@
-// RUN: mla-opt %s -split-input-file --mla-distribute="target=gfx942" | FileCheck %s
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute | FileCheck %s
 
 // AMD, wave64: 4 waves = 256 threads; 16x16 C tiles over the waves; lane l
 // reads A[m0 + l%16][k0 + 4*(l/16) .. +3] and B[n0 + l%16][k0 + 4*(l/16) ..

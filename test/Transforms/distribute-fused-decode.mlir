@@ -1,4 +1,4 @@
-// RUN: mla-opt %s --mla-select-config="target=sm_90a" --mla-tile --mla-expand-paging --mla-distribute="target=sm_90a" | FileCheck %s --check-prefix=SPLIT
+// RUN: mla-opt %s --mla-select-config="target=sm_90a" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SPLIT
 
 // Decode, 16 rows, 2 warps: the two warps of the row block split the key
 // columns (16 each): row maxima meet in a 2 x 16 buffer, each half of P is

@@ -1,6 +1,6 @@
-// RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=tile_q=32,tile_kv=32,warps=2,stages=2" --mla-tile --mla-distribute="target=sm_90a" | FileCheck %s
-// RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=tile_q=32,tile_kv=32,warps=8" --mla-tile --mla-distribute="target=sm_90a" | FileCheck %s --check-prefix=PHASES
-// RUN: mla-opt %s -split-input-file --mla-select-config="target=gfx942 perf-config=tile_q=32,tile_kv=32,warps=2" --mla-tile --mla-distribute="target=gfx942" | FileCheck %s --check-prefix=AMD
+// RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=tile_q=32,tile_kv=32,warps=2,stages=2" --mla-tile --mla-distribute | FileCheck %s
+// RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=tile_q=32,tile_kv=32,warps=8" --mla-tile --mla-distribute | FileCheck %s --check-prefix=PHASES
+// RUN: mla-opt %s -split-input-file --mla-select-config="target=gfx942 perf-config=tile_q=32,tile_kv=32,warps=2" --mla-tile --mla-distribute | FileCheck %s --check-prefix=AMD
 
 // NVIDIA: the key loop's Q·Kᵀ, online softmax and P·V become one
 // register-resident step. Two warps own one 16-row block each; the loop

@@ -1,8 +1,8 @@
-// RUN: mla-opt %s -split-input-file --mla-distribute="target=sm_80 default-warps=2" | FileCheck %s --check-prefix=SPLIT
-// RUN: mla-opt %s -split-input-file --mla-distribute="target=sm_80 default-warps=1" | FileCheck %s --check-prefix=WHOLE
-// RUN: mla-opt %s -split-input-file --mla-distribute="target=sm_80 default-warps=8" | FileCheck %s --check-prefix=PHASES
-// RUN: mla-opt %s -split-input-file --mla-distribute="target=gfx942 default-warps=2" | FileCheck %s --check-prefix=AMD
-// RUN: mla-opt %s -split-input-file --mla-distribute="target=sm_90a default-warps=8" | FileCheck %s --check-prefix=WGMMA
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=sm_80 --mla-distribute="default-warps=2" | FileCheck %s --check-prefix=SPLIT
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=sm_80 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=WHOLE
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=sm_80 --mla-distribute="default-warps=8" | FileCheck %s --check-prefix=PHASES
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=2" | FileCheck %s --check-prefix=AMD
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=sm_90a --mla-distribute="default-warps=8" | FileCheck %s --check-prefix=WGMMA
 
 // The fused attention step, from hand-written blockwise IR: one
 // mla.attention_step over grid tiles at the end of its key loop.

@@ -1,5 +1,5 @@
-// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32" --mla-tile --mla-expand-paging --mla-distribute="target=sm_90a" | FileCheck %s
-// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,wgmma=0" --mla-tile --mla-expand-paging --mla-distribute="target=sm_90a" | FileCheck %s --check-prefix=SYNC
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,wgmma=0" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SYNC
 
 // Absorbed decode, 64 heads = 64 rows, 8 warps: split scores on warpgroup
 // MMA. Warpgroup g (warps 4g..4g+3, rows 16·(w % 4)) computes the scores

@@ -1,7 +1,7 @@
-// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_q=128,tile_kv=32,warps=8,stages=2" --mla-tile --mla-distribute="target=sm_90a" | FileCheck %s
-// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_q=128,tile_kv=32,warps=8,stages=2,wgmma=0" --mla-tile --mla-distribute="target=sm_90a" | FileCheck %s --check-prefix=SYNC
-// RUN: mla-opt %s --mla-select-config="target=sm_80 perf-config=tile_q=128,tile_kv=32,warps=8,stages=2" --mla-tile --mla-distribute="target=sm_80" | FileCheck %s --check-prefix=SYNC
-// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_q=32,tile_kv=32,warps=2" --mla-tile --mla-distribute="target=sm_90a" | FileCheck %s --check-prefix=SYNC
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_q=128,tile_kv=32,warps=8,stages=2" --mla-tile --mla-distribute | FileCheck %s
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_q=128,tile_kv=32,warps=8,stages=2,wgmma=0" --mla-tile --mla-distribute | FileCheck %s --check-prefix=SYNC
+// RUN: mla-opt %s --mla-select-config="target=sm_80 perf-config=tile_q=128,tile_kv=32,warps=8,stages=2" --mla-tile --mla-distribute | FileCheck %s --check-prefix=SYNC
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_q=32,tile_kv=32,warps=2" --mla-tile --mla-distribute | FileCheck %s --check-prefix=SYNC
 
 // sm_90a: the fused attention step on warpgroup MMA. 8 warps = two
 // warpgroups of 64 query rows each, one warp per 16-row block.

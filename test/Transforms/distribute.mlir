@@ -1,7 +1,7 @@
-// RUN: mla-opt %s -split-input-file --mla-distribute="target=sm_90a" | FileCheck %s
-// RUN: not mla-opt %s -split-input-file --mla-distribute="target=host" 2>&1 | FileCheck %s --check-prefix=HOST
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=sm_90a --mla-distribute | FileCheck %s
+// RUN: not mla-opt %s -split-input-file --mla-select-config=target=host --mla-distribute 2>&1 | FileCheck %s --check-prefix=HOST
 
-// HOST: error: mla-distribute: 'host' is not a GPU target
+// HOST: error: mla-distribute: the module's target 'host' is not a GPU target
 
 // scf.parallel -> a loop over the linearised space strided by the thread
 // count (2 warps x 32), then a barrier; exp2 -> ex2.approx.

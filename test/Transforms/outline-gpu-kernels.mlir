@@ -1,10 +1,10 @@
-// RUN: mla-opt %s -split-input-file --mla-outline-gpu-kernels="target=sm_90a" | FileCheck %s
-// RUN: not mla-opt %s -split-input-file --mla-outline-gpu-kernels="target=sm_80" 2>&1 | FileCheck %s --check-prefix=SMALL
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=sm_90a --mla-outline-gpu-kernels | FileCheck %s
+// RUN: not mla-opt %s -split-input-file --mla-select-config=target=sm_80 --mla-outline-gpu-kernels 2>&1 | FileCheck %s --check-prefix=SMALL
 
 // A distributed grid becomes a gpu.func kernel reading gpu.block_id; its
 // tiles move to dynamic shared memory at 16-byte aligned offsets (largest
 // first); the plan records block size and shared bytes.
-// CHECK: module attributes {gpu.container_module, mla.launch_plans = [{function = "f", lines = ["arg 0 q memref bf16 ?,16", "arg 1 arg1 memref f32 ?,16", "launch f_k0 args 0,1 grid arg0.0,1,1 block 64,1,1 shared 168064"]}]}
+// CHECK: module attributes {gpu.container_module, mla.launch_plans = [{function = "f", lines = ["arg 0 q memref bf16 ?,16", "arg 1 arg1 memref f32 ?,16", "launch f_k0 args 0,1 grid arg0.0,1,1 block 64,1,1 shared 168064"]}], mla.target = #mla.target<"sm_90a">}
 // CHECK: gpu.module @mla_kernels
 // CHECK:   gpu.func @f_k0(%[[Q:.*]]: memref<?x16xbf16>, %[[O:.*]]: memref<?x16xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>}
 // CHECK:     %[[SMEM:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>

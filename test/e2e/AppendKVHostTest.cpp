@@ -1,4 +1,4 @@
-//===- AppendKVHostTest.cpp - KV append end to end on the host -------------===//
+//===- AppendKVHostTest.cpp - KV append end to end on the host ------------===//
 //
 // Each case compiles a KV-append package with mla-compile
 // (--kernel=append_kv), runs it through the runtime's host backend
@@ -56,12 +56,12 @@ std::string tempDir() {
 /// Compiles a package with the real mla-compile; returns its path.
 std::string compileAppend(const AppendCase &c) {
   std::string out = tempDir() + "/" + c.name + ".mlapkg";
-  std::string cmd = std::string(MLA_COMPILE_PATH) +
-                    " --kernel=append_kv --target=" MLA_E2E_TARGET " --latent-dim=" +
-                    std::to_string(c.latent) +
-                    " --rope-dim=" + std::to_string(c.rope) +
-                    " --page-size=" + std::to_string(c.pageSize) +
-                    " --dtype=" + c.dtype + " -o " + out;
+  std::string cmd =
+      std::string(MLA_COMPILE_PATH) +
+      " --kernel=append_kv --target=" MLA_E2E_TARGET " --latent-dim=" +
+      std::to_string(c.latent) + " --rope-dim=" + std::to_string(c.rope) +
+      " --page-size=" + std::to_string(c.pageSize) + " --dtype=" + c.dtype +
+      " -o " + out;
   int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << cmd;
   return out;
@@ -108,12 +108,13 @@ struct AppendRun {
     options.validate = validate;
     const int64_t tokens = static_cast<int64_t>(slots.size());
     return kernel.launchByRole(
-        {{"kv_new", TensorView{const_cast<uint8_t *>(rows.data()), dt,
-                               {tokens, d}}},
-         {"slot_mapping",
-          TensorView{const_cast<int32_t *>(slots.data()), DType::I32,
-                     {tokens}}},
-         {"kv", TensorView{const_cast<uint8_t *>(pool.data()), dt,
+        {{"kv_new",
+          TensorView{const_cast<uint8_t *>(rows.data()), dt, {tokens, d}}},
+         {"slot_mapping", TensorView{const_cast<int32_t *>(slots.data()),
+                                     DType::I32,
+                                     {tokens}}},
+         {"kv", TensorView{const_cast<uint8_t *>(pool.data()),
+                           dt,
                            {pages, page, d}}}},
         options);
   }
@@ -155,8 +156,15 @@ AppendRun load(const AppendCase &c, uint32_t seed) {
   EXPECT_TRUE(dev.ok()) << dev.status().toString();
   Expected<Kernel> kernel = dev->loadKernel(*pkg);
   EXPECT_TRUE(kernel.ok()) << kernel.status().toString();
-  AppendRun run{kernel.take(), dtypeOf(c.dtype), c.latent + c.rope,
-                c.pageSize ? c.pageSize : 5, c.pages, {}, {}, {}, {}};
+  AppendRun run{kernel.take(),
+                dtypeOf(c.dtype),
+                c.latent + c.rope,
+                c.pageSize ? c.pageSize : 5,
+                c.pages,
+                {},
+                {},
+                {},
+                {}};
   std::mt19937 rng(seed);
   run.pool = randomNonZero(run.dt, run.pages * run.page * run.d, rng);
   run.original = run.pool;
@@ -231,8 +239,14 @@ INSTANTIATE_TEST_SUITE_P(Cases, AppendKVHost, ::testing::ValuesIn(kCases),
 // still written.
 TEST(AppendKVHostBounds, OutOfRangeSlotsWriteNothing) {
   for (int64_t pageSize : {1, 3, 16, 0}) {
-    AppendCase c{"bounds_p" + std::to_string(pageSize), 512, 64, pageSize,
-                 "bf16", 4, 12, 0};
+    AppendCase c{"bounds_p" + std::to_string(pageSize),
+                 512,
+                 64,
+                 pageSize,
+                 "bf16",
+                 4,
+                 12,
+                 0};
     SCOPED_TRACE(c.name);
     AppendRun run = load(c, 99 + pageSize);
     if (HasFailure())

@@ -1,4 +1,4 @@
-//===- DecodeHostTest.cpp - decode end to end on the host ------------------===//
+//===- DecodeHostTest.cpp - decode end to end on the host -----------------===//
 //
 // Each case compiles a decode package with mla-compile, runs it through the
 // runtime's host backend on random data (never zeros) in a random paged
@@ -12,9 +12,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -35,7 +35,9 @@ struct Case {
   std::string perfConfig = "";
 };
 
-std::ostream &operator<<(std::ostream &os, const Case &c) { return os << c.name; }
+std::ostream &operator<<(std::ostream &os, const Case &c) {
+  return os << c.name;
+}
 
 std::string tempDir() {
   static std::string dir = [] {
@@ -55,8 +57,8 @@ std::string compile(const Case &c) {
                     " --latent-dim=" + std::to_string(c.latent) +
                     " --rope-dim=" + std::to_string(c.rope) +
                     " --page-size=" + std::to_string(c.pageSize) +
-                    " --q-len=" + std::to_string(c.qLen) + " --dtype=" +
-                    c.dtype + " -o " + out;
+                    " --q-len=" + std::to_string(c.qLen) +
+                    " --dtype=" + c.dtype + " -o " + out;
   if (!c.perfConfig.empty())
     cmd += " --perf-config=" + c.perfConfig;
   int rc = std::system(cmd.c_str());
@@ -120,7 +122,7 @@ TEST_P(DecodeHost, MatchesFloat64Reference) {
   Expected<Kernel> kernel = dev->loadKernel(*pkg);
   ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
 
-  const DType dt = c.dtype == "bf16" ? DType::BF16
+  const DType dt = c.dtype == "bf16"  ? DType::BF16
                    : c.dtype == "f16" ? DType::F16
                                       : DType::F32;
   const int64_t batch = c.lens.size(), d = c.latent + c.rope,
@@ -243,19 +245,54 @@ const Case kCases[] = {
     {"d288_h16_p16_s1_f16", 16, 256, 32, 16, 1, "f16", {120, 9}},
     // Run-time page size, and configs that stress the split-KV combine.
     {"ds_h16_pdyn_s1_bf16", 16, 512, 64, 0, 1, "bf16", {90, 1}},
-    {"ds_h16_p16_splits1_f32", 16, 512, 64, 16, 1, "f32", {200, 1},
+    {"ds_h16_p16_splits1_f32",
+     16,
+     512,
+     64,
+     16,
+     1,
+     "f32",
+     {200, 1},
      "kv_splits=1,tile_kv=16"},
-    {"ds_h16_p3_splits16_f32", 16, 512, 64, 3, 2, "f32", {200, 1, 0, 17},
+    {"ds_h16_p3_splits16_f32",
+     16,
+     512,
+     64,
+     3,
+     2,
+     "f32",
+     {200, 1, 0, 17},
      "kv_splits=16,tile_kv=8,head_group=4"},
     // Balanced splits: 3 requests x 4 head groups, 40 workgroups wanted ->
     // 4 of the 8 splits hold keys, the rest are empty parts.
-    {"ds_h16_p16_balanced_bf16", 16, 512, 64, 16, 1, "bf16", {300, 1, 77},
+    {"ds_h16_p16_balanced_bf16",
+     16,
+     512,
+     64,
+     16,
+     1,
+     "bf16",
+     {300, 1, 77},
      "kv_splits=8,head_group=4,min_workgroups=40"},
     // Pipelined key loops: stages 2 and 3, splits ending mid-tile, page
     // sizes 1 and 3.
-    {"ds_h16_p1_stages2_bf16", 16, 512, 64, 1, 1, "bf16", {300, 1, 77},
+    {"ds_h16_p1_stages2_bf16",
+     16,
+     512,
+     64,
+     1,
+     1,
+     "bf16",
+     {300, 1, 77},
      "stages=2,tile_kv=32,kv_splits=2"},
-    {"ds_h128_p3_stages3_bf16", 128, 512, 64, 3, 2, "bf16", {150, 2},
+    {"ds_h128_p3_stages3_bf16",
+     128,
+     512,
+     64,
+     3,
+     2,
+     "bf16",
+     {150, 2},
      "stages=3,tile_kv=16,head_group=32"},
 };
 

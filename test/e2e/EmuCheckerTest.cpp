@@ -24,8 +24,8 @@ namespace {
 
 /// Compiles decode H=16, page 64, bf16 for gfx942-emu; "" if it fails.
 std::string compile(int dropBarrier) {
-  std::string out = mla::rt::test::e2eTempDir() + "/drop" + std::to_string(dropBarrier) +
-                    ".mlapkg";
+  std::string out = mla::rt::test::e2eTempDir() + "/drop" +
+                    std::to_string(dropBarrier) + ".mlapkg";
   std::string cmd = std::string(MLA_COMPILE_PATH) +
                     " --kernel=decode --heads=16 --page-size=64 --dtype=bf16 "
                     "--target=gfx942-emu -o " +

@@ -1,4 +1,4 @@
-//===- HostPackages.h - compile and load host packages in e2e tests -*- C++ -*-===//
+//===- HostPackages.h - host packages for e2e tests ------------*- C++ -*-===//
 //
 // The end-to-end tests compile packages with the real mla-compile
 // (MLA_COMPILE_PATH) into a per-process temporary folder and load them on
@@ -43,8 +43,8 @@ inline std::string e2eTempDir() {
 inline std::string compileHostPackage(const std::string &name,
                                       const std::string &args) {
   std::string out = e2eTempDir() + "/" + name + ".mlapkg";
-  std::string cmd = std::string(MLA_COMPILE_PATH) + " --target=" MLA_E2E_TARGET " " + args +
-                    " -o " + out;
+  std::string cmd = std::string(MLA_COMPILE_PATH) +
+                    " --target=" MLA_E2E_TARGET " " + args + " -o " + out;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return out;
 }

@@ -1,4 +1,4 @@
-//===- PrefillHostTest.cpp - prefill and chunked merge end to end (host) ---===//
+//===- PrefillHostTest.cpp - prefill and chunked merge end to end (host) --===//
 //
 // Each case compiles a prefill package with mla-compile, runs it through the
 // runtime's host backend on random ragged batches (never zeros), and compares
@@ -38,8 +38,8 @@ const char *dtypeFlag(DType dt) {
 
 std::string prefillFlags(const PrefillProblem &p) {
   return "--kernel=prefill --heads=" + std::to_string(p.heads) +
-         " --qk-dim=" + std::to_string(p.dqk) + " --v-dim=" +
-         std::to_string(p.dv) + " --dtype=" + dtypeFlag(p.dtype) +
+         " --qk-dim=" + std::to_string(p.dqk) +
+         " --v-dim=" + std::to_string(p.dv) + " --dtype=" + dtypeFlag(p.dtype) +
          (p.causal ? " --causal" : "");
 }
 
@@ -103,9 +103,8 @@ TEST_P(PrefillHost, MatchesFloat64Reference) {
     flags += " --perf-config=" + c.perfConfig;
   Kernel kernel = load(compile(c.name, flags));
   PrefillOutputs out = runPrefill(kernel, p, p.dtype);
-  PrefillErrors e =
-      comparePrefill(referencePrefill(p), p.dtype, out.o.data(),
-                     out.lse.data());
+  PrefillErrors e = comparePrefill(referencePrefill(p), p.dtype, out.o.data(),
+                                   out.lse.data());
   const double tol = p.dtype == DType::F32 ? 1e-4 : 2e-2;
   EXPECT_EQ(e.nans, 0) << "NaN or unwritten outputs";
   EXPECT_EQ(e.wrongEmpty, 0) << "queries without keys must get lse = -inf";
@@ -117,38 +116,91 @@ TEST_P(PrefillHost, MatchesFloat64Reference) {
 
 const Case kCases[] = {
     // DeepSeek 192/128, the ragged lengths 1, 17, 300, 1000.
-    {"ds_h16_causal_bf16", 16, 192, 128, true, "bf16", {1, 17, 300, 1000},
+    {"ds_h16_causal_bf16",
+     16,
+     192,
+     128,
+     true,
+     "bf16",
+     {1, 17, 300, 1000},
      {1, 17, 300, 1000}},
-    {"ds_h16_full_f32", 16, 192, 128, false, "f32", {17, 1, 300},
-     {17, 1, 300}},
-    {"ds_h1_causal_f32", 1, 192, 128, true, "f32", {1, 17, 300, 1000},
+    {"ds_h16_full_f32", 16, 192, 128, false, "f32", {17, 1, 300}, {17, 1, 300}},
+    {"ds_h1_causal_f32",
+     1,
+     192,
+     128,
+     true,
+     "f32",
+     {1, 17, 300, 1000},
      {1, 17, 300, 1000}},
-    {"ds_h1_full_bf16", 1, 192, 128, false, "bf16", {1000, 17, 1, 300},
+    {"ds_h1_full_bf16",
+     1,
+     192,
+     128,
+     false,
+     "bf16",
+     {1000, 17, 1, 300},
      {1000, 17, 1, 300}},
-    {"ds_h128_causal_bf16", 128, 192, 128, true, "bf16", {1, 17, 70},
+    {"ds_h128_causal_bf16",
+     128,
+     192,
+     128,
+     true,
+     "bf16",
+     {1, 17, 70},
      {1, 17, 70}},
     {"ds_h128_full_f32", 128, 192, 128, false, "f32", {17, 1}, {17, 1}},
     // More keys than queries (chunked prefill: context first), and fewer
     // (causal: the first queries see no key -> o = 0, lse = -inf).
-    {"ds_h16_causal_morekeys_bf16", 16, 192, 128, true, "bf16", {1, 17, 100},
+    {"ds_h16_causal_morekeys_bf16",
+     16,
+     192,
+     128,
+     true,
+     "bf16",
+     {1, 17, 100},
      {30, 300, 101}},
-    {"ds_h16_causal_fewerkeys_f32", 16, 192, 128, true, "f32", {40, 17},
+    {"ds_h16_causal_fewerkeys_f32",
+     16,
+     192,
+     128,
+     true,
+     "f32",
+     {40, 17},
      {5, 0}},
-    {"ds_h16_full_morekeys_f16", 16, 192, 128, false, "f16", {3, 60},
-     {70, 61}},
+    {"ds_h16_full_morekeys_f16", 16, 192, 128, false, "f16", {3, 60}, {70, 61}},
     // Empty requests in the batch.
-    {"ds_h16_causal_empty_bf16", 16, 192, 128, true, "bf16", {0, 33, 0, 2},
+    {"ds_h16_causal_empty_bf16",
+     16,
+     192,
+     128,
+     true,
+     "bf16",
+     {0, 33, 0, 2},
      {0, 33, 5, 2}},
     // Other dims (qk = v, small dims).
-    {"d64_h4_causal_f32", 4, 64, 64, true, "f32", {65, 1, 129},
-     {65, 1, 129}},
+    {"d64_h4_causal_f32", 4, 64, 64, true, "f32", {65, 1, 129}, {65, 1, 129}},
     {"d32_16_h2_full_bf16", 2, 32, 16, false, "bf16", {31, 7}, {45, 7}},
     // Pipelined key loops (stages 2 and 3: copies of the next tiles while
     // one is computed); lengths that end mid-tile and in the first tile.
-    {"ds_h16_causal_stages2_bf16", 16, 192, 128, true, "bf16", {1, 17, 300},
-     {1, 17, 300}, "tile_q=64,tile_kv=64,stages=2"},
-    {"ds_h4_full_stages3_f32", 4, 192, 128, false, "f32", {40, 1, 129},
-     {100, 5, 129}, "tile_q=32,tile_kv=16,stages=3"},
+    {"ds_h16_causal_stages2_bf16",
+     16,
+     192,
+     128,
+     true,
+     "bf16",
+     {1, 17, 300},
+     {1, 17, 300},
+     "tile_q=64,tile_kv=64,stages=2"},
+    {"ds_h4_full_stages3_f32",
+     4,
+     192,
+     128,
+     false,
+     "f32",
+     {40, 1, 129},
+     {100, 5, 129},
+     "tile_q=32,tile_kv=16,stages=3"},
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
@@ -185,10 +237,10 @@ void chunkedPrefill(DType dt, int64_t heads, const std::vector<int32_t> &ctx,
   std::vector<float> lseParts(a.lse);
   lseParts.insert(lseParts.end(), b.lse.begin(), b.lse.end());
 
-  Kernel merge = load(compile(name + "_merge",
-                              "--kernel=merge --parts=2 --heads=" +
-                                  std::to_string(heads) +
-                                  " --v-dim=128 --dtype=" + dtypeFlag(dt)));
+  Kernel merge =
+      load(compile(name + "_merge",
+                   "--kernel=merge --parts=2 --heads=" + std::to_string(heads) +
+                       " --v-dim=128 --dtype=" + dtypeFlag(dt)));
   std::vector<uint8_t> o(T * heads * 128 * dtypeSize(dt), 0xFF);
   std::vector<float> lse(heads * T, std::numeric_limits<float>::quiet_NaN());
   std::map<std::string, ArgValue> args{

@@ -73,8 +73,8 @@ TEST_P(Variants, PrefillMatchesFloat64Reference) {
   std::mt19937 rng(std::hash<std::string>()(name));
   // Ragged, more keys than queries (positions shift by Lk - Lq), lengths
   // past the 128-key window, a one-token request.
-  PrefillProblem p = makePrefill(kHeads, 192, 128, /*causal=*/true,
-                                 DType::BF16, {1, 17, 200}, {1, 40, 350}, rng);
+  PrefillProblem p = makePrefill(kHeads, 192, 128, /*causal=*/true, DType::BF16,
+                                 {1, 17, 200}, {1, 40, 350}, rng);
   std::vector<float> sinks = randomSinks(rng);
   // Softcap: scores of magnitude ~30 and more, where the cap bends them.
   if (name == "softcap")
@@ -118,8 +118,7 @@ TEST_P(Variants, DecodeMatchesFloat64Reference) {
   std::map<std::string, ArgValue> args{
       {"q", TensorView{p.q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
       {"kv", TensorView{p.kv.bytes.data(), DType::BF16, {p.pages, P, D}}},
-      {"block_table",
-       TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
+      {"block_table", TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
       {"seq_lens", TensorView{lensCopy.data(), DType::I32, {B}}},
       {"scale", Scalar::f32(p.scale)},
       {"o", TensorView{o.data(), DType::BF16, {B, 1, kHeads, Dv}}},
@@ -140,7 +139,8 @@ TEST(VariantsFullyMasked, RowsWithoutVisibleKeysAreZeroAndMinusInf) {
   std::string ir = e2eTempDir() + "/masked_rows.mlir";
   FILE *f = std::fopen(ir.c_str(), "w");
   ASSERT_NE(f, nullptr);
-  std::fputs(R"(func.func @masked(%q: memref<?x2x32xf32>, %k: memref<?x2x32xf32>, %v: memref<?x2x16xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x2x16xf32>, %lse: memref<2x?xf32>) {
+  std::fputs(
+      R"(func.func @masked(%q: memref<?x2x32xf32>, %k: memref<?x2x32xf32>, %v: memref<?x2x16xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x2x16xf32>, %lse: memref<2x?xf32>) {
   mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal} : memref<?x2x32xf32>, memref<?x2x32xf32>, memref<?x2x16xf32>, memref<?xi32>, memref<?xi32>, f32, memref<?x2x16xf32>, memref<2x?xf32> score {
   ^bb0(%s: f32, %b: index, %h: index, %qp: index, %kp: index):
     %two = arith.constant 2.0 : f32
@@ -155,7 +155,7 @@ TEST(VariantsFullyMasked, RowsWithoutVisibleKeysAreZeroAndMinusInf) {
   return
 }
 )",
-             f);
+      f);
   std::fclose(f);
   Kernel kernel = loadHostKernel(compileHostPackage("masked_rows", ir));
 

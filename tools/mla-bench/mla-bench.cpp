@@ -1,4 +1,4 @@
-//===- mla-bench.cpp - Time a decode or prefill package on random inputs ---===//
+//===- mla-bench.cpp - Time a decode or prefill package on random inputs --===//
 //
 // mla-bench PKG [--device=cuda|cuda:N|host|auto] --batch B --seq-len L
 //           [--ragged] [--scale X] [--warmup N] [--iters N] [--rotate K]
@@ -470,7 +470,8 @@ Expected<Problem> prefillProblem(const Options &options, const Manifest &m,
             static_cast<double>(dtypeSize(oType)) * T * heads * m.vDim +
             4.0 * T * heads;
   // Causal: half of the score matrix, 2 * H * L^2 * (Dqk + Dv) / 2.
-  p.flops = 2.0 * heads * sumSq * (m.qkDim + m.vDim) * (m.causal == 1 ? 0.5 : 1.0);
+  p.flops =
+      2.0 * heads * sumSq * (m.qkDim + m.vDim) * (m.causal == 1 ? 0.5 : 1.0);
   p.fields = {{"sum_len", std::to_string(T)},
               {"q_len", std::to_string(options.seqLen)},
               {"heads", std::to_string(heads)},
@@ -561,11 +562,10 @@ Status run(const Options &options) {
     for (int64_t k = 0; k < copies; ++k) {
       void *dst = c.view(k, *t).data;
       auto input = p.host.find(roleOf(t));
-      Status status =
-          input != p.host.end()
-              ? backend.copyToDevice(dst, input->second.data(),
-                                     t->sizeInBytes())
-              : backend.fillBytes(dst, 0, t->sizeInBytes());
+      Status status = input != p.host.end()
+                          ? backend.copyToDevice(dst, input->second.data(),
+                                                 t->sizeInBytes())
+                          : backend.fillBytes(dst, 0, t->sizeInBytes());
       if (!status.ok())
         return status;
     }
@@ -663,19 +663,20 @@ Status run(const Options &options) {
       {"seq_len", std::to_string(options.seqLen)},
       {"ragged", options.ragged ? "1" : "0"}};
   fields.insert(fields.end(), p.fields.begin(), p.fields.end());
-  fields.insert(fields.end(), {
-      {"warmup", std::to_string(options.warmup)},
-      {"iters", std::to_string(options.iters)},
-      {"rotate", std::to_string(copies)},
-      {"median_us", fixed(median, 2)},
-      {"min_us", fixed(micros.front(), 2)},
-      {"max_us", fixed(micros.back(), 2)},
-      {"gbs", fixed(gbs, 1)},
-      {"tflops", fixed(tflops, 3)},
-      {"bw_frac", fixed(gbs / options.ceilingGbs, 3)},
-      {"flop_frac", fixed(tflops / options.ceilingTflops, 3)},
-      {"nonfinite", std::to_string(nonFinite)},
-  });
+  fields.insert(fields.end(),
+                {
+                    {"warmup", std::to_string(options.warmup)},
+                    {"iters", std::to_string(options.iters)},
+                    {"rotate", std::to_string(copies)},
+                    {"median_us", fixed(median, 2)},
+                    {"min_us", fixed(micros.front(), 2)},
+                    {"max_us", fixed(micros.back(), 2)},
+                    {"gbs", fixed(gbs, 1)},
+                    {"tflops", fixed(tflops, 3)},
+                    {"bw_frac", fixed(gbs / options.ceilingGbs, 3)},
+                    {"flop_frac", fixed(tflops / options.ceilingTflops, 3)},
+                    {"nonfinite", std::to_string(nonFinite)},
+                });
   std::string line = "mla-bench:";
   for (const auto &[key, value] : fields)
     line += " " + key + "=" + value;

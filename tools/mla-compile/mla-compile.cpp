@@ -1,4 +1,4 @@
-//===- mla-compile.cpp - mla kernels -> code-object packages ---------------===//
+//===- mla-compile.cpp - mla kernels -> code-object packages --------------===//
 //
 //   mla-compile kernel.mlir --target=host -o kernel.mlapkg
 //   mla-compile --kernel=decode --heads=16 --latent-dim=512 --rope-dim=64 \
@@ -39,13 +39,13 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory cat("mla-compile options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[input.mlir]"),
+                                      cl::init(""), cl::cat(cat));
 static cl::opt<std::string>
-    inputFile(cl::Positional, cl::desc("[input.mlir]"), cl::init(""),
-              cl::cat(cat));
-static cl::opt<std::string> outputFile(
-    "o", cl::desc("Output file (default: stdout for text, required for "
-                  "obj/package)"),
-    cl::value_desc("file"), cl::init(""), cl::cat(cat));
+    outputFile("o",
+               cl::desc("Output file (default: stdout for text, required for "
+                        "obj/package)"),
+               cl::value_desc("file"), cl::init(""), cl::cat(cat));
 static cl::opt<std::string> kernel(
     "kernel",
     cl::desc("Describe the kernel by flags instead of an .mlir file: decode "
@@ -87,8 +87,7 @@ static cl::opt<bool>
                     "request has more keys than queries"),
            cl::init(false), cl::cat(cat));
 static cl::opt<int64_t>
-    parts("parts",
-          cl::desc("merge: partial results (chunks) merged, >= 1"),
+    parts("parts", cl::desc("merge: partial results (chunks) merged, >= 1"),
           cl::init(2), cl::cat(cat));
 static cl::opt<std::string> dtype("dtype",
                                   cl::desc("q/kv/o element type: bf16, f16, "
@@ -186,8 +185,8 @@ static FailureOr<std::string> prefillSource() {
     return bad("--qk-dim must be a positive multiple of 16 (got " +
                Twine(qkDim) + ")");
   if (vDim < 16 || vDim % 16)
-    return bad("--v-dim must be a positive multiple of 16 (got " +
-               Twine(vDim) + ")");
+    return bad("--v-dim must be a positive multiple of 16 (got " + Twine(vDim) +
+               ")");
   if (vDim > qkDim)
     return bad("--v-dim (" + Twine(vDim) + ") must not exceed --qk-dim (" +
                Twine(qkDim) + ")");
@@ -227,8 +226,8 @@ static FailureOr<std::string> mergeSource() {
   if (heads < 1)
     return bad("--heads must be >= 1 (got " + Twine(heads) + ")");
   if (vDim < 16 || vDim % 16)
-    return bad("--v-dim must be a positive multiple of 16 (got " +
-               Twine(vDim) + ")");
+    return bad("--v-dim must be a positive multiple of 16 (got " + Twine(vDim) +
+               ")");
   if (parts < 1)
     return bad("--parts must be >= 1 (got " + Twine(parts) + ")");
   if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
@@ -299,9 +298,8 @@ static std::string manifestHeader(DictionaryAttr plan) {
   std::string out = "mla-manifest 1\n";
   DictionaryAttr info = plan.getAs<DictionaryAttr>("info");
   out += "kernel " +
-         (info && info.get("kernel")
-              ? info.getAs<StringAttr>("kernel").str()
-              : std::string("custom")) +
+         (info && info.get("kernel") ? info.getAs<StringAttr>("kernel").str()
+                                     : std::string("custom")) +
          "\n";
   out += "function " + plan.getAs<StringAttr>("function").str() + "\n";
   if (info) {
@@ -324,7 +322,8 @@ static std::string manifestHeader(DictionaryAttr plan) {
 
 /// One target's block: its config, workspaces and launches.
 static std::string manifestTarget(DictionaryAttr plan, StringRef targetName) {
-  std::string out = ("target " + targetName + " code." + targetName + "\n").str();
+  std::string out =
+      ("target " + targetName + " code." + targetName + "\n").str();
   if (auto info = plan.getAs<DictionaryAttr>("info"))
     if (auto cfg = info.getAs<StringAttr>("config"))
       out += "# config " + cfg.str() + "\n";
@@ -488,10 +487,10 @@ int main(int argc, char **argv) {
       code.assign(text->begin(), text->end());
     }
     if (emitKind == "llvm" || emitKind == "asm")
-      return failed(writeText(StringRef(reinterpret_cast<const char *>(
-                                            code.data()),
-                                        code.size()),
-                              outPath))
+      return failed(writeText(
+                 StringRef(reinterpret_cast<const char *>(code.data()),
+                           code.size()),
+                 outPath))
                  ? 1
                  : 0;
     if (emitKind == "obj") {

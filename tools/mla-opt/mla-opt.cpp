@@ -1,4 +1,4 @@
-//===- mla-opt.cpp - mlir-opt with the mla dialect and passes --------------===//
+//===- mla-opt.cpp - mlir-opt with the mla dialect and passes -------------===//
 #include "mla/Dialect/MLA/IR/MLA.h"
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Transforms/Passes.h"

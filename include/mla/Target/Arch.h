@@ -14,7 +14,7 @@ enum class TargetKind { Host, NVIDIA, AMD };
 /// What passes need to know about a chip: thread-group shape, fast-memory
 /// size, the matrix instruction, and how LLVM names it.
 struct ArchInfo {
-  llvm::StringRef name;     ///< as in --target: host, sm_80, sm_90a, gfx942...
+  llvm::StringRef name; ///< as in --target: host, sm_80, sm_90a, gfx942...
   TargetKind kind;
   int64_t warpSize;         ///< threads per warp / wave (1 on the host)
   int64_t sharedBytes;      ///< shared memory / LDS one workgroup may use
@@ -31,6 +31,34 @@ struct ArchInfo {
   llvm::StringRef emulates = "";
 
   bool isEmulation() const { return !emulates.empty(); }
+
+  // Capability questions: passes ask these instead of comparing vendors.
+  bool isGPU() const { return kind != TargetKind::Host; }
+  /// Asynchronous global -> shared copies with zero-fill (cp.async).
+  bool hasAsyncCopies() const { return kind == TargetKind::NVIDIA; }
+  /// Global memory through buffer descriptors (AMD buffer_load/store).
+  bool hasBufferOps() const { return kind == TargetKind::AMD; }
+  /// Global vector accesses marked 16-byte aligned become one wide access
+  /// (NVIDIA; AMD's buffer operations get no benefit from the mark).
+  bool marksVectorAlignment() const { return kind == TargetKind::NVIDIA; }
+  /// mla-distribute's register-resident attention step (NVIDIA/FusedStep).
+  bool hasRegisterFusedStep() const { return kind == TargetKind::NVIDIA; }
+  /// The warp-level bf16/f16 matrix instruction mla.matmul lowers to.
+  enum class MatrixUnit { None, MmaSync, Mfma };
+  MatrixUnit matrixUnit() const {
+    if (mmaK == 0)
+      return MatrixUnit::None;
+    return kind == TargetKind::NVIDIA ? MatrixUnit::MmaSync : MatrixUnit::Mfma;
+  }
+  /// Special-function exp2/log2 as intrinsics of this chip's backend.
+  llvm::StringRef exp2Intrinsic() const {
+    return kind == TargetKind::NVIDIA ? "llvm.nvvm.ex2.approx.ftz.f"
+                                      : "llvm.amdgcn.exp2.f32";
+  }
+  llvm::StringRef log2Intrinsic() const {
+    return kind == TargetKind::NVIDIA ? "llvm.nvvm.lg2.approx.ftz.f"
+                                      : "llvm.amdgcn.log.f32";
+  }
 };
 
 /// The entry for `name`, or nullptr.

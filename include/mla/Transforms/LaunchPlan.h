@@ -10,9 +10,9 @@
 #define MLA_TRANSFORMS_LAUNCHPLAN_H
 
 #include "mla/Dialect/MLA/IR/MLA.h"
-#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <string>
 

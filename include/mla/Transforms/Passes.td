@@ -10,23 +10,32 @@
 include "mlir/Pass/PassBase.td"
 
 def MLASelectConfig : Pass<"mla-select-config", "mlir::ModuleOp"> {
-  let summary = "Attach a typed #mla.config to every semantic op";
+  let summary = "Set the module's #mla.target; attach a typed #mla.config to "
+                "every semantic op";
   let description = [{
-    Chooses tile sizes, the KV split count and the head grouping for each
+    The start of the pipeline. Sets the module attribute `mla.target =
+    #mla.target<"NAME">` from the `target` option (a module that already
+    names a target keeps it; naming a different one in the option is an
+    error located at the module; with neither, the target is `host`).
+    Every later pass that depends on the target reads it from there.
+    Then chooses tile sizes, the KV split count and the head grouping for each
     `mla.decode` from per-target heuristics and attaches them as
     `#mla.config<...>`. An op that already carries a `config` keeps it. The
     `perf-config` option overrides individual fields, e.g.
     `perf-config=tile_kv=32,kv_splits=2`; an unknown field or a config the
-    op cannot use is an error located at the op.
+    op cannot use is an error located at the op, and so is a config the
+    target cannot run (`wgmma=1` on a chip without warpgroup MMA).
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"host\"",
-           "Target the heuristics are for: host, gfx90a, gfx942, gfx950, "
-           "sm_80, sm_90a">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "Target to compile for: host, gfx90a, gfx942, gfx950, sm_80, "
+           "sm_90a (default: the module's mla.target, else host)">,
     Option<"perfConfig", "perf-config", "std::string", /*default=*/"\"\"",
            "Comma-separated field=value overrides of the chosen config "
-           "(fields: tile_kv, kv_splits, head_group, warps, stages)">,
+           "(fields: tile_kv, kv_splits, head_group, warps, stages, "
+           "min_workgroups, tile_q, wgmma)">,
   ];
+  let dependentDialects = ["mla::MLADialect"];
 }
 
 def MLATile : Pass<"mla-tile", "mlir::ModuleOp"> {
@@ -168,8 +177,6 @@ def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
     `mla.block_size` on the grid.
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
-           "GPU target whose arch-table entry is used">,
     Option<"defaultWarps", "default-warps", "int64_t", /*default=*/"4",
            "Warps per workgroup for grids without a config">,
   ];
@@ -188,7 +195,8 @@ def MLAOutlineGPUKernels : Pass<"mla-outline-gpu-kernels", "mlir::ModuleOp"> {
     Every `mla.grid` (after `mla-distribute`) becomes a `gpu.func` kernel in
     `gpu.module @mla_kernels`, reading its coordinates from `gpu.block_id`.
     The grid's tiles (top-level `memref.alloca`s) become views into the
-    kernel's dynamic shared memory; more than the target allows is an error.
+    kernel's dynamic shared memory; more than the module's `mla.target`
+    allows is an error.
     Tiles are packed by liveness: two tiles share memory when a barrier
     separates all uses of one from all uses of the other (a use inside a
     loop counts for the whole loop; a loop whose body ends in a barrier
@@ -197,10 +205,6 @@ def MLAOutlineGPUKernels : Pass<"mla-outline-gpu-kernels", "mlir::ModuleOp"> {
     by the `mla.launch_plans` module attribute, whose launch lines carry the
     block size and the dynamic shared-memory bytes.
   }];
-  let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
-           "GPU target (shared-memory limit from the arch table)">,
-  ];
   let dependentDialects = ["mlir::gpu::GPUDialect",
                            "mlir::memref::MemRefDialect"];
 }

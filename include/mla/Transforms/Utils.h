@@ -20,10 +20,10 @@ mlir::Value castFloat(mlir::ImplicitLocOpBuilder &b, mlir::Value v,
                       mlir::Type elemType);
 
 /// Emits `scf.for iv = lb to ub step step { body(iv) }` with no iter args.
-void forLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lb, mlir::Value ub,
-             mlir::Value step,
-             llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value)>
-                 body);
+void forLoop(
+    mlir::ImplicitLocOpBuilder &b, mlir::Value lb, mlir::Value ub,
+    mlir::Value step,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value)> body);
 
 /// Emits a loop with one f32 iter arg; returns the final value.
 mlir::Value

@@ -1,4 +1,4 @@
-//===- EmuHooks.cpp - The emulator's hooks as MLIR functions ---------------===//
+//===- EmuHooks.cpp - The emulator's hooks as MLIR functions --------------===//
 #include "EmuHooks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -1,4 +1,4 @@
-//===- EmulateAMDGPU.cpp - mla-emulate-amdgpu ------------------------------===//
+//===- EmulateAMDGPU.cpp - mla-emulate-amdgpu -----------------------------===//
 //
 // The fork point of the AMD emulation targets (gfx942-emu, ...): takes the
 // AMD module exactly as the real target has it before ROCDL conversion and
@@ -76,7 +76,8 @@ Value toI64(ImplicitLocOpBuilder &b, Value index) {
 /// An alloca of `type` at the start of the function's entry block.
 Value entrySlot(Block &entry, Location loc, Type type) {
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(loc, &entry);
-  Value one = LLVM::ConstantOp::create(b, b.getI64Type(), b.getI64IntegerAttr(1));
+  Value one =
+      LLVM::ConstantOp::create(b, b.getI64Type(), b.getI64IntegerAttr(1));
   return LLVM::AllocaOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
                                 type, one, /*alignment=*/64);
 }
@@ -124,13 +125,12 @@ struct Rewriter {
     if (bits % 8)
       return op.emitOpError("is not emulated for sub-byte elements");
     int64_t elemBytes = bits / 8;
-    Value aligned = toI64(
-        b, memref::ExtractAlignedPointerAsIndexOp::create(b, src));
+    Value aligned =
+        toI64(b, memref::ExtractAlignedPointerAsIndexOp::create(b, src));
     auto md = memref::ExtractStridedMetadataOp::create(b, src);
     Value offset = toI64(b, md.getOffset());
     Value start = arith::AddIOp::create(
-        b, aligned,
-        arith::MulIOp::create(b, offset, i64Const(b, elemBytes)));
+        b, aligned, arith::MulIOp::create(b, offset, i64Const(b, elemBytes)));
     Value base = LLVM::IntToPtrOp::create(
         b, LLVM::LLVMPointerType::get(b.getContext()), start);
     SmallVector<Value> sizes, strides;
@@ -156,10 +156,9 @@ struct Rewriter {
       Value bytes = arith::MulIOp::create(b, extent, i64Const(b, elemBytes));
       records = arith::TruncIOp::create(b, b.getI32Type(), bytes);
     }
-    Value ptr =
-        emu::callHook(b, module, Hook::MakeBuffer, {base, records})[0];
-    Value result = makeMemRef(b, op.getType(), ptr, i64Const(b, 0), sizes,
-                              strides);
+    Value ptr = emu::callHook(b, module, Hook::MakeBuffer, {base, records})[0];
+    Value result =
+        makeMemRef(b, op.getType(), ptr, i64Const(b, 0), sizes, strides);
     op.getResult().replaceAllUsesWith(result);
     op.erase();
     return success();
@@ -180,8 +179,8 @@ struct Rewriter {
     else if (m == 16 && n == 16 && k == 32)
       shape = emu::MfmaShape::M16N16K32;
     else
-      return op.emitOpError("shape ") << m << "x" << n << "x" << k
-                                      << " is not emulated";
+      return op.emitOpError("shape ")
+             << m << "x" << n << "x" << k << " is not emulated";
     auto aType = dyn_cast<VectorType>(op.getSourceA().getType());
     auto cType = dyn_cast<VectorType>(op.getDestC().getType());
     if (!aType || !cType || !cType.getElementType().isF32() ||
@@ -197,11 +196,10 @@ struct Rewriter {
       return op.emitOpError("source element type ")
              << aType.getElementType() << " is not emulated";
     ImplicitLocOpBuilder b(op.getLoc(), op);
-    Value slots[4] = {
-        entrySlot(entry, op.getLoc(), op.getSourceA().getType()),
-        entrySlot(entry, op.getLoc(), op.getSourceB().getType()),
-        entrySlot(entry, op.getLoc(), cType),
-        entrySlot(entry, op.getLoc(), cType)};
+    Value slots[4] = {entrySlot(entry, op.getLoc(), op.getSourceA().getType()),
+                      entrySlot(entry, op.getLoc(), op.getSourceB().getType()),
+                      entrySlot(entry, op.getLoc(), cType),
+                      entrySlot(entry, op.getLoc(), cType)};
     LLVM::StoreOp::create(b, op.getSourceA(), slots[0]);
     LLVM::StoreOp::create(b, op.getSourceB(), slots[1]);
     LLVM::StoreOp::create(b, op.getDestC(), slots[2]);
@@ -227,9 +225,9 @@ struct Rewriter {
                   Value fallback) {
     Type t = value.getType();
     auto bits = [&](Value v) {
-      return t.isInteger(32) ? v
-                             : arith::BitcastOp::create(b, b.getI32Type(), v)
-                                   .getResult();
+      return t.isInteger(32)
+                 ? v
+                 : arith::BitcastOp::create(b, b.getI32Type(), v).getResult();
     };
     src = arith::SelectOp::create(b, valid, src, laneId(b));
     Value r = emu::callHook(b, module, Hook::Shuffle, {bits(value), src})[0];
@@ -271,9 +269,8 @@ struct Rewriter {
               b, arith::AndIOp::create(b, low, c(o.getAndMask() & 31)),
               c(o.getOrMask() & 31)),
           c(o.getXorMask() & 31));
-      Value src = arith::OrIOp::create(
-          b, arith::AndIOp::create(b, lane, c(32)),
-          arith::AndIOp::create(b, sel, c(31)));
+      Value src = arith::OrIOp::create(b, arith::AndIOp::create(b, lane, c(32)),
+                                       arith::AndIOp::create(b, sel, c(31)));
       out = crossLane(b, o.getSrc(), src, yes, o.getSrc());
     } else if (auto o = dyn_cast<amdgpu::DPPOp>(op)) {
       FailureOr<std::pair<Value, Value>> src = dppSource(b, o, lane);
@@ -297,7 +294,8 @@ struct Rewriter {
       return op.emitOpError("is emulated with full row and bank masks only");
     auto c = [&](int64_t v) { return i32Const(b, v); };
     int64_t n = 1;
-    if (auto a = dyn_cast_or_null<IntegerAttr>(op.getPermArgument().value_or(Attribute())))
+    if (auto a = dyn_cast_or_null<IntegerAttr>(
+            op.getPermArgument().value_or(Attribute())))
       n = a.getInt();
     Value row = arith::AndIOp::create(b, lane, c(~15));
     Value inRow = arith::AndIOp::create(b, lane, c(15));
@@ -310,7 +308,8 @@ struct Rewriter {
     Value src, valid = yes;
     switch (op.getKind()) {
     case amdgpu::DPPPerm::quad_perm: {
-      auto perm = dyn_cast_or_null<ArrayAttr>(op.getPermArgument().value_or(Attribute()));
+      auto perm = dyn_cast_or_null<ArrayAttr>(
+          op.getPermArgument().value_or(Attribute()));
       if (!perm || perm.size() != 4)
         return op.emitOpError("quad_perm needs four lanes");
       // src = (lane & ~3) | perm[lane & 3], as a select chain.
@@ -320,7 +319,8 @@ struct Rewriter {
         pick = arith::SelectOp::create(
             b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, q, c(i)),
             c(cast<IntegerAttr>(perm[i]).getInt()), pick);
-      src = arith::OrIOp::create(b, arith::AndIOp::create(b, lane, c(~3)), pick);
+      src =
+          arith::OrIOp::create(b, arith::AndIOp::create(b, lane, c(~3)), pick);
       break;
     }
     case amdgpu::DPPPerm::row_shl:
@@ -353,7 +353,8 @@ struct Rewriter {
           c(63));
       break;
     case amdgpu::DPPPerm::row_mirror:
-      src = arith::OrIOp::create(b, row, arith::SubIOp::create(b, c(15), inRow));
+      src =
+          arith::OrIOp::create(b, row, arith::SubIOp::create(b, c(15), inRow));
       break;
     case amdgpu::DPPPerm::row_half_mirror:
       src = arith::OrIOp::create(
@@ -361,8 +362,8 @@ struct Rewriter {
           arith::SubIOp::create(b, c(7), arith::AndIOp::create(b, lane, c(7))));
       break;
     default:
-      return op.emitOpError("DPP ") << amdgpu::stringifyDPPPerm(op.getKind())
-                                    << " is not emulated";
+      return op.emitOpError("DPP ")
+             << amdgpu::stringifyDPPPerm(op.getKind()) << " is not emulated";
     }
     return std::make_pair(src, valid);
   }
@@ -373,8 +374,7 @@ struct Rewriter {
       return op.emitOpError("is emulated for 32-bit values only");
     ImplicitLocOpBuilder b(op.getLoc(), op);
     Value lane = arith::IndexCastOp::create(
-        b, b.getI32Type(),
-        dim(b, emu::DimKind::LaneId, gpu::Dimension::x));
+        b, b.getI32Type(), dim(b, emu::DimKind::LaneId, gpu::Dimension::x));
     Value off = op.getOffset();
     Value src;
     switch (op.getMode()) {
@@ -398,10 +398,10 @@ struct Rewriter {
         arith::CmpIOp::create(b, arith::CmpIPredicate::slt, src,
                               op.getWidth()));
     src = arith::SelectOp::create(b, valid, src, lane);
-    Value bits = t.isInteger(32)
-                     ? op.getValue()
-                     : arith::BitcastOp::create(b, b.getI32Type(),
-                                                op.getValue()).getResult();
+    Value bits = t.isInteger(32) ? op.getValue()
+                                 : arith::BitcastOp::create(b, b.getI32Type(),
+                                                            op.getValue())
+                                       .getResult();
     Value r = emu::callHook(b, module, Hook::Shuffle, {bits, src})[0];
     if (!t.isInteger(32))
       r = arith::BitcastOp::create(b, t, r);
@@ -528,8 +528,8 @@ struct EmulateAMDGPUPass
         });
       if (!dropped) {
         module.emitError("drop-barrier=")
-            << static_cast<int>(dropBarrier) << ": the module has "
-                                          << index << " barriers";
+            << static_cast<int>(dropBarrier) << ": the module has " << index
+            << " barriers";
         return signalPassFailure();
       }
       LLVM_DEBUG(llvm::dbgs() << "dropping " << dropped << "\n");
@@ -566,8 +566,8 @@ struct EmulateAMDGPUPass
       StringRef name = lane.getSymName().drop_back(strlen("_lane"));
       auto entry = func::FuncOp::create(mb, lane.getLoc(), name,
                                         FunctionType::get(ctx, {ptrType}, {}));
-      ImplicitLocOpBuilder b =
-          ImplicitLocOpBuilder::atBlockBegin(lane.getLoc(), entry.addEntryBlock());
+      ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
+          lane.getLoc(), entry.addEntryBlock());
       SmallVector<Value> args =
           unpackEntryArgs(b, entry.getArgument(0), lane.getArgumentTypes());
       func::CallOp::create(b, lane, args);

@@ -1,4 +1,4 @@
-//===- EmulateAMDGPUFinalize.cpp - mla-emulate-amdgpu-finalize -------------===//
+//===- EmulateAMDGPUFinalize.cpp - mla-emulate-amdgpu-finalize ------------===//
 //
 // The last step of the AMD emulation lowering, on the LLVM dialect (after
 // mla-emulate-amdgpu and the host conversion to LLVM):
@@ -58,8 +58,8 @@ std::string siteText(Location loc, StringRef what) {
   std::string where = "<unknown>";
   loc->walk([&](Location l) {
     if (auto f = dyn_cast<FileLineColLoc>(l)) {
-      where = (f.getFilename().str() + ":" + std::to_string(f.getLine()) +
-               ":" + std::to_string(f.getColumn()));
+      where = (f.getFilename().str() + ":" + std::to_string(f.getLine()) + ":" +
+               std::to_string(f.getColumn()));
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -122,8 +122,8 @@ struct Finalizer {
       return f;
     MLIRContext *ctx = module.getContext();
     FunctionType ft = emu::hookType(ctx, hook);
-    Type ret = ft.getNumResults() ? ft.getResult(0)
-                                  : LLVM::LLVMVoidType::get(ctx);
+    Type ret =
+        ft.getNumResults() ? ft.getResult(0) : LLVM::LLVMVoidType::get(ctx);
     OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
     return LLVM::LLVMFuncOp::create(
         mb, module.getLoc(), name,
@@ -139,8 +139,8 @@ struct Finalizer {
                                   type, one, /*alignment=*/64);
   }
 
-  void access(Operation *op, Value ptr, Type type, Value stored,
-              Block &entry, const DataLayout &layout) {
+  void access(Operation *op, Value ptr, Type type, Value stored, Block &entry,
+              const DataLayout &layout) {
     bool lds = emulatedSpace(ptr) == 3;
     bool load = !stored;
     Hook hook = lds ? (load ? Hook::LdsLoad : Hook::LdsStore)
@@ -258,8 +258,8 @@ struct Finalizer {
       Block *body = f.addEntryBlock(fb);
       OpBuilder b = OpBuilder::atBlockBegin(body);
       Value table = LLVM::AddressOfOp::create(b, loc, ptr, emu::kEmuHookTable);
-      Value slotPtr = LLVM::GEPOp::create(
-          b, loc, ptr, tableType, table, ArrayRef<LLVM::GEPArg>{0, i});
+      Value slotPtr = LLVM::GEPOp::create(b, loc, ptr, tableType, table,
+                                          ArrayRef<LLVM::GEPArg>{0, i});
       Value fn = LLVM::LoadOp::create(b, loc, ptr, slotPtr);
       SmallVector<Value> operands = {fn};
       operands.append(body->args_begin(), body->args_end());
@@ -276,12 +276,13 @@ struct Finalizer {
       std::string name = "__mla_emu_site_" + std::to_string(i);
       std::string value = text + '\0';
       OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-      LLVM::GlobalOp::create(mb, loc, LLVM::LLVMArrayType::get(i8, value.size()),
-                             true, LLVM::Linkage::Internal, name,
-                             mb.getStringAttr(value));
+      LLVM::GlobalOp::create(
+          mb, loc, LLVM::LLVMArrayType::get(i8, value.size()), true,
+          LLVM::Linkage::Internal, name, mb.getStringAttr(value));
       names.push_back(name);
     }
-    auto sitesType = LLVM::LLVMArrayType::get(ptr, std::max<size_t>(1, sites.size()));
+    auto sitesType =
+        LLVM::LLVMArrayType::get(ptr, std::max<size_t>(1, sites.size()));
     global(sitesType, emu::kEmuSiteTable, true, LLVM::Linkage::External,
            [&](OpBuilder &b) {
              Value arr = LLVM::ZeroOp::create(b, loc, sitesType);

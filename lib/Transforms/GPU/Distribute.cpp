@@ -1,4 +1,4 @@
-//===- Distribute.cpp - mla-distribute: blockwise -> threads of a GPU ------===//
+//===- Distribute.cpp - mla-distribute: blockwise -> threads of a GPU -----===//
 //
 // Layer 4 for GPU targets. Inside every mla.grid:
 //   * each mla.attention_step becomes register-resident code where one of
@@ -28,11 +28,11 @@
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/IR/Matchers.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
 
 #define DEBUG_TYPE "mla-distribute"
 
@@ -74,8 +74,8 @@ void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
   Value total = indexConst(b, 1);
   for (auto [lb, ub, step] :
        llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
-    Value n = arith::CeilDivSIOp::create(
-        b, arith::SubIOp::create(b, ub, lb), step);
+    Value n =
+        arith::CeilDivSIOp::create(b, arith::SubIOp::create(b, ub, lb), step);
     extents.push_back(n);
     total = arith::MulIOp::create(b, total, n);
   }
@@ -86,9 +86,8 @@ void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
             // Innermost dim varies fastest.
             SmallVector<Value> ivs(extents.size());
             for (int64_t d = extents.size() - 1; d >= 0; --d) {
-              Value local = d == 0 ? rest
-                                   : arith::RemUIOp::create(lb, rest,
-                                                            extents[d]);
+              Value local =
+                  d == 0 ? rest : arith::RemUIOp::create(lb, rest, extents[d]);
               if (d > 0)
                 rest = arith::DivUIOp::create(lb, rest, extents[d]);
               ivs[d] = arith::AddIOp::create(
@@ -105,8 +104,7 @@ void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
     // groups are in flight (0: this one has landed) before the barrier.
     Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
-    nvgpu::DeviceAsyncWaitOp::create(b, group,
-                                     b.getI32IntegerAttr(pending));
+    nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(pending));
   }
   gpu::BarrierOp::create(b);
   par.erase();
@@ -152,16 +150,16 @@ void lowerMatmulScalar(MatmulOp op, const ThreadInfo &ti) {
                 ib, c0, indexConst(ib, k), c1, init,
                 [&](ImplicitLocOpBuilder &kb, Value kk, Value acc) -> Value {
                   Value a = castFloat(
-                      kb, memref::LoadOp::create(kb, op.getA(),
-                                                 ValueRange{i, kk}),
-                      f32);
-                  Value bv = castFloat(
                       kb,
-                      memref::LoadOp::create(
-                          kb, op.getB(),
-                          op.getTransposeB() ? ValueRange{j, kk}
-                                             : ValueRange{kk, j}),
+                      memref::LoadOp::create(kb, op.getA(), ValueRange{i, kk}),
                       f32);
+                  Value bv =
+                      castFloat(kb,
+                                memref::LoadOp::create(kb, op.getB(),
+                                                       op.getTransposeB()
+                                                           ? ValueRange{j, kk}
+                                                           : ValueRange{kk, j}),
+                                f32);
                   return math::FmaOp::create(kb, a, bv, acc);
                 });
             memref::StoreOp::create(ib, sum, op.getC(), ValueRange{i, j});
@@ -174,7 +172,7 @@ void lowerMatmulScalar(MatmulOp op, const ThreadInfo &ti) {
 /// ex2.approx / lg2.approx, AMD v_exp_f32 / v_log_f32; ~1-2 ulp) and fma as
 /// the LLVM intrinsic, so that kernels need no device library (libdevice,
 /// ocml).
-void lowerGPUMath(GridOp grid, TargetKind kind) {
+void lowerGPUMath(GridOp grid, const ArchInfo &arch) {
   SmallVector<Operation *> ops;
   grid.walk([&](Operation *op) {
     if (isa<math::Exp2Op, math::Log2Op, math::FmaOp>(op) &&
@@ -191,13 +189,10 @@ void lowerGPUMath(GridOp grid, TargetKind kind) {
       continue;
     }
     bool exp = isa<math::Exp2Op>(op);
-    StringRef name = kind == TargetKind::NVIDIA
-                         ? (exp ? "llvm.nvvm.ex2.approx.ftz.f"
-                                : "llvm.nvvm.lg2.approx.ftz.f")
-                         : (exp ? "llvm.amdgcn.exp2.f32" : "llvm.amdgcn.log.f32");
-    auto call = LLVM::CallIntrinsicOp::create(
-        b, op->getLoc(), b.getF32Type(), b.getStringAttr(name),
-        op->getOperands());
+    StringRef name = exp ? arch.exp2Intrinsic() : arch.log2Intrinsic();
+    auto call =
+        LLVM::CallIntrinsicOp::create(b, op->getLoc(), b.getF32Type(),
+                                      b.getStringAttr(name), op->getOperands());
     op->replaceAllUsesWith(call->getResults());
     op->erase();
   }
@@ -207,10 +202,14 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
   using MLADistributeBase::MLADistributeBase;
 
   void runOnOperation() override {
-    const ArchInfo *arch = lookupArch(target);
-    if (!arch || arch->kind == TargetKind::Host) {
-      getOperation().emitError()
-          << "mla-distribute: '" << target << "' is not a GPU target";
+    FailureOr<const ArchInfo *> target =
+        moduleTarget(getOperation(), "mla-distribute");
+    if (failed(target))
+      return signalPassFailure();
+    const ArchInfo *arch = *target;
+    if (!arch->isGPU()) {
+      getOperation().emitError() << "mla-distribute: the module's target '"
+                                 << arch->name << "' is not a GPU target";
       return signalPassFailure();
     }
     WalkResult result = getOperation().walk([&](GridOp grid) {
@@ -242,7 +241,7 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       SmallVector<AttentionStepOp> steps;
       grid.walk([&](AttentionStepOp step) { steps.push_back(step); });
       for (AttentionStepOp step : steps)
-        if (arch->kind != TargetKind::NVIDIA ||
+        if (!arch->hasRegisterFusedStep() ||
             failed(nvidia::fuseAttentionStep(step, ti)))
           expandOnlineSoftmax(decomposeAttentionStep(step));
       SmallVector<OnlineSoftmaxOp> softmaxes;
@@ -255,7 +254,7 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
       DenseMap<Operation *, bool> async;
       for (scf::ParallelOp p : pars)
-        async[p] = arch->kind == TargetKind::NVIDIA && nvidia::asyncCopies(p);
+        async[p] = arch->hasAsyncCopies() && nvidia::asyncCopies(p);
       DenseMap<Operation *, int64_t> pending =
           nvidia::prefetchWaits(pars, async, ahead);
       for (scf::ParallelOp p : pars)
@@ -269,17 +268,18 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
         int64_t k = mm.getA().getType().getDimSize(1);
         bool matrixUnit = a == bt && (a.isBF16() || a.isF16()) &&
                           k % arch->mmaK == 0 && n % arch->mmaN == 0;
-        if (matrixUnit && arch->kind == TargetKind::NVIDIA)
+        ArchInfo::MatrixUnit unit = arch->matrixUnit();
+        if (matrixUnit && unit == ArchInfo::MatrixUnit::MmaSync)
           nvidia::lowerMatmulMmaSync(mm, ti);
-        else if (matrixUnit && arch->kind == TargetKind::AMD)
+        else if (matrixUnit && unit == ArchInfo::MatrixUnit::Mfma)
           amd::lowerMatmulMfma(mm, ti);
         else
           lowerMatmulScalar(mm, ti);
       }
       if (failed(nvidia::applySwizzle(grid)))
         return WalkResult::interrupt();
-      lowerGPUMath(grid, arch->kind);
-      if (arch->kind == TargetKind::NVIDIA)
+      lowerGPUMath(grid, *arch);
+      if (arch->marksVectorAlignment())
         nvidia::markGlobalVectorAlignment(grid);
       return WalkResult::advance();
     });

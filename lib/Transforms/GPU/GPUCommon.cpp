@@ -36,9 +36,8 @@ Value loadPair(ImplicitLocOpBuilder &b, Value mem, Value row, Value col,
       b, inBounds,
       [&](OpBuilder &nb, Location loc) {
         ImplicitLocOpBuilder ib(loc, nb);
-        scf::YieldOp::create(
-            ib, ValueRange{vector::LoadOp::create(ib, vecType, mem,
-                                                  ValueRange{row, col})});
+        scf::YieldOp::create(ib, ValueRange{vector::LoadOp::create(
+                                     ib, vecType, mem, ValueRange{row, col})});
       },
       [&](OpBuilder &nb, Location loc) {
         ImplicitLocOpBuilder ib(loc, nb);

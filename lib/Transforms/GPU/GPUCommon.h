@@ -1,4 +1,4 @@
-//===- GPUCommon.h - what every GPU lowering of mla-distribute uses -*- C++ -*-===//
+//===- GPUCommon.h - shared by the GPU lowerings ---------------*- C++ -*-===//
 //
 // Library-private helpers shared by the vendor emitters of mla-distribute
 // (lib/Transforms/NVIDIA, lib/Transforms/AMD) and its driver
@@ -60,10 +60,9 @@ void guarded(mlir::ImplicitLocOpBuilder &b, mlir::Value cond,
 
 /// `value()` under `cond`, else `fallback` (no branch when `cond` is
 /// constant true).
-mlir::Value
-guardedValue(mlir::ImplicitLocOpBuilder &b, mlir::Value cond,
-             mlir::Value fallback,
-             llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &)> value);
+mlir::Value guardedValue(
+    mlir::ImplicitLocOpBuilder &b, mlir::Value cond, mlir::Value fallback,
+    llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &)> value);
 
 } // namespace mla
 

@@ -53,11 +53,11 @@ bool asyncCopies(scf::ParallelOp par) {
     thenBlock->getOperations().splice(
         thenBlock->begin(), ifOp.thenBlock()->getOperations(),
         ifOp.thenBlock()->begin(), Block::iterator(load));
-    ImplicitLocOpBuilder tb = ImplicitLocOpBuilder::atBlockEnd(
-        load.getLoc(), thenBlock);
+    ImplicitLocOpBuilder tb =
+        ImplicitLocOpBuilder::atBlockEnd(load.getLoc(), thenBlock);
     scf::YieldOp::create(tb, load.getIndices());
-    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockBegin(
-        load.getLoc(), idxIf.elseBlock());
+    ImplicitLocOpBuilder eb =
+        ImplicitLocOpBuilder::atBlockBegin(load.getLoc(), idxIf.elseBlock());
     SmallVector<Value> zeros(idxTypes.size(), indexConst(eb, 0));
     scf::YieldOp::create(eb, zeros);
   }
@@ -125,7 +125,6 @@ void markGlobalVectorAlignment(GridOp grid) {
     }
   });
 }
-
 
 /// How many cp.async groups each asynchronous prefetch copy of a pipelined
 /// key loop may leave in flight; `ahead` maps each prefetch copy to S - 1

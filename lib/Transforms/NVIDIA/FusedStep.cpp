@@ -23,7 +23,7 @@
 // decode), warpgroup g computes the scores of key half g and value columns
 // half g of all 64 rows.
 //
-// Strategy: planStep decides from the shapes, the warps and the target
+// Strategy: planFusedStep decides from the shapes, the warps and the target
 // (every refusal says why under -debug-only=mla-distribute); checkIR that
 // the step can keep its state in registers across its loop.
 //
@@ -55,68 +55,14 @@ using namespace mla::nvidia;
 
 namespace {
 
-/// The fused strategy of one step: how warps share rows, value columns and
-/// key columns, and which matrix instruction computes the products.
-struct StepPlan {
-  Type elem;
-  int64_t rows, dim, tile, dv, warps;
-  int64_t rowBlocks, colSplit; // 16-row blocks; warps per row block
-  bool splitScores;            // two warps per row block split the keys
-  int64_t sBlocks;             // this warp's 16x8 score fragments
-  int64_t vBlocks;             // this warp's 16x8 accumulator fragments
-  bool wgmma;                  // both products by warpgroup MMA
-  int64_t nAcc() const { return vBlocks * 4; }
-};
-
 /// Refuses the fused step with a reason (-debug-only=mla-distribute).
-LogicalResult refuse(AttentionStepOp op, const Twine &why) {
+LogicalResult refuse(Location loc, const Twine &why) {
   LLVM_DEBUG(llvm::dbgs() << "mla-distribute: no fused attention step at "
-                          << op.getLoc() << ": " << why << "\n");
+                          << loc << ": " << why << "\n");
   return failure();
 }
-
-/// The strategy for the step's shapes on `ti`'s warps.
-FailureOr<StepPlan> planStep(AttentionStepOp op, const ThreadInfo &ti) {
-  StepPlan p;
-  p.elem = op.getElementType();
-  p.rows = op.getRows();
-  p.dim = op.getHeadDim();
-  p.tile = op.getTileKeys();
-  p.dv = op.getValueDim();
-  p.warps = ti.warps();
-  if (!(p.elem.isBF16() || p.elem.isF16()))
-    return refuse(op, "mma.sync takes bf16/f16 operands");
-  if (p.rows % 16 || p.tile % 16 || p.dim % 16)
-    return refuse(op, "rows, key tile and head width must be multiples of 16");
-  if (p.warps % (p.rows / 16) != 0)
-    return refuse(op, "the warps do not split evenly over the 16-row blocks");
-  p.rowBlocks = p.rows / 16;
-  p.colSplit = p.warps / p.rowBlocks;
-  // Warps that share a row block all compute its scores: measured on the
-  // H200 (decode, 16 rows), four-fold redundant Q·Kᵀ (4 warps) is 1.3x
-  // slower than the shared-memory phases, two-fold is not.
-  if (p.colSplit > 2)
-    return refuse(op, "more than two warps per 16-row block");
-  if (p.dv % (16 * p.colSplit) != 0)
-    return refuse(op, "the value width does not split over the warps of a "
-                      "row block in 16-column steps");
-  // Two warps per row block split the key columns of the scores (each
-  // computes half, row maxima and probabilities meet in shared memory)
-  // when the halves are whole 16-key steps; otherwise both compute all.
-  p.splitScores = p.colSplit == 2 && p.tile % 32 == 0;
-  p.sBlocks = p.splitScores ? p.tile / 16 : p.tile / 8;
-  p.vBlocks = p.dv / p.colSplit / 8;
-  if (p.sBlocks * 4 > 64 || p.vBlocks * 4 > 128)
-    return refuse(op, "the score or accumulator fragments would not fit the "
-                      "register file");
-  p.wgmma = ti.wgmma && p.warps % 4 == 0 && p.rowBlocks % 4 == 0 &&
-            (p.colSplit == 1 || p.splitScores) && p.dim % 64 == 0 &&
-            (p.dv / p.colSplit) % 64 == 0 && p.tile <= 256;
-  LLVM_DEBUG(if (ti.wgmma && !p.wgmma) llvm::dbgs()
-             << "mla-distribute: no warpgroup MMA at " << op.getLoc()
-             << ": needs whole warpgroups of 64 rows, 64-column head and "
-                "value blocks and at most 256 keys\n");
-  return p;
+LogicalResult refuse(AttentionStepOp op, const Twine &why) {
+  return refuse(op.getLoc(), why);
 }
 
 /// The IR conditions of the fused step: the step ends its key loop's body
@@ -132,8 +78,8 @@ LogicalResult checkIR(AttentionStepOp op, SmallVectorImpl<Operation *> &pure) {
       return refuse(op, "ops with effects follow the step in its loop");
     pure.push_back(next);
   }
-  for (Value tile : {op.getQ(), op.getK(), op.getV(), op.getAcc(), op.getM(),
-                     op.getL()})
+  for (Value tile :
+       {op.getQ(), op.getK(), op.getV(), op.getAcc(), op.getM(), op.getL()})
     if (!gridTile(tile))
       return refuse(op, "an operand is not a tile of the grid");
   SmallVector<memref::AllocaOp> roots = {
@@ -165,9 +111,8 @@ bool canUseSwizzledOperands(AttentionStepOp op,
       roots.push_back(info.root);
   }
   SmallVector<Operation *> fused = {op};
-  return llvm::all_of(roots, [&](memref::AllocaOp root) {
-    return canSwizzle(root, fused);
-  });
+  return llvm::all_of(
+      roots, [&](memref::AllocaOp root) { return canSwizzle(root, fused); });
 }
 
 /// The emitter of one fused step.
@@ -204,8 +149,8 @@ private:
   Value pack(ImplicitLocOpBuilder &ib, Value lo, Value hi);
   Value accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t odd);
   Value rowBytes(ImplicitLocOpBuilder &ib, Value view, Value extraRows);
-  Value operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
-                    Value rowBytes, int64_t col, int64_t lbo);
+  Value operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info, Value rowBytes,
+                    int64_t col, int64_t lbo);
   Value rowOf(int64_t e) const { return (e % 4) / 2 ? row1 : row0; }
 
   AttentionStepOp op;
@@ -222,8 +167,7 @@ private:
 };
 
 void FusedStep::swizzleOperands(ArrayRef<memref::AllocaOp> roots) {
-  ImplicitLocOpBuilder top =
-      builderAtGridTop(loop.getLoc(), loop->getBlock());
+  ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(), loop->getBlock());
   int64_t id = 0;
   top.getBlock()->walk([&](memref::AllocaOp a) {
     if (a->hasAttr("mla.swizzle_dst"))
@@ -253,8 +197,7 @@ void FusedStep::setUp(ImplicitLocOpBuilder &b) {
       b, arith::RemUIOp::create(b, lanes->warp, indexConst(b, p.rowBlocks)),
       indexConst(b, 16));
   colPart = arith::DivUIOp::create(b, lanes->warp, indexConst(b, p.rowBlocks));
-  colBase =
-      arith::MulIOp::create(b, colPart, indexConst(b, p.dv / p.colSplit));
+  colBase = arith::MulIOp::create(b, colPart, indexConst(b, p.dv / p.colSplit));
   keyBase = p.splitScores
                 ? arith::MulIOp::create(b, colPart, indexConst(b, p.tile / 2))
                       .getResult()
@@ -356,8 +299,8 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
     // larger of the two halves'.
     Value other = arith::SubIOp::create(ib, indexConst(ib, 1), colPart);
     guarded(ib,
-            arith::CmpIOp::create(ib, arith::CmpIPredicate::eq,
-                                  lanes->quadPos, indexConst(ib, 0)),
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, lanes->quadPos,
+                                  indexConst(ib, 0)),
             [&](ImplicitLocOpBuilder &gb) {
               for (int64_t r = 0; r < 2; ++r)
                 memref::StoreOp::create(gb, mx[r], halfMax,
@@ -374,11 +317,10 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
   for (int64_t r = 0; r < 2; ++r) {
     Value mOld = args[nAcc + r];
     mNew[r] = arith::MaximumFOp::create(ib, mOld, mx[r]);
-    Value isEmpty = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ,
-                                          mNew[r], negInf);
+    Value isEmpty =
+        arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, mNew[r], negInf);
     ref[r] = arith::SelectOp::create(ib, isEmpty, f32Const(ib, 0.0), mNew[r]);
-    corr[r] =
-        math::Exp2Op::create(ib, arith::SubFOp::create(ib, mOld, ref[r]));
+    corr[r] = math::Exp2Op::create(ib, arith::SubFOp::create(ib, mOld, ref[r]));
   }
   SmallVector<Value> prob(nS);
   Value sum[2] = {f32Const(ib, 0.0), f32Const(ib, 0.0)};
@@ -465,9 +407,8 @@ SmallVector<Value> FusedStep::scoresMmaSync(ImplicitLocOpBuilder &ib) {
   const int64_t kSplit = p.sBlocks < 8 && p.dim % 32 == 0 ? 2 : 1;
   SmallVector<Value> sInit(nS * kSplit, f32Const(ib, 0.0));
   auto kLoop = scf::ForOp::create(
-      ib, indexConst(ib, 0), indexConst(ib, p.dim),
-      indexConst(ib, 16 * kSplit), sInit,
-      [&](OpBuilder &nb, Location l, Value kBase, ValueRange sAcc) {
+      ib, indexConst(ib, 0), indexConst(ib, p.dim), indexConst(ib, 16 * kSplit),
+      sInit, [&](OpBuilder &nb, Location l, Value kBase, ValueRange sAcc) {
         ImplicitLocOpBuilder kb(l, nb);
         SmallVector<Value> next(sAcc.begin(), sAcc.end());
         for (int64_t part = 0; part < kSplit; ++part) {
@@ -481,16 +422,14 @@ SmallVector<Value> FusedStep::scoresMmaSync(ImplicitLocOpBuilder &ib) {
                 kb, k,
                 arith::AddIOp::create(
                     kb,
-                    arith::AddIOp::create(kb, keyBase,
-                                          indexConst(kb, jp * 16)),
+                    arith::AddIOp::create(kb, keyBase, indexConst(kb, jp * 16)),
                     arith::AddIOp::create(kb, lanes->laneHi8, lanes->lane8)),
                 arith::AddIOp::create(kb, k0, lanes->laneMid8), false);
             for (int64_t h = 0; h < 2; ++h) {
               int64_t at = (part * p.sBlocks + 2 * jp + h) * 4;
-              SmallVector<Value> res =
-                  mmaM16N8K16(kb, p.elem, aRegs,
-                              {bRegs[2 * h], bRegs[2 * h + 1]},
-                              ArrayRef<Value>(next).slice(at, 4));
+              SmallVector<Value> res = mmaM16N8K16(
+                  kb, p.elem, aRegs, {bRegs[2 * h], bRegs[2 * h + 1]},
+                  ArrayRef<Value>(next).slice(at, 4));
               llvm::copy(res, next.begin() + at);
             }
           }
@@ -501,8 +440,8 @@ SmallVector<Value> FusedStep::scoresMmaSync(ImplicitLocOpBuilder &ib) {
                             kLoop.getResults().take_front(nS).end());
   for (int64_t part = 1; part < kSplit; ++part)
     for (int64_t e = 0; e < nS; ++e)
-      scores[e] = arith::AddFOp::create(ib, scores[e],
-                                        kLoop.getResult(part * nS + e));
+      scores[e] =
+          arith::AddFOp::create(ib, scores[e], kLoop.getResult(part * nS + e));
   return scores;
 }
 
@@ -599,11 +538,10 @@ void FusedStep::valuesMmaSync(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
   for (int64_t kk = 0; kk < p.tile / 16; ++kk) {
     SmallVector<Value> aRegs;
     if (p.splitScores) {
-      aRegs = ldmatrix4(ib, pTile,
-                        arith::AddIOp::create(ib, rowBase, lanes->lane16),
-                        arith::AddIOp::create(ib, indexConst(ib, kk * 16),
-                                              lanes->laneHi8),
-                        false);
+      aRegs = ldmatrix4(
+          ib, pTile, arith::AddIOp::create(ib, rowBase, lanes->lane16),
+          arith::AddIOp::create(ib, indexConst(ib, kk * 16), lanes->laneHi8),
+          false);
     } else {
       int64_t j0 = 2 * kk * 4, j1 = (2 * kk + 1) * 4;
       aRegs = {pack(ib, prob[j0], prob[j0 + 1]),
@@ -617,10 +555,10 @@ void FusedStep::valuesMmaSync(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
           arith::AddIOp::create(
               ib, indexConst(ib, kk * 16),
               arith::AddIOp::create(ib, lanes->laneMid8, lanes->lane8)),
-          arith::AddIOp::create(
-              ib, colBase,
-              arith::AddIOp::create(ib, indexConst(ib, dp * 16),
-                                    lanes->laneHi8)),
+          arith::AddIOp::create(ib, colBase,
+                                arith::AddIOp::create(ib,
+                                                      indexConst(ib, dp * 16),
+                                                      lanes->laneHi8)),
           true);
       for (int64_t h = 0; h < 2; ++h) {
         int64_t blk = 2 * dp + h;
@@ -688,9 +626,9 @@ SmallVector<Value> FusedStep::ldmatrix4(ImplicitLocOpBuilder &ib, Value mem,
 
 Value FusedStep::quadReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax) {
   for (int32_t off : {1, 2}) {
-    Value other = gpu::ShuffleOp::create(ib, x, off, ti.warpSize,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
+    Value other =
+        gpu::ShuffleOp::create(ib, x, off, ti.warpSize, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
     x = isMax ? arith::MaximumFOp::create(ib, x, other).getResult()
               : arith::AddFOp::create(ib, x, other).getResult();
   }
@@ -707,8 +645,7 @@ Value FusedStep::pack(ImplicitLocOpBuilder &ib, Value lo, Value hi) {
 Value FusedStep::accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t odd) {
   return arith::AddIOp::create(
       ib, colBase,
-      arith::AddIOp::create(ib, lanes->twoTg,
-                            indexConst(ib, blk * 8 + odd)));
+      arith::AddIOp::create(ib, lanes->twoTg, indexConst(ib, blk * 8 + odd)));
 }
 
 /// Bytes from the start of a swizzled operand to row `extraRows` of `view`.
@@ -725,8 +662,7 @@ Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
                              Value rowBytes, int64_t col, int64_t lbo) {
   Value root = swizzled.lookup(info.root);
   int64_t c = info.col0 + col;
-  int64_t off =
-      c / 64 * info.root.getType().getDimSize(0) * 128 + c % 64 * 2;
+  int64_t off = c / 64 * info.root.getType().getDimSize(0) * 128 + c % 64 * 2;
   Value addr = arith::AddIOp::create(
       ib, sharedAddress(ib, root),
       arith::AddIOp::create(
@@ -737,9 +673,57 @@ Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
 
 } // namespace
 
+FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
+                                               bool wgmmaAllowed,
+                                               Location loc) {
+  StepPlan p;
+  p.elem = shape.elem;
+  p.rows = shape.rows;
+  p.dim = shape.dim;
+  p.tile = shape.tile;
+  p.dv = shape.dv;
+  p.warps = shape.warps;
+  if (!(p.elem.isBF16() || p.elem.isF16()))
+    return refuse(loc, "mma.sync takes bf16/f16 operands");
+  if (p.rows % 16 || p.tile % 16 || p.dim % 16 || p.rows == 0)
+    return refuse(loc, "rows, key tile and head width must be multiples of 16");
+  if (p.warps % (p.rows / 16) != 0)
+    return refuse(loc, "the warps do not split evenly over the 16-row blocks");
+  p.rowBlocks = p.rows / 16;
+  p.colSplit = p.warps / p.rowBlocks;
+  // Warps that share a row block all compute its scores: measured on the
+  // H200 (decode, 16 rows), four-fold redundant Q·Kᵀ (4 warps) is 1.3x
+  // slower than the shared-memory phases, two-fold is not.
+  if (p.colSplit > 2)
+    return refuse(loc, "more than two warps per 16-row block");
+  if (p.dv % (16 * p.colSplit) != 0)
+    return refuse(loc, "the value width does not split over the warps of a "
+                       "row block in 16-column steps");
+  // Two warps per row block split the key columns of the scores (each
+  // computes half, row maxima and probabilities meet in shared memory)
+  // when the halves are whole 16-key steps; otherwise both compute all.
+  p.splitScores = p.colSplit == 2 && p.tile % 32 == 0;
+  p.sBlocks = p.splitScores ? p.tile / 16 : p.tile / 8;
+  p.vBlocks = p.dv / p.colSplit / 8;
+  if (p.sBlocks * 4 > 64 || p.vBlocks * 4 > 128)
+    return refuse(loc, "the score or accumulator fragments would not fit the "
+                       "register file");
+  p.wgmma = wgmmaAllowed && p.warps % 4 == 0 && p.rowBlocks % 4 == 0 &&
+            (p.colSplit == 1 || p.splitScores) && p.dim % 64 == 0 &&
+            (p.dv / p.colSplit) % 64 == 0 && p.tile <= 256;
+  LLVM_DEBUG(if (wgmmaAllowed && !p.wgmma) llvm::dbgs()
+             << "mla-distribute: no warpgroup MMA at " << loc
+             << ": needs whole warpgroups of 64 rows, 64-column head and "
+                "value blocks and at most 256 keys\n");
+  return p;
+}
+
 LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
                                              const ThreadInfo &ti) {
-  FailureOr<StepPlan> plan = planStep(op, ti);
+  FailureOr<StepPlan> plan =
+      planFusedStep({op.getElementType(), op.getRows(), op.getHeadDim(),
+                     op.getTileKeys(), op.getValueDim(), ti.warps()},
+                    ti.wgmma, op.getLoc());
   SmallVector<Operation *> pure;
   if (failed(plan) || failed(checkIR(op, pure)))
     return failure();
@@ -756,10 +740,9 @@ LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
     fused.swizzleOperands(swizzleRoots);
   for (Operation *pureOp : pure)
     pureOp->moveBefore(op);
-  LLVM_DEBUG(llvm::dbgs() << "mla-distribute: fused attention step at "
-                          << op.getLoc() << " ("
-                          << (plan->wgmma ? "wgmma" : "mma.sync") << ", "
-                          << (plan->splitScores ? "split" : "whole")
-                          << " scores)\n");
+  LLVM_DEBUG(
+      llvm::dbgs() << "mla-distribute: fused attention step at " << op.getLoc()
+                   << " (" << (plan->wgmma ? "wgmma" : "mma.sync") << ", "
+                   << (plan->splitScores ? "split" : "whole") << " scores)\n");
   return fused.emit();
 }

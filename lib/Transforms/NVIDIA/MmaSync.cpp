@@ -21,26 +21,25 @@ Value mmaOperand(ImplicitLocOpBuilder &b, Value pair) {
   auto vt = cast<VectorType>(pair.getType());
   if (vt.getElementType().isF16())
     return pair;
-  Value asInt = vector::BitCastOp::create(
-      b, VectorType::get({1}, b.getI32Type()), pair);
+  Value asInt =
+      vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), pair);
   return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
 }
 
-
 LaneLayout::LaneLayout(ImplicitLocOpBuilder &b, const ThreadInfo &ti) {
-    Value c2 = indexConst(b, 2), c8 = indexConst(b, 8);
-    warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-    lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-    group = arith::DivUIOp::create(b, lane, indexConst(b, 4));
-    quadPos = arith::RemUIOp::create(b, lane, indexConst(b, 4));
-    twoTg = arith::MulIOp::create(b, quadPos, c2);
-    lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
-    lane8 = arith::RemUIOp::create(b, lane, c8);
-    laneHi8 = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
-    laneMid8 = arith::MulIOp::create(
-        b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
-        c8);
+  Value c2 = indexConst(b, 2), c8 = indexConst(b, 8);
+  warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  group = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  quadPos = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+  twoTg = arith::MulIOp::create(b, quadPos, c2);
+  lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
+  lane8 = arith::RemUIOp::create(b, lane, c8);
+  laneHi8 = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, lane, indexConst(b, 16)), c8);
+  laneMid8 = arith::MulIOp::create(
+      b, arith::RemUIOp::create(b, arith::DivUIOp::create(b, lane, c8), c2),
+      c8);
 }
 
 /// One mma.sync m16n8k16 (row.col, f32 accumulation) on bf16/f16
@@ -49,8 +48,8 @@ SmallVector<Value> mmaM16N8K16(ImplicitLocOpBuilder &b, Type elem,
                                ArrayRef<Value> aRegs, ArrayRef<Value> bRegs,
                                ArrayRef<Value> c) {
   Type f32 = b.getF32Type();
-  auto resType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                  {f32, f32, f32, f32});
+  auto resType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   NVVM::MMATypes ptxType =
       elem.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
   auto mma = NVVM::MmaOp::create(
@@ -63,7 +62,6 @@ SmallVector<Value> mmaM16N8K16(ImplicitLocOpBuilder &b, Type elem,
     out.push_back(LLVM::ExtractValueOp::create(b, mma, i));
   return out;
 }
-
 
 namespace {
 /// What the mma.sync lowering of one mla.matmul needs everywhere.
@@ -82,10 +80,10 @@ struct MmaSync {
 
   MmaSync(MatmulOp op, const ThreadInfo &ti, ImplicitLocOpBuilder &b)
       : a(op.getA()), bMat(op.getB()), c(op.getC()), cScale(op.getCScale()),
-        transposeB(op.getTransposeB()), ti(ti), lanes(b, ti),
-        warp(lanes.warp), lane(lanes.lane), group(lanes.group),
-        twoTg(lanes.twoTg), lane16(lanes.lane16), lane8(lanes.lane8),
-        laneHi8(lanes.laneHi8), laneMid8(lanes.laneMid8) {
+        transposeB(op.getTransposeB()), ti(ti), lanes(b, ti), warp(lanes.warp),
+        lane(lanes.lane), group(lanes.group), twoTg(lanes.twoTg),
+        lane16(lanes.lane16), lane8(lanes.lane8), laneHi8(lanes.laneHi8),
+        laneMid8(lanes.laneMid8) {
     MemRefType aType = op.getA().getType();
     elem = aType.getElementType();
     m = aType.getDimSize(0);
@@ -119,8 +117,7 @@ struct MmaSync {
     Value cM = indexConst(b, m);
     auto inRows = [&](Value row) -> Value {
       return full ? always
-                  : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
-                                          cM)
+                  : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, cM)
                         .getResult();
     };
     r.ok0 = inRows(r.row0);
@@ -155,13 +152,11 @@ struct MmaSync {
               ArrayRef<Value> acc) const {
     guarded(b, t.ok0, [&](ImplicitLocOpBuilder &ib) {
       memref::StoreOp::create(ib, acc[0], c, ValueRange{t.row0, t.col});
-      memref::StoreOp::create(ib, acc[1], c,
-                              ValueRange{t.row0, t.col1});
+      memref::StoreOp::create(ib, acc[1], c, ValueRange{t.row0, t.col1});
     });
     guarded(b, t.ok1, [&](ImplicitLocOpBuilder &ib) {
       memref::StoreOp::create(ib, acc[2], c, ValueRange{t.row1, t.col});
-      memref::StoreOp::create(ib, acc[3], c,
-                              ValueRange{t.row1, t.col1});
+      memref::StoreOp::create(ib, acc[3], c, ValueRange{t.row1, t.col1});
     });
   }
 
@@ -185,8 +180,8 @@ struct MmaSync {
                 kb.getBoolAttr(false), kb.getI32IntegerAttr(4));
             for (int64_t i = 0; i < 4; ++i)
               aRegs.push_back(mmaOperand(
-                  kb, vector::ExtractOp::create(kb, frag,
-                                                ArrayRef<int64_t>{i})));
+                  kb,
+                  vector::ExtractOp::create(kb, frag, ArrayRef<int64_t>{i})));
             // B: x2; transposed B [N, K] is read row-wise, [K, N] with
             // .trans. Lanes 16..31 repeat the addresses of 0..15.
             Value bFrag =
@@ -203,8 +198,8 @@ struct MmaSync {
                           kb.getBoolAttr(true), kb.getI32IntegerAttr(2));
             for (int64_t i = 0; i < 2; ++i)
               bRegs.push_back(mmaOperand(
-                  kb, vector::ExtractOp::create(kb, bFrag,
-                                                ArrayRef<int64_t>{i})));
+                  kb,
+                  vector::ExtractOp::create(kb, bFrag, ArrayRef<int64_t>{i})));
           } else {
             Value kc = arith::AddIOp::create(kb, k0, twoTg);
             Value kc8 = arith::AddIOp::create(kb, kc, c8);
@@ -220,8 +215,8 @@ struct MmaSync {
               if (transposeB) {
                 pair = loadPair(kb, bMat, nIdx, kk, always, 2);
               } else {
-                Value lo = memref::LoadOp::create(kb, bMat,
-                                                  ValueRange{kk, nIdx});
+                Value lo =
+                    memref::LoadOp::create(kb, bMat, ValueRange{kk, nIdx});
                 Value hi = memref::LoadOp::create(
                     kb, bMat,
                     ValueRange{arith::AddIOp::create(kb, kk, c1), nIdx});
@@ -246,7 +241,8 @@ struct MmaSync {
 /// trip per iteration. Needs full 16-row tiles spread evenly over the warps.
 LogicalResult hoistAccumulator(MatmulOp op, const ThreadInfo &ti) {
   auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
-  if (!loop || !op.getAccumulate() || op->getNextNode() != loop.getBody()->getTerminator())
+  if (!loop || !op.getAccumulate() ||
+      op->getNextNode() != loop.getBody()->getTerminator())
     return failure();
   // Nothing else in the loop may touch C's buffer.
   Value root = op.getC();
@@ -271,8 +267,8 @@ LogicalResult hoistAccumulator(MatmulOp op, const ThreadInfo &ti) {
   const int64_t perWarp = mm.mt * mm.nt / mm.warps;
   auto fragType = VectorType::get({perWarp * 4}, b.getF32Type());
   auto tileOf = [&](ImplicitLocOpBuilder &ib, int64_t i) {
-    return mm.tile(ib, arith::AddIOp::create(
-                           ib, mm.warp, indexConst(ib, i * mm.warps)));
+    return mm.tile(
+        ib, arith::AddIOp::create(ib, mm.warp, indexConst(ib, i * mm.warps)));
   };
   // Before the loop: this warp's accumulators from C.
   SmallVector<Value> init;
@@ -290,11 +286,11 @@ LogicalResult hoistAccumulator(MatmulOp op, const ThreadInfo &ti) {
           SmallVector<Value> acc;
           Value rows[4] = {t.row0, t.row0, t.row1, t.row1};
           for (int64_t j = 0; j < 4; ++j)
-            acc.push_back(mm.scaleRow(
-                ib,
-                vector::ExtractOp::create(ib, frags,
-                                          ArrayRef<int64_t>{i * 4 + j}),
-                rows[j]));
+            acc.push_back(
+                mm.scaleRow(ib,
+                            vector::ExtractOp::create(
+                                ib, frags, ArrayRef<int64_t>{i * 4 + j}),
+                            rows[j]));
           SmallVector<Value> res = mm.product(ib, t, acc);
           for (int64_t j = 0; j < 4; ++j)
             frags = vector::InsertOp::create(ib, res[j], frags,
@@ -317,8 +313,8 @@ LogicalResult hoistAccumulator(MatmulOp op, const ThreadInfo &ti) {
   for (int64_t i = 0; i < perWarp; ++i) {
     SmallVector<Value> acc;
     for (int64_t j = 0; j < 4; ++j)
-      acc.push_back(vector::ExtractOp::create(ab, frags,
-                                              ArrayRef<int64_t>{i * 4 + j}));
+      acc.push_back(
+          vector::ExtractOp::create(ab, frags, ArrayRef<int64_t>{i * 4 + j}));
     mm.storeC(ab, tileOf(ab, i), acc);
   }
   gpu::BarrierOp::create(ab);
@@ -340,9 +336,8 @@ void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti) {
           [&](ImplicitLocOpBuilder &tb, Value tileIdx) {
             MmaSync::Tile t = mm.tile(tb, tileIdx);
             SmallVector<Value> init =
-                op.getAccumulate()
-                    ? mm.loadC(tb, t, /*scale=*/true)
-                    : SmallVector<Value>(4, f32Const(tb, 0.0));
+                op.getAccumulate() ? mm.loadC(tb, t, /*scale=*/true)
+                                   : SmallVector<Value>(4, f32Const(tb, 0.0));
             mm.storeC(tb, t, mm.product(tb, t, init));
           });
   gpu::BarrierOp::create(b);

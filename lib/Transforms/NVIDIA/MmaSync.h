@@ -29,10 +29,11 @@ mlir::Value mmaOperand(mlir::ImplicitLocOpBuilder &b, mlir::Value pair);
 
 /// One mma.sync m16n8k16 (row.col, f32 accumulation) on bf16/f16
 /// registers; returns the four accumulators.
-llvm::SmallVector<mlir::Value>
-mmaM16N8K16(mlir::ImplicitLocOpBuilder &b, mlir::Type elem,
-            llvm::ArrayRef<mlir::Value> aRegs,
-            llvm::ArrayRef<mlir::Value> bRegs, llvm::ArrayRef<mlir::Value> c);
+llvm::SmallVector<mlir::Value> mmaM16N8K16(mlir::ImplicitLocOpBuilder &b,
+                                           mlir::Type elem,
+                                           llvm::ArrayRef<mlir::Value> aRegs,
+                                           llvm::ArrayRef<mlir::Value> bRegs,
+                                           llvm::ArrayRef<mlir::Value> c);
 
 } // namespace mla::nvidia
 

@@ -33,12 +33,38 @@ void markGlobalVectorAlignment(GridOp grid);
 /// in registers across a loop where only the product touches them).
 void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti);
 
+/// The shape of an attention step (mla.attention_step's tiles) and the
+/// warps of its workgroup, for planning before or while lowering it.
+struct StepShape {
+  mlir::Type elem;
+  int64_t rows, dim, tile, dv, warps;
+};
+
+/// The fused strategy of one step: how warps share rows, value columns and
+/// key columns, and which matrix instruction computes the products.
+struct StepPlan {
+  mlir::Type elem;
+  int64_t rows, dim, tile, dv, warps;
+  int64_t rowBlocks, colSplit; ///< 16-row blocks; warps per row block
+  bool splitScores;            ///< two warps per row block split the keys
+  int64_t sBlocks;             ///< a warp's 16x8 score fragments
+  int64_t vBlocks;             ///< a warp's 16x8 accumulator fragments
+  bool wgmma;                  ///< both products by warpgroup MMA
+  int64_t nAcc() const { return vBlocks * 4; }
+};
+
+/// The register-fused strategy for `shape` (warpgroup MMA where
+/// `wgmmaAllowed` and the shape takes it), or failure with the reason under
+/// -debug-only=mla-distribute (at `loc`). mla-select-config asks it to pick
+/// configs the fused step takes; the step's lowering asks it again.
+mlir::FailureOr<StepPlan> planFusedStep(const StepShape &shape,
+                                        bool wgmmaAllowed, mlir::Location loc);
+
 /// The register-resident lowering of one mla.attention_step (mma.sync or
 /// wgmma, whole or split scores; FusedStep.cpp). Fails, before changing
 /// any IR, when no fused strategy is feasible; -debug-only=mla-distribute
 /// says why.
-mlir::LogicalResult fuseAttentionStep(AttentionStepOp op,
-                                      const ThreadInfo &ti);
+mlir::LogicalResult fuseAttentionStep(AttentionStepOp op, const ThreadInfo &ti);
 
 /// After distribution: copies into the tiles the warpgroup-MMA step moved
 /// to the swizzled layout write the swizzled buffers; proxy fences before

@@ -50,10 +50,9 @@ ViewInfo analyzeView(Value v) {
 Value viewRow(ImplicitLocOpBuilder &b, Value v) {
   Value row = indexConst(b, 0);
   while (auto sub = v.getDefiningOp<memref::SubViewOp>()) {
-    row = arith::AddIOp::create(
-        b, row,
-        getValueOrCreateConstantIndexOp(b, b.getLoc(),
-                                        sub.getMixedOffsets()[0]));
+    row = arith::AddIOp::create(b, row,
+                                getValueOrCreateConstantIndexOp(
+                                    b, b.getLoc(), sub.getMixedOffsets()[0]));
     v = sub.getSource();
   }
   return row;
@@ -97,9 +96,8 @@ SmallVector<Value> swizzledIndex(ImplicitLocOpBuilder &b, Value r, Value c) {
   Value c8 = indexConst(b, 8), c64 = indexConst(b, 64);
   Value block = arith::DivUIOp::create(b, c, c64);
   Value inBlock = arith::RemUIOp::create(b, c, c64);
-  Value chunk = arith::XOrIOp::create(
-      b, arith::DivUIOp::create(b, inBlock, c8),
-      arith::RemUIOp::create(b, r, c8));
+  Value chunk = arith::XOrIOp::create(b, arith::DivUIOp::create(b, inBlock, c8),
+                                      arith::RemUIOp::create(b, r, c8));
   Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, chunk, c8),
                                     arith::RemUIOp::create(b, c, c8));
   return {block, r, col};
@@ -125,8 +123,8 @@ LogicalResult applySwizzle(GridOp grid) {
   if (srcs.empty())
     return success();
   for (memref::AllocaOp src : srcs) {
-    Value to = dst.lookup(
-        src->getAttrOfType<IntegerAttr>("mla.swizzle_src").getInt());
+    Value to =
+        dst.lookup(src->getAttrOfType<IntegerAttr>("mla.swizzle_src").getInt());
     SmallVector<Operation *> users, views;
     collectViews(src.getResult(), views, users);
     for (Operation *user : users) {
@@ -134,8 +132,8 @@ LogicalResult applySwizzle(GridOp grid) {
       auto position = [&](Value view, ValueRange idx, int64_t extra) {
         ViewInfo info = analyzeView(view);
         Value r = arith::AddIOp::create(b, viewRow(b, view), idx[0]);
-        Value c = arith::AddIOp::create(
-            b, idx[1], indexConst(b, info.col0 + extra));
+        Value c =
+            arith::AddIOp::create(b, idx[1], indexConst(b, info.col0 + extra));
         return swizzledIndex(b, r, c);
       };
       if (auto cp = dyn_cast<nvgpu::DeviceAsyncCopyOp>(user)) {
@@ -171,7 +169,8 @@ LogicalResult applySwizzle(GridOp grid) {
   for (gpu::BarrierOp bar : barriers) {
     ImplicitLocOpBuilder b(bar.getLoc(), bar);
     NVVM::FenceProxyOp::create(
-        b, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+        b,
+        NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
         NVVM::SharedSpaceAttr::get(b.getContext(),
                                    NVVM::SharedSpace::shared_cta));
   }
@@ -188,8 +187,8 @@ Value wgmmaDescriptor(ImplicitLocOpBuilder &b, Value addr, int64_t lbo,
   auto c = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, i64, v).getResult();
   };
-  Value start = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, addr, c(4)), c(0x3FFF));
+  Value start = arith::AndIOp::create(b, arith::ShRUIOp::create(b, addr, c(4)),
+                                      c(0x3FFF));
   return arith::OrIOp::create(
       b, start, c(((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1LL << 62)));
 }
@@ -204,8 +203,8 @@ Value sharedAddress(ImplicitLocOpBuilder &b, Value mem) {
 Value asI32(ImplicitLocOpBuilder &b, Value reg) {
   if (reg.getType().isInteger(32))
     return reg;
-  Value asInt = vector::BitCastOp::create(
-      b, VectorType::get({1}, b.getI32Type()), reg);
+  Value asInt =
+      vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), reg);
   return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
 }
 
@@ -275,12 +274,12 @@ SmallVector<Value> wgmma(ImplicitLocOpBuilder &b, Type elem, int64_t n,
   int64_t bIdx = next++, scaleIdx = next++;
   constraints += ",l,r,~{memory}";
   os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << scaleIdx << ", 0;\n"
-     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << t << "."
-     << t << " {";
+     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << t << "." << t
+     << " {";
   for (int64_t i = 0; i < nd; ++i)
     os << (i ? ", $" : "$") << i;
-  os << "}, " << aText << ", $" << bIdx << ", p, 1, 1"
-     << (aDesc ? ", 0" : "") << ", " << (transB ? 1 : 0) << ";\n}";
+  os << "}, " << aText << ", $" << bIdx << ", p, 1, 1" << (aDesc ? ", 0" : "")
+     << ", " << (transB ? 1 : 0) << ";\n}";
   SmallVector<Value> operands(acc.begin(), acc.end());
   if (aDesc)
     operands.push_back(aDesc);
@@ -288,15 +287,15 @@ SmallVector<Value> wgmma(ImplicitLocOpBuilder &b, Type elem, int64_t n,
     for (Value r : aRegs)
       operands.push_back(asI32(b, r));
   operands.push_back(bDesc);
-  operands.push_back(arith::ConstantIntOp::create(b, b.getI32Type(),
-                                                  acc.empty() ? 0 : 1));
+  operands.push_back(
+      arith::ConstantIntOp::create(b, b.getI32Type(), acc.empty() ? 0 : 1));
   Type f32 = b.getF32Type();
-  auto resType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(nd, f32));
+  auto resType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                  SmallVector<Type>(nd, f32));
   auto asmOp = LLVM::InlineAsmOp::create(
-      b, resType, operands, b.getStringAttr(text),
-      b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(),
-      LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr());
+      b, resType, operands, b.getStringAttr(text), b.getStringAttr(constraints),
+      b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+      LLVM::AsmDialectAttr(), ArrayAttr());
   SmallVector<Value> out;
   for (int64_t i = 0; i < nd; ++i)
     out.push_back(LLVM::ExtractValueOp::create(b, asmOp.getResult(0), i));

@@ -1,4 +1,4 @@
-//===- Wgmma.h - warpgroup MMA (sm_90a) --------------------------*- C++ -*-===//
+//===- Wgmma.h - warpgroup MMA (sm_90a) -------------------------*- C++ -*-===//
 //
 // Library-private: 128-byte-swizzled operand tiles, their descriptors and
 // wgmma.mma_async as inline PTX, used by the fused attention step.
@@ -7,6 +7,7 @@
 #ifndef MLA_LIB_TRANSFORMS_NVIDIA_WGMMA_H
 #define MLA_LIB_TRANSFORMS_NVIDIA_WGMMA_H
 
+#include "../AttentionLayout.h"
 #include "../GPU/GPUCommon.h"
 
 namespace mla::nvidia {
@@ -22,7 +23,7 @@ namespace mla::nvidia {
 /// both ldmatrix-free reads and the 16-byte copies into it are free of bank
 /// conflicts. Buffers are 1024-byte aligned (the swizzle repeats every 8
 /// rows of 128 bytes and the hardware applies it to address bits).
-inline constexpr int64_t kSwizzleAlign = 1024;
+inline constexpr int64_t kSwizzleAlign = kSwizzledTileAlign;
 
 /// A view of a grid tile: its root buffer and the static column offset of
 /// the view; `rowsAligned` when every row offset on the way is a multiple
@@ -62,8 +63,8 @@ mlir::Value asI32(mlir::ImplicitLocOpBuilder &b, mlir::Value reg);
 
 /// Values through an empty side-effecting inline asm that claims to
 /// rewrite them (CUTLASS's warpgroup_fence_operand).
-llvm::SmallVector<mlir::Value>
-registerFence(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> vals);
+llvm::SmallVector<mlir::Value> registerFence(mlir::ImplicitLocOpBuilder &b,
+                                             llvm::ArrayRef<mlir::Value> vals);
 
 /// One `wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<t>.<t>` as inline PTX
 /// (Wgmma.cpp says which operand comes from where).

@@ -151,7 +151,6 @@ private:
   bool failed = false;
 };
 
-
 void laneMain(void *arg) {
   (void)arg;
   Workgroup &wg = *tlsWorkgroup;
@@ -159,7 +158,8 @@ void laneMain(void *arg) {
   wg.finish();
 }
 
-std::vector<int32_t> makeOrder(int32_t n, EmuOrder order, std::mt19937_64 &rng) {
+std::vector<int32_t> makeOrder(int32_t n, EmuOrder order,
+                               std::mt19937_64 &rng) {
   std::vector<int32_t> v(n);
   std::iota(v.begin(), v.end(), 0);
   if (order == EmuOrder::Reverse)
@@ -210,10 +210,10 @@ Status Workgroup::run(const EmuKernel &k, const EmuLaunch &l,
   while (true) {
     std::vector<int32_t> waveOrder = makeOrder(waves, options.order, rng);
     for (int32_t w : waveOrder) {
-      std::vector<int32_t> laneOrder = makeOrder(
-          static_cast<int32_t>(std::min<int64_t>(kWaveSize,
-                                                 laneCount - w * kWaveSize)),
-          options.order, rng);
+      std::vector<int32_t> laneOrder =
+          makeOrder(static_cast<int32_t>(std::min<int64_t>(
+                        kWaveSize, laneCount - w * kWaveSize)),
+                    options.order, rng);
       if (!runWave(w, laneOrder))
         return Status::error(ErrorCode::BackendError, error);
     }
@@ -347,7 +347,8 @@ void Workgroup::collective(int32_t wave) {
     for (int64_t i = 0; i < count; ++i) {
       Lane &ln = *lanes[first + i];
       int32_t src = ln.src;
-      ln.result = src >= 0 && src < count ? lanes[first + src]->value : ln.value;
+      ln.result =
+          src >= 0 && src < count ? lanes[first + src]->value : ln.value;
     }
     return;
   }
@@ -406,8 +407,8 @@ void Workgroup::collective(int32_t wave) {
   }
 }
 
-void Workgroup::raceCheck(Lane &l, int64_t offset, int64_t bytes,
-                          int32_t site, bool store) {
+void Workgroup::raceCheck(Lane &l, int64_t offset, int64_t bytes, int32_t site,
+                          bool store) {
   uint32_t sync = waveSync[l.wave];
   for (int64_t i = 0; i < bytes; ++i) {
     Shadow &s = shadow[offset + i];
@@ -417,22 +418,23 @@ void Workgroup::raceCheck(Lane &l, int64_t offset, int64_t bytes,
     };
     if (s.writeEpoch == epoch) {
       if (s.writeWave != l.wave)
-        MLA_EMU_FAIL("LDS race at " + where(site) + ": " + who(l) + " " + what() +
-             ", written by wave " + std::to_string(s.writeWave) + " lane " +
-             std::to_string(s.writeLane) + " at " + where(s.writeSite) +
-             " with no barrier between");
+        MLA_EMU_FAIL("LDS race at " + where(site) + ": " + who(l) + " " +
+                     what() + ", written by wave " +
+                     std::to_string(s.writeWave) + " lane " +
+                     std::to_string(s.writeLane) + " at " + where(s.writeSite) +
+                     " with no barrier between");
       if (s.writeLane != l.lane && s.writeSync == sync)
         MLA_EMU_FAIL("relies on wave-synchronous LDS at " + where(site) + ": " +
-             who(l) + " " + what() + ", written by lane " +
-             std::to_string(s.writeLane) + " of the same wave at " +
-             where(s.writeSite) +
-             " with no barrier or wave-level synchronisation between");
+                     who(l) + " " + what() + ", written by lane " +
+                     std::to_string(s.writeLane) + " of the same wave at " +
+                     where(s.writeSite) +
+                     " with no barrier or wave-level synchronisation between");
     }
     if (store && s.readEpoch == epoch &&
         (s.readWave == kManyReaders || s.readWave != l.wave))
       MLA_EMU_FAIL("LDS race at " + where(site) + ": " + who(l) + " " + what() +
-           ", read by another wave at " + where(s.readSite) +
-           " with no barrier between");
+                   ", read by another wave at " + where(s.readSite) +
+                   " with no barrier between");
     if (store) {
       s.writeEpoch = epoch;
       s.writeSync = sync;
@@ -452,14 +454,16 @@ void Workgroup::raceCheck(Lane &l, int64_t offset, int64_t bytes,
 void Workgroup::ldsAccess(void *p, int64_t bytes, void *data, int32_t site,
                           bool store) {
   Lane &l = *current;
-  int64_t offset = static_cast<char *>(p) - reinterpret_cast<char *>(lds.data());
+  int64_t offset =
+      static_cast<char *>(p) - reinterpret_cast<char *>(lds.data());
   int64_t size = static_cast<int64_t>(lds.size());
   if (bytes < 0 || offset < 0 || offset > size || bytes > size - offset)
     MLA_EMU_FAIL(std::string("LDS ") + (store ? "store" : "load") + " of " +
-         std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
-         " is outside the workgroup's " + std::to_string(size) +
-         " bytes of LDS (the launch plan's) at " + where(site) + " (" +
-         who(l) + ")");
+                 std::to_string(bytes) + " bytes at offset " +
+                 std::to_string(offset) + " is outside the workgroup's " +
+                 std::to_string(size) +
+                 " bytes of LDS (the launch plan's) at " + where(site) + " (" +
+                 who(l) + ")");
   raceCheck(l, offset, bytes, site, store);
   if (store)
     std::memcpy(lds.data() + offset, data, bytes);
@@ -485,15 +489,16 @@ void Workgroup::bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
   auto bits = reinterpret_cast<uint64_t>(p);
   uint64_t index = (bits >> kOffsetBits) - 1;
   if (index >= buffers.size())
-    MLA_EMU_FAIL("buffer access through a pointer that is no buffer resource at " +
-         where(site));
+    MLA_EMU_FAIL(
+        "buffer access through a pointer that is no buffer resource at " +
+        where(site));
   const BufferResource &buf = buffers[index];
   int64_t offset =
       int64_t(bits & ((uint64_t(1) << kOffsetBits) - 1)) - kOffsetBias;
   if (offset < 0 || offset > int64_t(UINT32_MAX))
-    MLA_EMU_FAIL("buffer offset " + std::to_string(offset) + " at " + where(site) +
-         " (" + who(l) +
-         ") does not fit the instruction's 32-bit unsigned offset");
+    MLA_EMU_FAIL("buffer offset " + std::to_string(offset) + " at " +
+                 where(site) + " (" + who(l) +
+                 ") does not fit the instruction's 32-bit unsigned offset");
   // The range check per 4-byte component (CDNA3 ISA, buffer range
   // checking): a component starting at or beyond num_records reads 0 and
   // is not written.
@@ -503,10 +508,10 @@ void Workgroup::bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
     bool inRange = start < buf.records;
     if (inRange && start + piece > buf.records)
       MLA_EMU_FAIL("buffer " + std::string(store ? "store" : "load") + " at " +
-           where(site) + " (" + who(l) + ") straddles num_records (" +
-           std::to_string(buf.records) + " bytes) at offset " +
-           std::to_string(start) +
-           ": the hardware's result is not specified there");
+                   where(site) + " (" + who(l) + ") straddles num_records (" +
+                   std::to_string(buf.records) + " bytes) at offset " +
+                   std::to_string(start) +
+                   ": the hardware's result is not specified there");
     char *mem = buf.base + start;
     char *val = static_cast<char *>(data) + c;
     if (store) {
@@ -611,8 +616,8 @@ Status mla::rt::emu::runWorkgroup(const EmuKernel &kernel,
   tlsWorkgroup = previous;
   if (!status.ok())
     return Status::error(ErrorCode::BackendError,
-                         "emu: workgroup (" + std::to_string(blockId[0]) +
-                             "," + std::to_string(blockId[1]) + "," +
+                         "emu: workgroup (" + std::to_string(blockId[0]) + "," +
+                             std::to_string(blockId[1]) + "," +
                              std::to_string(blockId[2]) +
                              "): " + status.message());
   return status;

@@ -25,9 +25,9 @@ FiberStack::FiberStack(size_t want) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   bytes = (want + page - 1) / page * page;
   mapped = bytes + page;
-  void *m = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
-                 0);
+  void *m =
+      mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (m == MAP_FAILED)
     return;
   mapping = static_cast<char *>(m);
@@ -128,8 +128,8 @@ void mla::rt::emu::initFiber(Context &fiber, FiberStack &stack,
   start->entry = entry;
   start->arg = arg;
   auto *sp = reinterpret_cast<uint64_t *>(top) - 9;
-  uint32_t mxcsr = 0x1F80;  // round to nearest, all exceptions masked
-  uint16_t fpcw = 0x037F;   // the x87 default
+  uint32_t mxcsr = 0x1F80; // round to nearest, all exceptions masked
+  uint16_t fpcw = 0x037F;  // the x87 default
   std::memset(sp, 0, 9 * sizeof(uint64_t));
   std::memcpy(&sp[0], &mxcsr, 4);
   std::memcpy(reinterpret_cast<char *>(&sp[0]) + 4, &fpcw, 2);
@@ -177,8 +177,7 @@ static void rawSwitch(Context &from, Context &to) {
 
 void mla::rt::emu::switchContext(Context &from, Context &to) {
 #if defined(MLA_EMU_ASAN)
-  __sanitizer_start_switch_fiber(&from.fakeStack, to.stackBottom,
-                                 to.stackSize);
+  __sanitizer_start_switch_fiber(&from.fakeStack, to.stackBottom, to.stackSize);
 #endif
   tlsSwitchFrom = &from;
   rawSwitch(from, to);

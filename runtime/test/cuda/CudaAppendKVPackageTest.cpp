@@ -153,11 +153,13 @@ protected:
                 bool validate) {
     const int64_t tokens = static_cast<int64_t>(data.slots.size());
     Expected<DeviceTensor> rows = DeviceTensor::upload(
-        *device, TensorView{const_cast<uint8_t *>(data.rows.data()), data.dt,
+        *device, TensorView{const_cast<uint8_t *>(data.rows.data()),
+                            data.dt,
                             {tokens, data.d}});
     Expected<DeviceTensor> slots = DeviceTensor::upload(
         *device, TensorView{const_cast<int32_t *>(data.slots.data()),
-                            DType::I32, {tokens}});
+                            DType::I32,
+                            {tokens}});
     if (!rows.ok())
       return rows.status();
     if (!slots.ok())
@@ -199,7 +201,8 @@ TEST_F(CudaAppendKVPackageTest, WritesSlotsAndNothingElse) {
                    std::to_string(padding));
       AppendData data = makeData(m, pages, tokens, padding, 17 + tokens);
       Expected<DeviceTensor> pool = DeviceTensor::upload(
-          *device, TensorView{data.pool.data(), data.dt,
+          *device, TensorView{data.pool.data(),
+                              data.dt,
                               {data.pages, data.page, data.d}});
       ASSERT_TRUE(pool.ok()) << pool.status().toString();
       Status status = launch(*kernel, data, pool->data(), /*validate=*/true);

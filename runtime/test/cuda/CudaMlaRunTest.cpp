@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaTestUtils.h"
 #include "../KindTestUtils.h"
+#include "CudaTestUtils.h"
 
 #include <gtest/gtest.h>
 
@@ -169,8 +169,8 @@ protected:
   }
 
   ToolResult run(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {package, "--inputs", inputs,
-                                     "--outputs", outputs, "--device=cuda"};
+    std::vector<std::string> args = {package,     "--inputs", inputs,
+                                     "--outputs", outputs,    "--device=cuda"};
     args.insert(args.end(), extra.begin(), extra.end());
     return runTool(MLA_RUN_PATH, args,
                    {std::string("MLA_CUDA_DRIVER=") + MLA_TEST_CUDA_DRIVER});

@@ -150,16 +150,16 @@ TEST_F(CudaPrefillPackageTest, RaggedBatchesMatchReference) {
     }
     for (size_t i = 0; i < batches.size(); ++i) {
       std::mt19937 rng(1234 + i);
-      PrefillProblem p = makePrefill(m.heads, m.qkDim, m.vDim, m.causal == 1,
-                                     *m.dtype, batches[i].first,
-                                     batches[i].second, rng);
+      PrefillProblem p =
+          makePrefill(m.heads, m.qkDim, m.vDim, m.causal == 1, *m.dtype,
+                      batches[i].first, batches[i].second, rng);
       std::vector<uint8_t> o;
       std::vector<float> lse;
       run(*kernel, p, o, lse);
       DType oType = m.findArg("o")->dtype;
-      expectClose(comparePrefill(referencePrefill(p), oType, o.data(),
-                                 lse.data()),
-                  p.dtype, stemOf(pkg) + " batch " + std::to_string(i));
+      expectClose(
+          comparePrefill(referencePrefill(p), oType, o.data(), lse.data()),
+          p.dtype, stemOf(pkg) + " batch " + std::to_string(i));
     }
   }
 }

@@ -2,10 +2,10 @@
 //
 // Runs the compiled variant examples of test/e2e/variants in
 // $MLA_PACKAGE_DIR/variants (scripts/gpu-packages names them
-// variant_prefill_NAME and variant_decode_NAME, NAME one of softcap, sliding_window, alibi, sink)
-// against the float64 references of PrefillReference.h that apply the same
-// variant, on random data (never zeros). Skips without a CUDA device or
-// without such packages.
+// variant_prefill_NAME and variant_decode_NAME, NAME one of softcap,
+// sliding_window, alibi, sink) against the float64 references of
+// PrefillReference.h that apply the same variant, on random data (never zeros).
+// Skips without a CUDA device or without such packages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,8 +104,8 @@ TEST_F(CudaVariantPackageTest, MatchFloat64Reference) {
     SCOPED_TRACE(pkg.path);
     Expected<Kernel> kernel = device->loadKernel(pkg.package);
     if (kernel.status().code() == ErrorCode::Unsupported) {
-      std::cout << "[ NOTE ] " << pkg.path << ": "
-                << kernel.status().message() << "\n";
+      std::cout << "[ NOTE ] " << pkg.path << ": " << kernel.status().message()
+                << "\n";
       continue;
     }
     ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
@@ -122,9 +122,9 @@ TEST_F(CudaVariantPackageTest, MatchFloat64Reference) {
     if (pkg.variant == "sink")
       args.emplace("sinks", sinksDev.view());
     if (pkg.kind == "prefill") {
-      PrefillProblem p = makePrefill(kHeads, 192, 128, /*causal=*/true,
-                                     DType::BF16, {1, 17, 200, 300},
-                                     {1, 40, 350, 300}, rng);
+      PrefillProblem p =
+          makePrefill(kHeads, 192, 128, /*causal=*/true, DType::BF16,
+                      {1, 17, 200, 300}, {1, 40, 350, 300}, rng);
       if (pkg.variant == "softcap")
         p.scale = 2.0f;
       const int64_t T = p.tokens(), Tk = p.keyTokens(), B1 = p.cuQ.size();
@@ -163,8 +163,7 @@ TEST_F(CudaVariantPackageTest, MatchFloat64Reference) {
       const int64_t B = p.batch();
       DeviceTensor q = up(p.q.bytes.data(), DType::BF16, {B, 1, kHeads, 576});
       DeviceTensor kv = up(p.kv.bytes.data(), DType::BF16, {p.pages, 64, 576});
-      DeviceTensor table =
-          up(p.table.data(), DType::I32, {B, p.maxPages});
+      DeviceTensor table = up(p.table.data(), DType::I32, {B, p.maxPages});
       DeviceTensor lens = up(p.lens.data(), DType::I32, {B});
       DeviceTensor o = poisoned(DType::BF16, {B, 1, kHeads, 512});
       DeviceTensor lse = poisoned(DType::F32, {B, 1, kHeads});
@@ -177,8 +176,7 @@ TEST_F(CudaVariantPackageTest, MatchFloat64Reference) {
                    {"lse", lse.view()}});
       options.hostData = {{"block_table", p.table.data()},
                           {"seq_lens", p.lens.data()}};
-      Expected<size_t> ws = kernel->workspaceBytes(
-          *kernel->bindByRole(args));
+      Expected<size_t> ws = kernel->workspaceBytes(*kernel->bindByRole(args));
       ASSERT_TRUE(ws.ok()) << ws.status().toString();
       ASSERT_TRUE(kernel->reserveWorkspace(*ws).ok());
       Status st = kernel->launchByRole(args, options);

@@ -1,7 +1,8 @@
-//===- MLADialect.cpp - mla dialect registration ---------------------------===//
+//===- MLADialect.cpp - mla dialect registration --------------------------===//
 #include "mla/Dialect/MLA/IR/MLA.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -24,11 +25,11 @@ void MLADialect::initialize() {
       >();
 }
 
-LogicalResult
-ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                   int64_t tileKv, int64_t kvSplits, int64_t headGroup,
-                   int64_t warps, int64_t stages, int64_t minWorkgroups,
-                   int64_t tileQ, int64_t wgmma) {
+LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t tileKv, int64_t kvSplits,
+                                 int64_t headGroup, int64_t warps,
+                                 int64_t stages, int64_t minWorkgroups,
+                                 int64_t tileQ, int64_t wgmma) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -49,4 +50,49 @@ ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (wgmma != 0 && wgmma != 1)
     return emitError() << "wgmma must be 0 or 1, got " << wgmma;
   return success();
+}
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef name) {
+  if (!lookupArch(name))
+    return emitError() << "unknown target '" << name
+                       << "' (known: " << archNames() << ")";
+  return success();
+}
+
+const ArchInfo &TargetAttr::getArch() const { return *lookupArch(getName()); }
+
+LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != kTargetAttrName)
+    return success();
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << kTargetAttrName
+                           << "' belongs on a builtin.module";
+  if (!isa<TargetAttr>(attr.getValue()))
+    return op->emitError() << "'" << kTargetAttrName
+                           << "' must be a #mla.target, got "
+                           << attr.getValue();
+  return success();
+}
+
+FailureOr<const ArchInfo *> mla::moduleTarget(Operation *op, StringRef pass) {
+  auto module =
+      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  while (module && !module->hasAttr(MLADialect::kTargetAttrName))
+    module = module->getParentOfType<ModuleOp>();
+  if (!module) {
+    op->emitError() << pass << ": the module has no '"
+                    << MLADialect::kTargetAttrName
+                    << "' (#mla.target, set by mla-select-config)";
+    return failure();
+  }
+  auto target =
+      dyn_cast<TargetAttr>(module->getAttr(MLADialect::kTargetAttrName));
+  if (!target) {
+    module.emitError() << pass << ": '" << MLADialect::kTargetAttrName
+                       << "' is not a #mla.target";
+    return failure();
+  }
+  return &target.getArch();
 }

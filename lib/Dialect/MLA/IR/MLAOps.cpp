@@ -1,4 +1,4 @@
-//===- MLAOps.cpp - mla op verifiers ---------------------------------------===//
+//===- MLAOps.cpp - mla op verifiers --------------------------------------===//
 #include "mla/Dialect/MLA/IR/MLA.h"
 
 #include "mlir/IR/Builders.h"
@@ -26,8 +26,8 @@ LogicalResult checkMemRef(Operation *op, StringRef name, MemRefType type,
                              << "' must have an identity (row-major) layout";
   for (unsigned d : staticDims)
     if (type.isDynamicDim(d))
-      return op->emitOpError() << "operand '" << name << "' dim " << d
-                               << " must be static";
+      return op->emitOpError()
+             << "operand '" << name << "' dim " << d << " must be static";
   return success();
 }
 
@@ -38,16 +38,15 @@ LogicalResult checkDim(Operation *op, StringRef name, MemRefType type,
   int64_t got = type.getDimSize(dim);
   if (!compatible(got, want))
     return op->emitOpError()
-           << "operand '" << name << "' dim " << dim << " (" << what
-           << ") is " << dimStr(got) << ", expected " << dimStr(want);
+           << "operand '" << name << "' dim " << dim << " (" << what << ") is "
+           << dimStr(got) << ", expected " << dimStr(want);
   return success();
 }
 /// Checks one optional variant region: one block with the given argument
 /// types, ops that every target lowers, an `mla.yield` of `result`.
-LogicalResult verifyVariantRegion(Operation *op, Region &region,
-                                  StringRef name, ArrayRef<Type> argTypes,
-                                  ArrayRef<Type> results,
-                                  StringRef argsText) {
+LogicalResult verifyVariantRegion(Operation *op, Region &region, StringRef name,
+                                  ArrayRef<Type> argTypes,
+                                  ArrayRef<Type> results, StringRef argsText) {
   if (region.empty())
     return success();
   if (!region.hasOneBlock())
@@ -62,12 +61,11 @@ LogicalResult verifyVariantRegion(Operation *op, Region &region,
       continue;
     bool supported =
         isa<arith::ArithDialect>(inner.getDialect()) ||
-        isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
-            math::TanhOp, math::AbsFOp, math::FmaOp, memref::LoadOp>(inner);
+        isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op, math::TanhOp,
+            math::AbsFOp, math::FmaOp, memref::LoadOp>(inner);
     if (!supported)
       return inner.emitError()
-             << "'" << inner.getName() << "' is not supported in the '"
-             << name
+             << "'" << inner.getName() << "' is not supported in the '" << name
              << "' region of " << op->getName()
              << " (supported: arith ops, math.exp, math.exp2, math.log, "
                 "math.log2, math.tanh, math.absf, math.fma, memref.load)";
@@ -82,8 +80,7 @@ LogicalResult verifyVariantRegion(Operation *op, Region &region,
   }
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield)
-    return op->emitOpError() << "'" << name
-                             << "' region must end in mla.yield";
+    return op->emitOpError() << "'" << name << "' region must end in mla.yield";
   if (yield.getValues().getTypes() != TypeRange(results)) {
     InFlightDiagnostic d = yield.emitError()
                            << "the '" << name << "' region must yield (";
@@ -139,15 +136,13 @@ LogicalResult DecodeOp::verify() {
                          << latent;
   int64_t rope = headDim - latent;
   if (rope < 0 || rope % 16 != 0)
-    return emitOpError() << "rope dim (q dim 3 - o dim 3 = " << headDim
-                         << " - " << latent
-                         << ") must be a non-negative multiple of 16";
+    return emitOpError() << "rope dim (q dim 3 - o dim 3 = " << headDim << " - "
+                         << latent << ") must be a non-negative multiple of 16";
   if (kv.getElementType() != q.getElementType())
     return emitOpError() << "kv element type " << kv.getElementType()
                          << " differs from q element type "
                          << q.getElementType();
-  if (o.getElementType() != q.getElementType() &&
-      !o.getElementType().isF32())
+  if (o.getElementType() != q.getElementType() && !o.getElementType().isF32())
     return emitOpError() << "o element type must be the q element type ("
                          << q.getElementType() << ") or f32, got "
                          << o.getElementType();
@@ -163,8 +158,10 @@ LogicalResult DecodeOp::verify() {
   // The batch extent must agree wherever it is static.
   int64_t batch = ShapedType::kDynamic;
   std::pair<StringRef, int64_t> batchDims[] = {
-      {"q", q.getDimSize(0)},          {"block_table", bt.getDimSize(0)},
-      {"seq_lens", lens.getDimSize(0)}, {"o", o.getDimSize(0)},
+      {"q", q.getDimSize(0)},
+      {"block_table", bt.getDimSize(0)},
+      {"seq_lens", lens.getDimSize(0)},
+      {"o", o.getDimSize(0)},
       {"lse", lse.getDimSize(0)}};
   for (auto [name, extent] : batchDims) {
     if (!compatible(batch, extent))
@@ -224,8 +221,7 @@ LogicalResult PrefillOp::verify() {
       return emitOpError() << name << " element type " << type.getElementType()
                            << " differs from q element type "
                            << q.getElementType();
-  if (o.getElementType() != q.getElementType() &&
-      !o.getElementType().isF32())
+  if (o.getElementType() != q.getElementType() && !o.getElementType().isF32())
     return emitOpError() << "o element type must be the q element type ("
                          << q.getElementType() << ") or f32, got "
                          << o.getElementType();
@@ -238,8 +234,8 @@ LogicalResult PrefillOp::verify() {
       failed(checkDim(op, "o", o, 2, dv, "value head dim")) ||
       failed(checkDim(op, "lse", lse, 0, heads, "heads")) ||
       failed(checkDim(op, "lse", lse, 1, q.getDimSize(0), "query tokens")) ||
-      failed(checkDim(op, "cu_seqlens_k", cuk, 0, cuq.getDimSize(0),
-                      "batch + 1")))
+      failed(
+          checkDim(op, "cu_seqlens_k", cuk, 0, cuq.getDimSize(0), "batch + 1")))
     return failure();
   if (!cuq.isDynamicDim(0) && cuq.getDimSize(0) < 2)
     return emitOpError() << "operand 'cu_seqlens_q' dim 0 (batch + 1) must be "
@@ -265,9 +261,8 @@ LogicalResult PrefillOp::verify() {
 
 LogicalResult MergeOp::verify() {
   Operation *op = getOperation();
-  MemRefType oParts = getOParts().getType(),
-             lseParts = getLseParts().getType(), o = getO().getType(),
-             lse = getLse().getType();
+  MemRefType oParts = getOParts().getType(), lseParts = getLseParts().getType(),
+             o = getO().getType(), lse = getLse().getType();
   int64_t lead = lse.getRank();
   if (lead < 1 || lead > 3)
     return emitOpError() << "expected 1 to 3 leading dims (the rank of 'lse'),"
@@ -276,17 +271,16 @@ LogicalResult MergeOp::verify() {
   if (lseParts.getRank() != lead + 1 || o.getRank() != lead + 1 ||
       oParts.getRank() != lead + 2)
     return emitOpError() << "expected ranks o_parts = " << lead + 2
-                         << ", lse_parts = " << lead + 1
-                         << ", o = " << lead + 1 << " for " << lead
-                         << " leading dims, got " << oParts.getRank() << ", "
-                         << lseParts.getRank() << ", " << o.getRank();
+                         << ", lse_parts = " << lead + 1 << ", o = " << lead + 1
+                         << " for " << lead << " leading dims, got "
+                         << oParts.getRank() << ", " << lseParts.getRank()
+                         << ", " << o.getRank();
   // Strided views are allowed (e.g. a transposed [H, T] LSE of chunked
   // prefill); the value dim must be contiguous.
-  for (auto [name, type] :
-       {std::pair<StringRef, MemRefType>{"o_parts", oParts},
-        {"lse_parts", lseParts},
-        {"o", o},
-        {"lse", lse}}) {
+  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"o_parts", oParts},
+                            {"lse_parts", lseParts},
+                            {"o", o},
+                            {"lse", lse}}) {
     if (!type.isStrided())
       return emitOpError() << "operand '" << name
                            << "' must have a strided layout";
@@ -297,8 +291,8 @@ LogicalResult MergeOp::verify() {
   for (int64_t d = 0; d < lead; ++d) {
     if (failed(checkDim(op, "lse_parts", lseParts, d, lse.getDimSize(d),
                         "leading")) ||
-        failed(checkDim(op, "o_parts", oParts, d, lse.getDimSize(d),
-                        "leading")) ||
+        failed(
+            checkDim(op, "o_parts", oParts, d, lse.getDimSize(d), "leading")) ||
         failed(checkDim(op, "o", o, d, lse.getDimSize(d), "leading")))
       return failure();
   }
@@ -360,8 +354,7 @@ LogicalResult MatmulOp::verify() {
   MemRefType a = getA().getType(), b = getB().getType(), c = getC().getType();
   if (!a.hasStaticShape() || !b.hasStaticShape() || !c.hasStaticShape())
     return emitOpError() << "operands must have static shapes";
-  if (a.getElementType() != b.getElementType() &&
-      !a.getElementType().isF32())
+  if (a.getElementType() != b.getElementType() && !a.getElementType().isF32())
     return emitOpError() << "A (" << a.getElementType() << ") and B ("
                          << b.getElementType()
                          << ") element types differ; only an f32 A may be "
@@ -373,8 +366,8 @@ LogicalResult MatmulOp::verify() {
     return emitOpError() << "reduction extents differ: A has " << k
                          << ", B has " << bk;
   if (c.getDimSize(0) != m || c.getDimSize(1) != n)
-    return emitOpError() << "C is " << c.getDimSize(0) << "x"
-                         << c.getDimSize(1) << ", expected " << m << "x" << n;
+    return emitOpError() << "C is " << c.getDimSize(0) << "x" << c.getDimSize(1)
+                         << ", expected " << m << "x" << n;
   if (Value scale = getCScale()) {
     if (!getAccumulate())
       return emitOpError() << "c_scale needs 'accumulate'";
@@ -440,9 +433,8 @@ LogicalResult AttentionStepOp::verify() {
                          << ") must have one element type";
   const int64_t rows = getRows(), keys = getTileKeys();
   if (k.getDimSize(1) != getHeadDim())
-    return emitOpError() << "keys are " << k.getDimSize(1)
-                         << " wide, queries " << getHeadDim()
-                         << ": Q·Kᵀ needs one width";
+    return emitOpError() << "keys are " << k.getDimSize(1) << " wide, queries "
+                         << getHeadDim() << ": Q·Kᵀ needs one width";
   if (v.getDimSize(0) != keys)
     return emitOpError() << "values have " << v.getDimSize(0)
                          << " rows, the key tile " << keys;
@@ -478,9 +470,8 @@ LogicalResult AppendKVOp::verify() {
         {"slot_mapping", slots, 1, "[tokens]"},
         {"kv", kv, 3, "[pages, page size, row width]"}})
     if (type.getRank() != rank)
-      return emitOpError() << "operand '" << name << "' must have rank "
-                           << rank << " " << what << ", got rank "
-                           << type.getRank();
+      return emitOpError() << "operand '" << name << "' must have rank " << rank
+                           << " " << what << ", got rank " << type.getRank();
   if (failed(checkMemRef(op, "kv_new", kvNew, {1})) ||
       failed(checkMemRef(op, "slot_mapping", slots, {})) ||
       failed(checkMemRef(op, "kv", kv, {2})))
@@ -491,8 +482,7 @@ LogicalResult AppendKVOp::verify() {
                             "or f32, got "
                          << elem;
   if (kv.getElementType() != elem)
-    return emitOpError() << "operand 'kv' element type "
-                         << kv.getElementType()
+    return emitOpError() << "operand 'kv' element type " << kv.getElementType()
                          << " differs from kv_new element type " << elem;
   if (!slots.getElementType().isInteger(32))
     return emitOpError() << "operand 'slot_mapping' element type must be i32, "

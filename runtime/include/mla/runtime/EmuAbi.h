@@ -29,9 +29,9 @@ namespace mla::emu {
 constexpr int32_t kEmuAbiVersion = 1;
 
 /// Symbols an emulated code object defines.
-constexpr const char *kEmuHookTable = "__mla_emu_hooks";    // [N x ptr]
-constexpr const char *kEmuAbiSymbol = "__mla_emu_abi";      // i32 version
-constexpr const char *kEmuSiteTable = "__mla_emu_sites";    // [S x ptr]
+constexpr const char *kEmuHookTable = "__mla_emu_hooks";      // [N x ptr]
+constexpr const char *kEmuAbiSymbol = "__mla_emu_abi";        // i32 version
+constexpr const char *kEmuSiteTable = "__mla_emu_sites";      // [S x ptr]
 constexpr const char *kEmuSiteCount = "__mla_emu_site_count"; // i32 S
 
 /// The hooks, in table order:
@@ -41,35 +41,33 @@ constexpr const char *kEmuSiteCount = "__mla_emu_site_count"; // i32 S
 /// p7 = buffer pointer, s = the i32 `site`: an index into kEmuSiteTable (the
 /// op's source location, for messages), always the last parameter.
 #define MLA_EMU_HOOKS(X)                                                       \
-  /* gpu.thread_id/block_id/block_dim/grid_dim: DimCode below. */             \
+  /* gpu.thread_id/block_id/block_dim/grid_dim: DimCode below. */              \
   X(Dim, "__mla_emu_dim", int64_t, (int32_t code), "i64(i32)")                 \
   /* gpu.barrier: a workgroup barrier. */                                      \
-  X(Barrier, "__mla_emu_barrier", void, (int32_t site), "v(s)")              \
+  X(Barrier, "__mla_emu_barrier", void, (int32_t site), "v(s)")                \
   /* gpu.dynamic_shared_memory: the workgroup's LDS and its size. */           \
   X(LdsBase, "__mla_emu_lds_base", void *, (void), "p3()")                     \
   X(LdsBytes, "__mla_emu_lds_bytes", int64_t, (void), "i64()")                 \
   /* Loads/stores through an LDS pointer: `bytes` bytes to/from `data`. */     \
   X(LdsLoad, "__mla_emu_lds_load", void,                                       \
-    (void *p, int64_t bytes, void *data, int32_t site), "v(p3,i64,p,s)")     \
+    (void *p, int64_t bytes, void *data, int32_t site), "v(p3,i64,p,s)")       \
   X(LdsStore, "__mla_emu_lds_store", void,                                     \
-    (void *p, int64_t bytes, const void *data, int32_t site),                  \
-    "v(p3,i64,p,s)")                                                         \
-  /* amdgpu.fat_raw_buffer_cast: a buffer resource over `base` with           \
+    (void *p, int64_t bytes, const void *data, int32_t site), "v(p3,i64,p,s)") \
+  /* amdgpu.fat_raw_buffer_cast: a buffer resource over `base` with            \
      `numRecords` bytes (32-bit, as the descriptor's field). */                \
   X(MakeBuffer, "__mla_emu_make_buffer", void *,                               \
     (void *base, int32_t numRecords), "p7(p,i32)")                             \
   X(BufferLoad, "__mla_emu_buffer_load", void,                                 \
-    (void *p, int64_t bytes, void *data, int32_t site), "v(p7,i64,p,s)")     \
+    (void *p, int64_t bytes, void *data, int32_t site), "v(p7,i64,p,s)")       \
   X(BufferStore, "__mla_emu_buffer_store", void,                               \
-    (void *p, int64_t bytes, const void *data, int32_t site),                  \
-    "v(p7,i64,p,s)")                                                         \
-  /* amdgpu.mfma (wave-collective): D = A * B + C with this lane's            \
+    (void *p, int64_t bytes, const void *data, int32_t site), "v(p7,i64,p,s)") \
+  /* amdgpu.mfma (wave-collective): D = A * B + C with this lane's             \
      operands; `shape` is MfmaShape, `type` MfmaType. */                       \
   X(Mfma, "__mla_emu_mfma", void,                                              \
-    (int32_t shape, int32_t type, const void *a, const void *b,                \
-     const void *c, void *d, int32_t site),                                    \
-    "v(i32,i32,p,p,p,p,s)")                                                  \
-  /* gpu.shuffle (wave-collective): `value` (32 bits) of lane `src` of this   \
+    (int32_t shape, int32_t type, const void *a, const void *b, const void *c, \
+     void *d, int32_t site),                                                   \
+    "v(i32,i32,p,p,p,p,s)")                                                    \
+  /* gpu.shuffle (wave-collective): `value` (32 bits) of lane `src` of this    \
      wave; the caller has already replaced an invalid src by its own lane. */  \
   X(Shuffle, "__mla_emu_shuffle", int32_t,                                     \
     (int32_t value, int32_t src, int32_t site), "i32(i32,i32,s)")

@@ -39,7 +39,8 @@ struct EmuBackendOptions {
   uint64_t seed = 1;
 };
 
-std::shared_ptr<Backend> createEmuBackend(const EmuBackendOptions &options = {});
+std::shared_ptr<Backend>
+createEmuBackend(const EmuBackendOptions &options = {});
 
 /// Options of the device names "emu" (= "emu:forward"), "emu:reverse",
 /// "emu:random" (seed 1), "emu:random:SEED", "emu:check-orders" and

@@ -12,6 +12,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "mla/Target/Arch.h"
+
 #include "mla/Dialect/MLA/IR/MLAOpsDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -19,5 +21,12 @@
 
 #define GET_OP_CLASSES
 #include "mla/Dialect/MLA/IR/MLAOps.h.inc"
+
+namespace mla {
+/// The target of the module holding `op` (its `mla.target`, set by
+/// mla-select-config), or an error located at that module naming `pass`.
+mlir::FailureOr<const ArchInfo *> moduleTarget(mlir::Operation *op,
+                                               llvm::StringRef pass);
+} // namespace mla
 
 #endif // MLA_DIALECT_MLA_IR_MLA_H

@@ -49,4 +49,28 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
   let genVerifyDecl = 1;
 }
 
+def MLA_TargetAttr : AttrDef<MLA_Dialect, "Target"> {
+  let mnemonic = "target";
+  let summary = "The target a module is compiled for";
+  let description = [{
+    The chip (or the host) the passes of the lower half compile for, one
+    name of the target table (`lib/Target/Arch.cpp`): `host`, `sm_80`,
+    `sm_90a`, `gfx90a`, `gfx942`, `gfx950`. `mla-select-config` sets it on
+    the module as `mla.target` (from its `target` option) and every later
+    pass that depends on the target reads it from there; `getArch()` is its
+    entry in the target table, which answers capability questions (warp
+    size, shared memory, matrix instructions, async copies, buffer ops,
+    warpgroup MMA).
+
+    Example: `module attributes {mla.target = #mla.target<"gfx942">}`.
+  }];
+  let parameters = (ins StringRefParameter<"target name">:$name);
+  let assemblyFormat = "`<` $name `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The target table's entry (never null for a verified attribute).
+    const ::mla::ArchInfo &getArch() const;
+  }];
+}
+
 #endif // MLA_ATTRS_TD

@@ -22,6 +22,11 @@ def MLA_Dialect : Dialect {
       GPUs, the stack on the host). Target lowerings replace them.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The module attribute naming the compilation target.
+    static constexpr ::llvm::StringLiteral kTargetAttrName = "mla.target";
+  }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::math::MathDialect",

@@ -1,0 +1,140 @@
+//===- TileCore.h - mla-tile's online-softmax core -------------*- C++ -*-===//
+//
+// Library-private: what the decode and prefill tilings (TileDecode.cpp,
+// TilePrefill.cpp) share: the workgroup's tiles, the key loop of the online
+// softmax with its mla.attention_step, the variant regions, the epilogue
+// rows; and the grid helpers of every mla-tile rewrite.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_LIB_TRANSFORMS_TILECORE_H
+#define MLA_LIB_TRANSFORMS_TILECORE_H
+
+#include "mla/Dialect/MLA/IR/MLA.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <array>
+#include <functional>
+#include <limits>
+
+namespace mla::tiling {
+using mlir::ArrayRef;
+using mlir::ImplicitLocOpBuilder;
+using mlir::LogicalResult;
+using mlir::Region;
+using mlir::SmallVector;
+using mlir::Type;
+using mlir::Value;
+
+inline constexpr double kLog2e = 1.4426950408889634;
+inline constexpr double kLn2 = 0.6931471805599453;
+inline const double kNegInf = -std::numeric_limits<double>::infinity();
+
+Value minIdx(ImplicitLocOpBuilder &b, Value x, Value y);
+Value maxIdx(ImplicitLocOpBuilder &b, Value x, Value y);
+
+/// Creates an `mla.grid` with the given sizes and returns a builder at the
+/// start of its body together with the three workgroup coordinates.
+std::pair<GridOp, SmallVector<Value, 3>>
+createGrid(ImplicitLocOpBuilder &b, Value gx, Value gy, Value gz);
+
+/// Size of dim `d` of `memref` as an index value (constant when static; for
+/// a transposed view, the dim of its source).
+Value dimValue(ImplicitLocOpBuilder &b, Value memref, int64_t d);
+
+/// A parallel copy of `rows x width` elements into `tile`: row r < `limit`
+/// reads `src` at `srcIndex(r, col)`, other rows get zeros.
+void maskedRowCopy(
+    ImplicitLocOpBuilder &b, Value tile, int64_t rows, int64_t width,
+    Value limit, Value src,
+    llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, Value)>
+        srcIndex);
+
+/// The fast-memory buffers of one workgroup's attention: `rows` query rows
+/// of width `dim`, key tiles of `tile` rows, values of width `dv` (a view of
+/// the key tile when values are the keys' first columns, as in the absorbed
+/// decode; a tile of their own otherwise). With `stages` > 1 the key (and
+/// value) buffers hold `stages` tiles: while one is read, the next ones are
+/// being copied.
+struct AttentionTiles {
+  int64_t rows, tile, dim, dv, stages;
+  Type elem;
+  bool separateValues;
+  Value qTile, kBuf, vBuf, acc;
+  Value mBuf, lBuf, rowScratch;
+
+  /// The key / value tile in slot `slot` (an index) of the buffers.
+  Value kTile(ImplicitLocOpBuilder &b, Value slot) const {
+    return slotView(b, kBuf, slot, dim);
+  }
+  Value vTile(ImplicitLocOpBuilder &b, Value slot) const {
+    if (separateValues)
+      return slotView(b, vBuf, slot, dv);
+    return slotView(b, kBuf, slot, dv);
+  }
+
+private:
+  Value slotView(ImplicitLocOpBuilder &b, Value buf, Value slot,
+                 int64_t cols) const;
+};
+
+AttentionTiles allocateTiles(ImplicitLocOpBuilder &g, int64_t rows,
+                             int64_t tile, int64_t dim, int64_t dv, Type elem,
+                             bool separateValues, int64_t stages);
+
+/// Inlines a variant region at the builder with `args` for its block
+/// arguments and returns the yielded value (exp, log, tanh as exp2/log2).
+Value inlineVariant(ImplicitLocOpBuilder &b, Region &region,
+                    ArrayRef<Value> args);
+
+/// The variant regions of a decode or prefill, as hooks of the softmax
+/// core. `position(b, row)` gives (request, head, query position) of a tile
+/// row; key positions are absolute key indices of the request.
+struct Variants {
+  Region *score = nullptr, *mask = nullptr, *sink = nullptr;
+  std::function<std::array<Value, 3>(ImplicitLocOpBuilder &, Value)> position;
+};
+
+/// The op's non-empty variant regions.
+Variants variantsOf(Region &score, Region &mask, Region &sink);
+
+/// acc = 0, m = -inf, l = 0.
+void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t);
+
+/// The online softmax over the key tiles from `start` below `end`, one
+/// mla.attention_step per tile (TileCore.cpp says more).
+void emitOnlineSoftmax(
+    ImplicitLocOpBuilder &g, const AttentionTiles &t, Value start, Value end,
+    Value scale, const Variants &variants,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)>
+        loadTiles,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> visibleEnd);
+
+/// A sink logit joins each row's softmax denominator.
+void applySink(ImplicitLocOpBuilder &g, const AttentionTiles &t,
+               const Variants &variants);
+
+/// The normalised output chunk of `row` (acc[row, d : d + vw] / l, 0 for a
+/// row that saw no key) and, through `writeLse`, its natural-log LSE
+/// (-inf for such a row).
+struct RowResult {
+  Value scaled; // vector<vw x f32>
+  Value safeL, empty;
+};
+
+RowResult normalisedRow(ImplicitLocOpBuilder &rb, const AttentionTiles &t,
+                        Value row, Value d, int64_t vw);
+
+/// lse = (m + log2 l) * ln 2, or -inf for a row that saw no key.
+Value rowLse(ImplicitLocOpBuilder &ib, const AttentionTiles &t, Value row,
+             const RowResult &r);
+
+/// The mla-tile rewrites of each semantic op (TileDecode.cpp,
+/// TilePrefill.cpp, TileMerge.cpp).
+LogicalResult tileDecode(DecodeOp op);
+LogicalResult tilePrefill(PrefillOp op);
+LogicalResult tileMerge(MergeOp op);
+
+} // namespace mla::tiling
+
+#endif // MLA_LIB_TRANSFORMS_TILECORE_H

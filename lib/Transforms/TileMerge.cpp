@@ -1,0 +1,162 @@
+//===- TileMerge.cpp - mla-tile for mla.merge -----------------------------===//
+#include "AttentionLayout.h"
+#include "TileCore.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mla;
+using namespace mla::tiling;
+
+namespace mla::tiling {
+//===----------------------------------------------------------------------===//
+// mla.merge
+//===----------------------------------------------------------------------===//
+
+/// The function argument `v` is, or views through transposes.
+Value viewSource(Value v) {
+  while (auto t = v.getDefiningOp<memref::TransposeOp>())
+    v = t.getIn();
+  return v;
+}
+
+/// A merge on the function's own arguments (a standalone merge kernel, e.g.
+/// for chunked prefill) describes the kernel; a decode's merge does not.
+void recordMergeInfo(MergeOp op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!func || func->hasAttr("mla.kernel_info") ||
+      !isa<BlockArgument>(viewSource(op.getO())))
+    return;
+  Builder b(op.getContext());
+  auto oType = op.getO().getType();
+  const int64_t lead = op.getLse().getType().getRank();
+  NamedAttrList info;
+  info.append("kernel", b.getStringAttr("merge"));
+  info.append("dtype", b.getStringAttr(typeName(oType.getElementType())));
+  if (lead == 2 && !oType.isDynamicDim(1))
+    info.append("heads", b.getI64IntegerAttr(oType.getDimSize(1)));
+  info.append("v_dim", b.getI64IntegerAttr(oType.getDimSize(lead)));
+  info.append("parts",
+              b.getI64IntegerAttr(op.getLseParts().getType().getDimSize(lead)));
+  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  for (auto [v, role] : {std::pair<Value, StringRef>{op.getOParts(), "o_parts"},
+                         {op.getLseParts(), "lse_parts"},
+                         {op.getO(), "o"},
+                         {op.getLse(), "lse"}})
+    tagRole(viewSource(v), role);
+}
+
+LogicalResult tileMerge(MergeOp op) {
+  recordMergeInfo(op);
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto lseType = op.getLse().getType();
+  auto oType = op.getO().getType();
+  const int64_t lead = lseType.getRank();
+  const int64_t parts = op.getLseParts().getType().getDimSize(lead);
+  const int64_t dv = oType.getDimSize(lead);
+  const int64_t vw = vectorWidthFor(dv);
+  Type f32 = b.getF32Type();
+
+  SmallVector<Value, 3> sizes;
+  for (int64_t d = 0; d < 3; ++d)
+    sizes.push_back(d < lead ? dimValue(b, op.getLse(), d) : indexConst(b, 1));
+  auto [grid, ids] = createGrid(b, sizes[0], sizes[1], sizes[2]);
+  ImplicitLocOpBuilder g =
+      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
+  SmallVector<Value> idx(ids.begin(), ids.begin() + lead);
+  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value cParts = indexConst(g, parts);
+  Value negInf = f32Const(g, kNegInf), zeroF = f32Const(g, 0.0);
+  auto withPart = [&](Value n) {
+    SmallVector<Value> v(idx);
+    v.push_back(n);
+    return v;
+  };
+
+  Value log2e = f32Const(g, kLog2e);
+  auto vecType = VectorType::get({vw}, f32);
+  Value zeroVec = arith::ConstantOp::create(
+      g, vecType, DenseElementsAttr::get(vecType, g.getF32FloatAttr(0.0)));
+  // Each iteration owns one vector chunk of the value dim; the few parts'
+  // LSEs are re-read by every iteration instead of being shared.
+  parallelFor(
+      g, {indexConst(g, dv / vw)},
+      [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+        Value d = arith::MulIOp::create(ib, iv[0], indexConst(ib, vw));
+        Value maxLse = reduceLoop(
+            ib, c0, cParts, c1, negInf,
+            [&](ImplicitLocOpBuilder &jb, Value n, Value m) -> Value {
+              Value l =
+                  memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
+              return arith::MaximumFOp::create(jb, m, l);
+            });
+        Value empty = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ,
+                                            maxLse, negInf);
+        Value ref = arith::SelectOp::create(ib, empty, zeroF, maxLse);
+        // Σ exp(lse_n - ref) and Σ exp(lse_n - ref) o_n, in one pass.
+        auto loop = scf::ForOp::create(
+            ib, c0, cParts, c1, ValueRange{zeroF, zeroVec},
+            [&](OpBuilder &nb, Location loc, Value n, ValueRange args) {
+              ImplicitLocOpBuilder jb(loc, nb);
+              Value l =
+                  memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
+              Value w = math::Exp2Op::create(
+                  jb, arith::MulFOp::create(
+                          jb, arith::SubFOp::create(jb, l, ref), log2e));
+              // Empty parts (lse = -inf) are not read at all.
+              Value used = arith::CmpFOp::create(jb, arith::CmpFPredicate::OGT,
+                                                 l, negInf);
+              auto partIf = scf::IfOp::create(
+                  jb, used,
+                  [&](OpBuilder &nb2, Location loc2) {
+                    ImplicitLocOpBuilder pb(loc2, nb2);
+                    SmallVector<Value> at = withPart(n);
+                    at.push_back(d);
+                    Value part =
+                        vector::LoadOp::create(pb, vecType, op.getOParts(), at);
+                    Value wv = vector::BroadcastOp::create(pb, vecType, w);
+                    scf::YieldOp::create(pb, ValueRange{vector::FMAOp::create(
+                                                 pb, part, wv, args[1])});
+                  },
+                  [&](OpBuilder &nb2, Location loc2) {
+                    ImplicitLocOpBuilder pb(loc2, nb2);
+                    scf::YieldOp::create(pb, ValueRange{args[1]});
+                  });
+              scf::YieldOp::create(
+                  jb, ValueRange{arith::AddFOp::create(jb, args[0], w),
+                                 partIf.getResult(0)});
+            });
+        Value total = loop.getResult(0);
+        Value safeTotal =
+            arith::SelectOp::create(ib, empty, f32Const(ib, 1.0), total);
+        Value inv = arith::SelectOp::create(
+            ib, empty, zeroF,
+            arith::DivFOp::create(ib, f32Const(ib, 1.0), safeTotal));
+        Value merged = arith::MulFOp::create(
+            ib, loop.getResult(1),
+            vector::BroadcastOp::create(ib, vecType, inv));
+        SmallVector<Value> at(idx);
+        at.push_back(d);
+        vector::StoreOp::create(
+            ib, castFloat(ib, merged, oType.getElementType()), op.getO(), at);
+        Value first =
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, iv[0], c0);
+        scf::IfOp::create(ib, first, [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder jb(loc, nb);
+          Value lse = arith::AddFOp::create(
+              jb, ref,
+              arith::MulFOp::create(jb, math::Log2Op::create(jb, safeTotal),
+                                    f32Const(jb, kLn2)));
+          lse = arith::SelectOp::create(jb, empty, negInf, lse);
+          memref::StoreOp::create(jb, lse, op.getLse(), idx);
+          scf::YieldOp::create(jb);
+        });
+      });
+  op.erase();
+  return success();
+}
+
+} // namespace mla::tiling

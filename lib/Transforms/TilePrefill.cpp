@@ -1,0 +1,199 @@
+//===- TilePrefill.cpp - mla-tile for mla.prefill -------------------------===//
+#include "AttentionLayout.h"
+#include "TileCore.h"
+#include "mla/Transforms/Utils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mla;
+using namespace mla::tiling;
+
+namespace mla::tiling {
+//===----------------------------------------------------------------------===//
+// mla.prefill
+//===----------------------------------------------------------------------===//
+
+void recordPrefillInfo(PrefillOp op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!func)
+    return;
+  Builder b(op.getContext());
+  ConfigAttr cfg = op.getConfigAttr();
+  std::string config =
+      llvm::formatv("tile_q={0} tile_kv={1} warps={2} stages={3}{4}",
+                    cfg.getTileQ(), cfg.getTileKv(), cfg.getWarps(),
+                    cfg.getStages(), cfg.getWgmma() ? "" : " wgmma=0")
+          .str();
+  NamedAttrList info;
+  info.append("kernel", b.getStringAttr("prefill"));
+  info.append("dtype",
+              b.getStringAttr(typeName(op.getQ().getType().getElementType())));
+  info.append("heads", b.getI64IntegerAttr(op.getNumHeads()));
+  info.append("qk_dim", b.getI64IntegerAttr(op.getQkDim()));
+  info.append("v_dim", b.getI64IntegerAttr(op.getVDim()));
+  info.append("causal", b.getI64IntegerAttr(op.getCausal() ? 1 : 0));
+  info.append("config", b.getStringAttr(config));
+  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  for (auto [v, role] : {std::pair<Value, StringRef>{op.getQ(), "q"},
+                         {op.getK(), "k"},
+                         {op.getV(), "v"},
+                         {op.getCuSeqlensQ(), "cu_seqlens_q"},
+                         {op.getCuSeqlensK(), "cu_seqlens_k"},
+                         {op.getScale(), "scale"},
+                         {op.getO(), "o"},
+                         {op.getLse(), "lse"}})
+    tagRole(v, role);
+}
+
+/// One workgroup per (query tile, head, request): grid (ceil(T / tile_q), H,
+/// B). A request's queries are split into tiles of tile_q rows; workgroups
+/// past a request's last tile exit at once. With `causal`, the key loop
+/// stops at the tile's last visible key (tiles above the diagonal are never
+/// loaded) and tiles are visited last-first, so the heaviest start first.
+LogicalResult tilePrefill(PrefillOp op) {
+  ConfigAttr cfg = op.getConfigAttr();
+  if (!cfg)
+    return op.emitOpError()
+           << "has no #mla.config; run mla-select-config before mla-tile";
+  recordPrefillInfo(op);
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  const int64_t heads = op.getNumHeads(), dim = op.getQkDim(),
+                dv = op.getVDim();
+  const int64_t tileQ = cfg.getTileQ(), tile = cfg.getTileKv();
+  const bool causal = op.getCausal();
+  Type elem = op.getQ().getType().getElementType();
+  Type outElem = op.getO().getType().getElementType();
+  const int64_t vw = vectorWidthFor(dv);
+
+  Value c1 = indexConst(b, 1);
+  Value numQTiles = arith::CeilDivSIOp::create(b, dimValue(b, op.getQ(), 0),
+                                               indexConst(b, tileQ));
+  Value batch =
+      arith::SubIOp::create(b, dimValue(b, op.getCuSeqlensQ(), 0), c1);
+  auto [grid, ids] = createGrid(b, numQTiles, indexConst(b, heads), batch);
+  grid->setAttr("config", cfg);
+  {
+    ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
+        op.getLoc(), &grid.getBody().front());
+    Value head = ids[1], req = ids[2];
+    Value c0 = indexConst(g, 0), g1 = indexConst(g, 1);
+    Value cTileQ = indexConst(g, tileQ);
+    // Heaviest tiles first when causal.
+    Value qTileIdx = ids[0];
+    if (causal) {
+      Value n =
+          arith::CeilDivSIOp::create(g, dimValue(g, op.getQ(), 0), cTileQ);
+      qTileIdx =
+          arith::SubIOp::create(g, arith::SubIOp::create(g, n, g1), ids[0]);
+    }
+    auto loadIndex = [&](Value cu, Value i) -> Value {
+      Value v = memref::LoadOp::create(g, cu, ValueRange{i});
+      return arith::IndexCastOp::create(g, g.getIndexType(), v);
+    };
+    Value reqNext = arith::AddIOp::create(g, req, g1);
+    Value qStart = loadIndex(op.getCuSeqlensQ(), req);
+    Value qLen = maxIdx(g,
+                        arith::SubIOp::create(
+                            g, loadIndex(op.getCuSeqlensQ(), reqNext), qStart),
+                        c0);
+    Value kStart = loadIndex(op.getCuSeqlensK(), req);
+    Value kLen = maxIdx(g,
+                        arith::SubIOp::create(
+                            g, loadIndex(op.getCuSeqlensK(), reqNext), kStart),
+                        c0);
+    Value q0 = arith::MulIOp::create(g, qTileIdx, cTileQ);
+    // Query i of the request sees keys j < i + 1 + (kLen - qLen).
+    Value shift = arith::SubIOp::create(g, kLen, qLen);
+
+    AttentionTiles t =
+        allocateTiles(g, tileQ, tile, dim, dv, elem, /*separateValues=*/true,
+                      op.getMask().empty() ? cfg.getStages() : 1);
+
+    auto activeIf = scf::IfOp::create(
+        g, arith::CmpIOp::create(g, arith::CmpIPredicate::slt, q0, qLen),
+        /*withElseRegion=*/false);
+    g.setInsertionPoint(activeIf.thenBlock()->getTerminator());
+    Value rowsValid = minIdx(g, cTileQ, arith::SubIOp::create(g, qLen, q0));
+    Value firstRow = arith::AddIOp::create(g, qStart, q0);
+    // Keys this tile sees at all: up to its last row's causal limit.
+    Value end = kLen;
+    if (causal)
+      end = minIdx(g, kLen,
+                   maxIdx(g,
+                          arith::AddIOp::create(
+                              g, arith::AddIOp::create(g, q0, cTileQ), shift),
+                          c0));
+    initSoftmaxState(g, t);
+    maskedRowCopy(g, t.qTile, tileQ, dim, rowsValid, op.getQ(),
+                  [&](ImplicitLocOpBuilder &ib, Value r, Value d) {
+                    return SmallVector<Value>{
+                        arith::AddIOp::create(ib, firstRow, r), head, d};
+                  });
+    // Row r: request req, head `head`, query position q0 + r + Lk - Lq.
+    Variants variants = variantsOf(op.getScore(), op.getMask(), op.getSink());
+    variants.position = [&](ImplicitLocOpBuilder &rb,
+                            Value row) -> std::array<Value, 3> {
+      return {
+          req, head,
+          arith::AddIOp::create(rb, arith::AddIOp::create(rb, q0, row), shift)};
+    };
+    emitOnlineSoftmax(
+        g, t, c0, end, op.getScale(), variants,
+        [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile, Value vTile) {
+          Value limit = arith::SubIOp::create(tb, end, t0);
+          Value keyRow = arith::AddIOp::create(tb, kStart, t0);
+          auto at = [&](ImplicitLocOpBuilder &ib, Value r, Value d) {
+            return SmallVector<Value>{arith::AddIOp::create(ib, keyRow, r),
+                                      head, d};
+          };
+          maskedRowCopy(tb, kTile, tile, dim, limit, op.getK(), at);
+          maskedRowCopy(tb, vTile, tile, dv, limit, op.getV(), at);
+        },
+        [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
+          if (!causal)
+            return kLen;
+          return arith::AddIOp::create(
+              rb,
+              arith::AddIOp::create(rb, arith::AddIOp::create(rb, q0, row),
+                                    shift),
+              indexConst(rb, 1));
+        });
+
+    if (variants.sink)
+      applySink(g, t, variants);
+
+    // Epilogue: rows of this tile that are queries write o and lse.
+    Value cVw = indexConst(g, vw);
+    parallelFor(
+        g, {cTileQ, indexConst(g, dv / vw)},
+        [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+          Value row = iv[0];
+          Value isQuery = arith::CmpIOp::create(rb, arith::CmpIPredicate::slt,
+                                                row, rowsValid);
+          scf::IfOp::create(rb, isQuery, [&](OpBuilder &nb, Location loc) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            Value d = arith::MulIOp::create(ib, iv[1], cVw);
+            Value token = arith::AddIOp::create(ib, firstRow, row);
+            RowResult r = normalisedRow(ib, t, row, d, vw);
+            vector::StoreOp::create(ib, castFloat(ib, r.scaled, outElem),
+                                    op.getO(), ValueRange{token, head, d});
+            Value first =
+                arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, iv[1], c0);
+            scf::IfOp::create(ib, first, [&](OpBuilder &nb2, Location loc2) {
+              ImplicitLocOpBuilder jb(loc2, nb2);
+              memref::StoreOp::create(jb, rowLse(jb, t, row, r), op.getLse(),
+                                      ValueRange{head, token});
+              scf::YieldOp::create(jb);
+            });
+            scf::YieldOp::create(ib);
+          });
+        });
+  }
+  op.erase();
+  return success();
+}
+
+} // namespace mla::tiling
