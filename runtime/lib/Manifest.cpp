@@ -1,4 +1,4 @@
-//===- Manifest.cpp - Manifest parser -------------------------------------===//
+//===- Manifest.cpp - Manifest parser and printer -------------------------===//
 
 #include "mla/runtime/Manifest.h"
 
@@ -102,6 +102,49 @@ std::string quoted(std::string_view text) {
   return "'" + std::string(text) + "'";
 }
 
+/// The optional header keys (all but `kernel`, `function` and `config`), in
+/// canonical order: sorted by name, as mla-compile writes them (its header
+/// comes from a sorted DictionaryAttr). The parser dispatches on this table
+/// and printManifest prints from it.
+struct HeaderKey {
+  std::string_view name;
+  /// The Manifest field (-1 when absent); null for `dtype`, the one key whose
+  /// value is not a count.
+  int64_t Manifest::*field;
+  /// 0 is valid (a dynamic size, a flag, no rope part); else >= 1.
+  bool mayBeZero;
+};
+
+constexpr HeaderKey kHeaderKeys[] = {
+    {"causal", &Manifest::causal, true},
+    {"dtype", nullptr, false},
+    {"heads", &Manifest::heads, false},
+    {"latent_dim", &Manifest::latentDim, false},
+    {"page_size", &Manifest::pageSize, true},
+    {"parts", &Manifest::parts, false},
+    {"q_len", &Manifest::qLen, true},
+    {"qk_dim", &Manifest::qkDim, false},
+    {"rope_dim", &Manifest::ropeDim, true},
+    {"v_dim", &Manifest::vDim, false},
+};
+
+/// nullptr when `name` is not in kHeaderKeys.
+const HeaderKey *findHeaderKey(std::string_view name) {
+  for (const HeaderKey &key : kHeaderKeys)
+    if (key.name == name)
+      return &key;
+  return nullptr;
+}
+
+/// Spellings shared by the parser and the printer: `?` in arg DIMS, and the
+/// `argI.D[+C|-C][/K]` form of a SIZE.
+constexpr std::string_view kDynamicDimToken = "?";
+constexpr std::string_view kSizeArgPrefix = "arg";
+constexpr char kSizeDimSeparator = '.';
+constexpr char kSizePlus = '+';
+constexpr char kSizeMinus = '-';
+constexpr char kSizeDivide = '/';
+
 class ManifestParser {
 public:
   Expected<Manifest> parse(std::string_view text);
@@ -126,6 +169,8 @@ private:
   Status parseConfig(const Tokens &tokens);
   Status parseArg(const Tokens &tokens);
   Status parseTarget(const Tokens &tokens);
+  Status parseConfigEntries(const Tokens &tokens,
+                            std::map<std::string, std::string> &config);
   Status parseWorkspace(const Tokens &tokens);
   Status parseLaunch(const Tokens &tokens);
   Status parseMaxBytes(const Tokens &tokens);
@@ -185,6 +230,8 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
       return parseMaxBytes(tokens);
     if (key == "end-target")
       return parseEndTarget(tokens);
+    if (key == "config")
+      return parseConfigEntries(tokens, openTarget->config);
     if (key == "target")
       return error("target " + quoted(tokens.size() > 1 ? tokens[1] : "") +
                    " starts inside target " + quoted(openTarget->name) +
@@ -192,7 +239,8 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
                    "); close it with 'end-target' first");
     return error(quoted(key) +
                  " is not allowed inside a target block (expected "
-                 "'workspace', 'launch', 'max-bytes' or 'end-target')");
+                 "'config', 'workspace', 'launch', 'max-bytes' or "
+                 "'end-target')");
   }
   if (key == "arg")
     return parseArg(tokens);
@@ -200,10 +248,7 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
     return parseTarget(tokens);
   if (key == "config")
     return parseConfig(tokens);
-  if (key == "kernel" || key == "function" || key == "dtype" ||
-      key == "heads" || key == "q_len" || key == "latent_dim" ||
-      key == "rope_dim" || key == "page_size" || key == "qk_dim" ||
-      key == "v_dim" || key == "causal" || key == "parts")
+  if (key == "kernel" || key == "function" || findHeaderKey(key))
     return parseHeaderKey(tokens);
   if (key == "workspace" || key == "launch" || key == "max-bytes" ||
       key == "end-target")
@@ -249,7 +294,8 @@ Status ManifestParser::parseHeaderKey(const Tokens &tokens) {
     (key == "kernel" ? manifest.kernel : manifest.function) = value;
     return Status::success();
   }
-  if (key == "dtype") {
+  const HeaderKey *header = findHeaderKey(key);
+  if (!header->field) { // dtype
     Expected<DType> dtype = parseDTypeToken(value);
     if (!dtype.ok())
       return dtype.status();
@@ -259,22 +305,11 @@ Status ManifestParser::parseHeaderKey(const Tokens &tokens) {
   Expected<int64_t> count = parseCount(key, value);
   if (!count.ok())
     return count.status();
-  bool mayBeZero = key == "q_len" || key == "page_size" || key == "rope_dim" ||
-                   key == "causal";
-  if (*count == 0 && !mayBeZero)
+  if (*count == 0 && !header->mayBeZero)
     return error(quoted(key) + " must be positive");
-  if (key == "causal" && *count > 1)
+  if (header->field == &Manifest::causal && *count > 1)
     return error("'causal' must be 0 or 1, got " + quoted(value));
-  int64_t *field = key == "heads"        ? &manifest.heads
-                   : key == "q_len"      ? &manifest.qLen
-                   : key == "latent_dim" ? &manifest.latentDim
-                   : key == "rope_dim"   ? &manifest.ropeDim
-                   : key == "qk_dim"     ? &manifest.qkDim
-                   : key == "v_dim"      ? &manifest.vDim
-                   : key == "causal"     ? &manifest.causal
-                   : key == "parts"      ? &manifest.parts
-                                         : &manifest.pageSize;
-  *field = *count;
+  manifest.*header->field = *count;
   return Status::success();
 }
 
@@ -283,6 +318,14 @@ Status ManifestParser::parseConfig(const Tokens &tokens) {
   if (!inserted)
     return error("duplicate 'config' (first on line " +
                  std::to_string(it->second) + ")");
+  return parseConfigEntries(tokens, manifest.config);
+}
+
+Status
+ManifestParser::parseConfigEntries(const Tokens &tokens,
+                                   std::map<std::string, std::string> &config) {
+  if (!config.empty())
+    return error("duplicate 'config' in this block");
   if (tokens.size() < 2)
     return error("expected 'config KEY=VALUE ...'");
   for (size_t i = 1; i < tokens.size(); ++i) {
@@ -291,7 +334,7 @@ Status ManifestParser::parseConfig(const Tokens &tokens) {
         !isIdentifier(tokens[i].substr(0, eq)))
       return error("config entry " + quoted(tokens[i]) + " is not KEY=VALUE");
     std::string key(tokens[i].substr(0, eq));
-    if (!manifest.config.emplace(key, tokens[i].substr(eq + 1)).second)
+    if (!config.emplace(key, tokens[i].substr(eq + 1)).second)
       return error("duplicate config key " + quoted(key));
   }
   return Status::success();
@@ -541,7 +584,7 @@ Expected<std::vector<int64_t>>
 ManifestParser::parseArgDims(std::string_view list) const {
   std::vector<int64_t> dims;
   for (std::string_view item : splitCommas(list)) {
-    if (item == "?") {
+    if (item == kDynamicDimToken) {
       dims.push_back(kDynamicDim);
       continue;
     }
@@ -563,20 +606,23 @@ Expected<DimExpr> ManifestParser::parseDimExpr(std::string_view token) const {
   // argI.D, then optionally +C or -C, then optionally /K.
   std::string_view rest = token;
   std::optional<int64_t> divisor = 1, addend = 0;
-  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
+  if (size_t slash = rest.find(kSizeDivide); slash != std::string_view::npos) {
     divisor = parseNonNegative(rest.substr(slash + 1));
     rest = rest.substr(0, slash);
   }
-  if (size_t sign = rest.find_first_of("+-"); sign != std::string_view::npos) {
+  const char signs[] = {kSizePlus, kSizeMinus, '\0'};
+  if (size_t sign = rest.find_first_of(signs); sign != std::string_view::npos) {
     addend = parseNonNegative(rest.substr(sign + 1));
-    if (addend && rest[sign] == '-')
+    if (addend && rest[sign] == kSizeMinus)
       addend = -*addend;
     rest = rest.substr(0, sign);
   }
-  size_t dot = rest.find('.');
+  size_t dot = rest.find(kSizeDimSeparator);
   std::optional<int64_t> argIndex, dim;
-  if (rest.substr(0, 3) == "arg" && dot != std::string_view::npos) {
-    argIndex = parseNonNegative(rest.substr(3, dot - 3));
+  size_t prefix = kSizeArgPrefix.size();
+  if (rest.substr(0, prefix) == kSizeArgPrefix &&
+      dot != std::string_view::npos) {
+    argIndex = parseNonNegative(rest.substr(prefix, dot - prefix));
     dim = parseNonNegative(rest.substr(dot + 1));
   }
   if (!argIndex || !dim || !addend || !divisor || *divisor == 0)
@@ -616,4 +662,110 @@ ManifestParser::parseDimExprs(std::string_view list) const {
 
 Expected<Manifest> mla::rt::parseManifest(std::string_view text) {
   return ManifestParser().parse(text);
+}
+
+//===----------------------------------------------------------------------===//
+// Printer
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// `A,B,C` of `items`, each written by `print`.
+template <typename Range, typename Print>
+std::string joinCommas(const Range &items, Print print) {
+  std::string out;
+  for (const auto &item : items) {
+    if (!out.empty())
+      out += ',';
+    out += print(item);
+  }
+  return out;
+}
+
+/// An arg dim: INT, or `?` for kDynamicDim.
+std::string printArgDim(int64_t dim) {
+  return dim == kDynamicDim ? std::string(kDynamicDimToken)
+                            : std::to_string(dim);
+}
+
+/// A SIZE: INT, or `argI.D[+C|-C][/K]` without a 0 addend or a divisor of 1
+/// (what parseDimExpr reads back to the same DimExpr).
+std::string printDimExpr(const DimExpr &expr) {
+  if (expr.isConstant())
+    return std::to_string(expr.constant);
+  std::string out = std::string(kSizeArgPrefix) +
+                    std::to_string(expr.argIndex) + kSizeDimSeparator +
+                    std::to_string(expr.dim);
+  if (expr.addend > 0)
+    out += kSizePlus + std::to_string(expr.addend);
+  else if (expr.addend < 0) // Never INT64_MIN: the parser reads -C, C >= 0.
+    out += kSizeMinus + std::to_string(-expr.addend);
+  if (expr.divisor != 1)
+    out += kSizeDivide + std::to_string(expr.divisor);
+  return out;
+}
+
+std::string printLaunch(const LaunchSpec &launch) {
+  std::string out =
+      "launch " + launch.entry + " args " +
+      joinCommas(launch.args, [](int index) { return std::to_string(index); }) +
+      " grid " + joinCommas(launch.grid, printDimExpr);
+  // Both or neither, as mla-compile writes GPU and host launches.
+  if (launch.block != LaunchSpec().block ||
+      launch.sharedBytes != LaunchSpec().sharedBytes)
+    out += " block " +
+           joinCommas(launch.block,
+                      [](int64_t dim) { return std::to_string(dim); }) +
+           " shared " + std::to_string(launch.sharedBytes);
+  return out;
+}
+
+} // namespace
+
+/// `config KEY=VALUE ...` (keys sorted), or nothing for an empty config.
+static std::string printConfig(const std::map<std::string, std::string> &c) {
+  if (c.empty())
+    return "";
+  std::string out = "config";
+  for (const auto &[key, value] : c)
+    out += " " + key + "=" + value;
+  return out + "\n";
+}
+
+std::string mla::rt::printManifest(const Manifest &m) {
+  std::string out = "mla-manifest " + std::to_string(kManifestVersion) + "\n";
+  out += "kernel " + m.kernel + "\n";
+  out += "function " + m.function + "\n";
+  for (const HeaderKey &key : kHeaderKeys) {
+    if (!key.field) { // dtype
+      if (m.dtype)
+        out += std::string(key.name) + " " + dtypeName(*m.dtype) + "\n";
+    } else if (m.*key.field >= 0) {
+      out += std::string(key.name) + " " + std::to_string(m.*key.field) + "\n";
+    }
+  }
+  out += printConfig(m.config);
+  for (const ManifestArg &arg : m.args) {
+    out += "arg " + std::to_string(arg.index) + " " + arg.role + " ";
+    if (arg.kind == ArgKind::Memref)
+      out += std::string("memref ") + dtypeName(arg.dtype) + " " +
+             joinCommas(arg.dims, printArgDim) + "\n";
+    else
+      out += std::string("scalar ") + dtypeName(arg.dtype) + "\n";
+  }
+  for (const TargetSpec &target : m.targets) {
+    out += "target " + target.name + " " + target.section + "\n";
+    out += printConfig(target.config);
+    for (const WorkspaceSpec &workspace : target.workspaces)
+      out += "workspace " + std::to_string(workspace.index) + " " +
+             dtypeName(workspace.dtype) + " " +
+             joinCommas(workspace.dims, printDimExpr) + "\n";
+    for (const LaunchSpec &launch : target.launches)
+      out += printLaunch(launch) + "\n";
+    for (const MaxBytesSpec &limit : target.maxBytes)
+      out += "max-bytes " + std::to_string(limit.index) + " " +
+             std::to_string(limit.bytes) + "\n";
+    out += "end-target\n";
+  }
+  return out;
 }

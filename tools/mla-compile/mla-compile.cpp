@@ -16,6 +16,7 @@
 #include "mla/Target/GPUTarget.h"
 #include "mla/Target/HostTarget.h"
 #include "mla/Transforms/Passes.h"
+#include "mla/runtime/Manifest.h"
 #include "mla/runtime/Package.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -320,13 +321,14 @@ static std::string manifestHeader(DictionaryAttr plan) {
   return out;
 }
 
-/// One target's block: its config, workspaces and launches.
+/// One target's block: its config, workspaces and launches. (The text is
+/// parsed and written again by the runtime's printer: main.)
 static std::string manifestTarget(DictionaryAttr plan, StringRef targetName) {
   std::string out =
       ("target " + targetName + " code." + targetName + "\n").str();
   if (auto info = plan.getAs<DictionaryAttr>("info"))
     if (auto cfg = info.getAs<StringAttr>("config"))
-      out += "# config " + cfg.str() + "\n";
+      out += "config " + cfg.str() + "\n";
   for (Attribute l : plan.getAs<ArrayAttr>("lines"))
     if (!cast<StringAttr>(l).getValue().starts_with("arg "))
       out += cast<StringAttr>(l).str() + "\n";
@@ -513,8 +515,16 @@ int main(int argc, char **argv) {
     targetBlocks += manifestTarget(plan, targetName);
     sections.push_back({"code." + targetName, std::move(code)});
   }
-  mla::rt::Status st =
-      mla::rt::writePackage(outPath, header + targetBlocks, sections);
+  // The manifest goes through the runtime's parser, which checks it as
+  // every loader will, and its printer, which writes the canonical form.
+  mla::rt::Expected<mla::rt::Manifest> manifest =
+      mla::rt::parseManifest(header + targetBlocks);
+  if (!manifest.ok())
+    return fail("internal error: the manifest built for the package does "
+                "not parse: " +
+                manifest.status().message());
+  mla::rt::Status st = mla::rt::writePackage(
+      outPath, mla::rt::printManifest(*manifest), sections);
   if (!st.ok())
     return fail(st.message());
   return 0;

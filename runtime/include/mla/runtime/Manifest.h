@@ -95,6 +95,9 @@ struct MaxBytesSpec {
 struct TargetSpec {
   std::string name;
   std::string section;
+  /// `config KEY=VALUE ...` inside the block: the compiler's choices for
+  /// this target (informational, like Manifest::config).
+  std::map<std::string, std::string> config;
   /// Indices continue the arg numbering: workspaces[i].index ==
   /// args.size() + i.
   std::vector<WorkspaceSpec> workspaces;
@@ -139,6 +142,33 @@ struct Manifest {
 /// Parses and checks manifest text. Errors are InvalidManifest, prefixed with
 /// "manifest line N: " when they concern one line.
 Expected<Manifest> parseManifest(std::string_view text);
+
+/// Writes `m` as canonical manifest text, the inverse of parseManifest: for
+/// every manifest `m` that parseManifest returned, parseManifest(
+/// printManifest(m)) succeeds and gives back `m` (all fields but the `line`
+/// numbers, which follow the printed text). The canonical form is the layout
+/// mla-compile writes, one line per item, single spaces, no comments or blank
+/// lines, '\n' after every line:
+///
+///   mla-manifest 1
+///   kernel KIND
+///   function NAME
+///   the header keys present, sorted by name: causal dtype heads latent_dim
+///     page_size parts q_len qk_dim rope_dim v_dim
+///   config KEY=VALUE ...       (when m.config is not empty; keys sorted)
+///   arg lines, in index order
+///   per target: `target NAME SECTION`, its `config KEY=VALUE ...` (when
+///     not empty; keys sorted), its workspaces, its launches, its max-bytes
+///     lines (in m's order), `end-target`
+///
+/// A launch writes `block BX,BY,BZ shared BYTES` (both) unless both are the
+/// defaults (block 1,1,1 and shared 0), then neither. A size writes `argI.D`,
+/// then `+C` or `-C` unless C is 0, then `/K` unless K is 1. The parser
+/// accepts more (comments, blank lines, tabs, other key orders, max-bytes
+/// lines between launches, `block` without `shared`); printManifest(
+/// parseManifest(T)) == T exactly when T is already canonical. Comments are
+/// not kept. mla-compile writes every manifest through this function.
+std::string printManifest(const Manifest &m);
 
 } // namespace mla::rt
 
