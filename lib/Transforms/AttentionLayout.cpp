@@ -1,6 +1,6 @@
 //===- AttentionLayout.cpp - the tiles of one attention workgroup ---------===//
 #include "AttentionLayout.h"
-#include "mla/Transforms/Utils.h"
+#include "Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -5,8 +5,8 @@
 // Rows at or past `end` are zero-filled so that later products stay finite.
 //
 //===----------------------------------------------------------------------===//
+#include "Utils.h"
 #include "mla/Transforms/Passes.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

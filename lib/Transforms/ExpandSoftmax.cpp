@@ -12,10 +12,10 @@
 // Each phase evaluates the op's element function inline.
 //
 //===----------------------------------------------------------------------===//
-#include "mla/Transforms/ExpandSoftmax.h"
+#include "ExpandSoftmax.h"
 #include "AttentionLayout.h"
+#include "Utils.h"
 #include "mla/Transforms/Passes.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"

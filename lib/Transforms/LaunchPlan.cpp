@@ -1,5 +1,5 @@
 //===- LaunchPlan.cpp - grids -> kernels + a launch plan ------------------===//
-#include "mla/Transforms/LaunchPlan.h"
+#include "LaunchPlan.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Transforms/RegionUtils.h"

@@ -9,8 +9,8 @@
 // LLVM would convert a bf16 phi through f32 with library calls.
 //
 //===----------------------------------------------------------------------===//
+#include "Utils.h"
 #include "mla/Transforms/Passes.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"

@@ -12,10 +12,10 @@
 //     by mla-distribute) and dynamic shared-memory bytes.
 //
 //===----------------------------------------------------------------------===//
+#include "LaunchPlan.h"
+#include "Utils.h"
 #include "mla/Target/Arch.h"
-#include "mla/Transforms/LaunchPlan.h"
 #include "mla/Transforms/Passes.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"

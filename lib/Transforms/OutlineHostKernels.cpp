@@ -11,7 +11,7 @@
 //     and manifest lines (args, workspaces, launches with grid formulas).
 //
 //===----------------------------------------------------------------------===//
-#include "mla/Transforms/LaunchPlan.h"
+#include "LaunchPlan.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"

@@ -15,10 +15,10 @@
 // to the natural log when written.
 //
 //===----------------------------------------------------------------------===//
+#include "TileAppendKV.h"
 #include "TileCore.h"
+#include "Utils.h"
 #include "mla/Transforms/Passes.h"
-#include "mla/Transforms/TileAppendKV.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"

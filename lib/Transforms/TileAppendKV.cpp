@@ -15,8 +15,8 @@
 // buffer store sent out of bounds when the slot is invalid (no branch).
 //
 //===----------------------------------------------------------------------===//
-#include "mla/Transforms/TileAppendKV.h"
-#include "mla/Transforms/Utils.h"
+#include "TileAppendKV.h"
+#include "Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"

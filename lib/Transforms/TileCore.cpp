@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "TileCore.h"
 #include "AttentionLayout.h"
-#include "mla/Transforms/Utils.h"
+#include "Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"

@@ -1,7 +1,7 @@
 //===- TilePrefill.cpp - mla-tile for mla.prefill -------------------------===//
 #include "AttentionLayout.h"
 #include "TileCore.h"
-#include "mla/Transforms/Utils.h"
+#include "Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"

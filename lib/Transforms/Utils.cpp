@@ -1,5 +1,5 @@
 //===- Utils.cpp - helpers shared by mla passes ---------------------------===//
-#include "mla/Transforms/Utils.h"
+#include "Utils.h"
 #include "mla/Dialect/MLA/IR/MLA.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -20,8 +20,8 @@
 // located at the op: nothing is silently approximated.
 //
 //===----------------------------------------------------------------------===//
+#include "../LaunchPlan.h"
 #include "EmuHooks.h"
-#include "mla/Transforms/LaunchPlan.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"

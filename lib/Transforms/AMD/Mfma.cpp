@@ -1,6 +1,6 @@
 //===- Mfma.cpp - mla.matmul as wave-level MFMA ---------------------------===//
+#include "../Utils.h"
 #include "AMD.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -18,12 +18,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../AMD/AMD.h"
+#include "../ExpandSoftmax.h"
 #include "../NVIDIA/NVIDIA.h"
+#include "../Utils.h"
 #include "GPUCommon.h"
 #include "mla/Target/Arch.h"
-#include "mla/Transforms/ExpandSoftmax.h"
 #include "mla/Transforms/Passes.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

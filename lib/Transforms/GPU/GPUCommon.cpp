@@ -1,6 +1,6 @@
 //===- GPUCommon.cpp - what every GPU lowering of mla-distribute uses -----===//
 #include "GPUCommon.h"
-#include "mla/Transforms/Utils.h"
+#include "../Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -5,8 +5,8 @@
 // and 16-byte aligned global vector accesses are marked.
 //
 //===----------------------------------------------------------------------===//
+#include "../Utils.h"
 #include "NVIDIA.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

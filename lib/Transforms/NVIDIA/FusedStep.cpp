@@ -29,10 +29,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../AttentionLayout.h"
+#include "../Utils.h"
 #include "MmaSync.h"
 #include "NVIDIA.h"
 #include "Wgmma.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -1,7 +1,7 @@
 //===- MmaSync.cpp - mla.matmul as warp-level mma.sync --------------------===//
 #include "MmaSync.h"
+#include "../Utils.h"
 #include "NVIDIA.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

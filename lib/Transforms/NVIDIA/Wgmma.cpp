@@ -1,7 +1,7 @@
 //===- Wgmma.cpp - warpgroup MMA: swizzled operand tiles and wgmma -------===//
 #include "Wgmma.h"
+#include "../Utils.h"
 #include "NVIDIA.h"
-#include "mla/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

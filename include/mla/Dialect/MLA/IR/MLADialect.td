@@ -13,13 +13,18 @@ def MLA_Dialect : Dialect {
     The `mla` dialect describes DeepSeek-style Multi-head Latent Attention at
     three levels, each produced from the one above by a pass:
 
-    * **Semantic ops** (`mla.decode`, `mla.merge`): what users write. Head
-      dims are static, batch and lengths are dynamic, operands are memrefs.
+    * **Semantic ops** (`mla.decode`, `mla.prefill`, `mla.merge`,
+      `mla.append_kv`): what users write. Head dims are static, batch and
+      lengths are dynamic, operands are memrefs. `mla-select-config` attaches
+      a `#mla.config` to each and sets the module's `#mla.target`.
     * **Gridwise ops** (`mla.grid`): a grid of independent workgroups, each
       running its region; produced by `mla-tile`.
-    * **Blockwise ops** (`mla.load_kv_tile`, `mla.matmul`): what one
-      workgroup does with tiles held in fast memory (LDS / shared memory on
-      GPUs, the stack on the host). Target lowerings replace them.
+    * **Blockwise ops** (`mla.load_kv_tile`, `mla.attention_step`,
+      `mla.matmul`, `mla.online_softmax`): what one workgroup does with tiles
+      held in fast memory (LDS / shared memory on GPUs, the stack on the
+      host). `mla.attention_step` is one key tile of flash attention; where
+      a target does not fuse it, it is decomposed into the other two.
+      Target lowerings replace them all.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
