@@ -180,7 +180,8 @@ struct AMDGPUBufferOpsPass
     : public mla::impl::MLAAMDGPUBufferOpsBase<AMDGPUBufferOpsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto plans = module->getAttrOfType<ArrayAttr>("mla.launch_plans");
+    auto plans =
+        module->getAttrOfType<ArrayAttr>(MLADialect::kLaunchPlansAttrName);
     SmallVector<Attribute> newPlans;
     module.walk([&](gpu::GPUFuncOp kernel) {
       if (!kernel.isKernel())
@@ -233,7 +234,7 @@ struct AMDGPUBufferOpsPass
       attrs.set("lines", ArrayAttr::get(module.getContext(), newLines));
       newPlans.push_back(attrs.getDictionary(module.getContext()));
     }
-    module->setAttr("mla.launch_plans",
+    module->setAttr(MLADialect::kLaunchPlansAttrName,
                     ArrayAttr::get(module.getContext(), newPlans));
   }
 };

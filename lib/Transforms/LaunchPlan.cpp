@@ -83,7 +83,7 @@ FailureOr<std::string> LaunchPlanBuilder::dimsExpr(MemRefType type,
 LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     index[arg] = i;
-    auto role = func.getArgAttrOfType<StringAttr>(i, "mla.role");
+    auto role = func.getArgAttrOfType<StringAttr>(i, MLADialect::kRoleAttrName);
     std::string name = role ? role.str() : "arg" + std::to_string(i);
     std::string line = "arg " + std::to_string(i) + " " + name + " ";
     if (auto mt = dyn_cast<MemRefType>(arg.getType())) {
@@ -184,7 +184,8 @@ DictionaryAttr LaunchPlanBuilder::finish() {
     lineAttrs.push_back(StringAttr::get(ctx, l));
   NamedAttrList plan;
   plan.append("function", func.getSymNameAttr());
-  if (auto info = func->getAttrOfType<DictionaryAttr>("mla.kernel_info"))
+  if (auto info =
+          func->getAttrOfType<DictionaryAttr>(MLADialect::kKernelInfoAttrName))
     plan.append("info", info);
   plan.append("lines", ArrayAttr::get(ctx, lineAttrs));
   return plan.getDictionary(ctx);

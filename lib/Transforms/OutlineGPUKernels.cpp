@@ -8,7 +8,7 @@
 //     kernel's dynamic shared memory (16-byte aligned offsets, or the
 //     alloca's alignment; tiles whose uses a barrier separates share
 //     memory);
-//   * the launch plan records each launch's block size (`mla.block_size` set
+//   * the launch plan records each launch's block size (`block_size` set
 //     by mla-distribute) and dynamic shared-memory bytes.
 //
 //===----------------------------------------------------------------------===//
@@ -208,10 +208,10 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     return failure();
   SmallVector<GridOp> grids(func.getOps<GridOp>());
   for (auto [gi, grid] : llvm::enumerate(grids)) {
-    auto blockAttr = grid->getAttrOfType<IntegerAttr>("mla.block_size");
+    auto blockAttr = grid.getBlockSizeAttr();
     if (!blockAttr)
       return grid.emitError()
-             << "grid has no mla.block_size; run mla-distribute first";
+             << "grid has no block_size; run mla-distribute first";
     int64_t block = blockAttr.getInt();
     FailureOr<std::string> sizes = plan.gridSizes(grid);
     FailureOr<LaunchPlanBuilder::Captures> caps = plan.captures(grid);
@@ -276,7 +276,7 @@ struct OutlineGPUKernelsPass
     for (func::FuncOp f : funcs)
       if (failed(outlineFunction(f, gpuModule, *arch, plans)))
         return signalPassFailure();
-    module->setAttr("mla.launch_plans",
+    module->setAttr(MLADialect::kLaunchPlansAttrName,
                     ArrayAttr::get(module.getContext(), plans));
   }
 };

@@ -95,7 +95,7 @@ struct OutlineHostKernelsPass
       if (failed(outlineFunction(f, plans)))
         return signalPassFailure();
     if (!plans.empty())
-      module->setAttr("mla.launch_plans",
+      module->setAttr(MLADialect::kLaunchPlansAttrName,
                       ArrayAttr::get(module.getContext(), plans));
   }
 };

@@ -42,7 +42,8 @@ LogicalResult recordAppendKVInfo(AppendKVOp op) {
   auto func = op->getParentOfType<func::FuncOp>();
   if (!func)
     return success();
-  if (auto existing = func->getAttrOfType<DictionaryAttr>("mla.kernel_info")) {
+  if (auto existing = func->getAttrOfType<DictionaryAttr>(
+          MLADialect::kKernelInfoAttrName)) {
     auto kind = existing.getAs<StringAttr>("kernel");
     return op.emitOpError()
            << "shares function '" << func.getSymName()
@@ -61,7 +62,8 @@ LogicalResult recordAppendKVInfo(AppendKVOp op) {
   info.append("rope_dim", b.getI64IntegerAttr(op.getRowWidth() - latent));
   info.append("page_size",
               b.getI64IntegerAttr(ShapedType::isDynamic(page) ? 0 : page));
-  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  func->setAttr(MLADialect::kKernelInfoAttrName,
+                info.getDictionary(op.getContext()));
   tagRole(op.getKvNew(), "kv_new");
   tagRole(op.getSlotMapping(), "slot_mapping");
   tagRole(op.getKv(), "kv");
@@ -84,7 +86,8 @@ LogicalResult tileAppendKV(AppendKVOp op) {
   auto vecType = VectorType::get({vw}, elem);
 
   Value c1 = indexConst(b, 1);
-  auto grid = GridOp::create(b, dimOrConst(b, kvNew, 0), c1, c1);
+  auto grid = GridOp::create(b, dimOrConst(b, kvNew, 0), c1, c1, ConfigAttr(),
+                             IntegerAttr());
   Block *body = new Block();
   grid.getBody().push_back(body);
   Value token = body->addArgument(b.getIndexType(), op.getLoc());

@@ -43,7 +43,8 @@ void recordDecodeInfo(DecodeOp op) {
   info.append("page_size",
               b.getI64IntegerAttr(ShapedType::isDynamic(page) ? 0 : page));
   info.append("config", b.getStringAttr(config));
-  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  func->setAttr(MLADialect::kKernelInfoAttrName,
+                info.getDictionary(op.getContext()));
   for (auto [v, role] : {std::pair<Value, StringRef>{op.getQ(), "q"},
                          {op.getKv(), "kv"},
                          {op.getBlockTable(), "block_table"},
@@ -154,7 +155,7 @@ LogicalResult tileDecode(DecodeOp op) {
 
   auto [grid, ids] =
       createGrid(b, batch, indexConst(b, heads / group), indexConst(b, splits));
-  grid->setAttr("config", cfg);
+  grid.setConfigAttr(cfg);
   {
     ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
         op.getLoc(), &grid.getBody().front());

@@ -27,7 +27,7 @@ Value viewSource(Value v) {
 /// for chunked prefill) describes the kernel; a decode's merge does not.
 void recordMergeInfo(MergeOp op) {
   auto func = op->getParentOfType<func::FuncOp>();
-  if (!func || func->hasAttr("mla.kernel_info") ||
+  if (!func || func->hasAttr(MLADialect::kKernelInfoAttrName) ||
       !isa<BlockArgument>(viewSource(op.getO())))
     return;
   Builder b(op.getContext());
@@ -41,7 +41,8 @@ void recordMergeInfo(MergeOp op) {
   info.append("v_dim", b.getI64IntegerAttr(oType.getDimSize(lead)));
   info.append("parts",
               b.getI64IntegerAttr(op.getLseParts().getType().getDimSize(lead)));
-  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  func->setAttr(MLADialect::kKernelInfoAttrName,
+                info.getDictionary(op.getContext()));
   for (auto [v, role] : {std::pair<Value, StringRef>{op.getOParts(), "o_parts"},
                          {op.getLseParts(), "lse_parts"},
                          {op.getO(), "o"},

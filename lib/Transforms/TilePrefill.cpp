@@ -36,7 +36,8 @@ void recordPrefillInfo(PrefillOp op) {
   info.append("v_dim", b.getI64IntegerAttr(op.getVDim()));
   info.append("causal", b.getI64IntegerAttr(op.getCausal() ? 1 : 0));
   info.append("config", b.getStringAttr(config));
-  func->setAttr("mla.kernel_info", info.getDictionary(op.getContext()));
+  func->setAttr(MLADialect::kKernelInfoAttrName,
+                info.getDictionary(op.getContext()));
   for (auto [v, role] : {std::pair<Value, StringRef>{op.getQ(), "q"},
                          {op.getK(), "k"},
                          {op.getV(), "v"},
@@ -74,7 +75,7 @@ LogicalResult tilePrefill(PrefillOp op) {
   Value batch =
       arith::SubIOp::create(b, dimValue(b, op.getCuSeqlensQ(), 0), c1);
   auto [grid, ids] = createGrid(b, numQTiles, indexConst(b, heads), batch);
-  grid->setAttr("config", cfg);
+  grid.setConfigAttr(cfg);
   {
     ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
         op.getLoc(), &grid.getBody().front());

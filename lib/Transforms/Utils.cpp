@@ -122,7 +122,7 @@ void tagRole(Value v, StringRef role) {
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!func || arg.getOwner() != &func.getBody().front())
     return;
-  func.setArgAttr(arg.getArgNumber(), "mla.role",
+  func.setArgAttr(arg.getArgNumber(), MLADialect::kRoleAttrName,
                   StringAttr::get(func.getContext(), role));
 }
 

@@ -734,3 +734,47 @@ func.func @target_on_func() attributes {mla.target = #mla.target<"gfx942">} {
   // expected-error @-1 {{'mla.target' belongs on a builtin.module}}
   return
 }
+
+// -----
+
+// expected-error @+1 {{'mla.kernel_info' belongs on a func.func}}
+module attributes {mla.kernel_info = {kernel = "decode"}} {
+}
+
+// -----
+
+// expected-error @+1 {{'mla.launch_plans' must be an array of launch plans, got "x"}}
+module attributes {mla.launch_plans = "x"} {
+}
+
+// -----
+
+// expected-error @+1 {{unknown mla attribute 'mla.prefetch'}}
+module attributes {mla.prefetch = 1 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{'mla.role' of argument 0 must be a string, got 1 : i64}}
+func.func @role(%q: memref<?xf32> {mla.role = 1 : i64}) {
+  return
+}
+
+// -----
+
+func.func @swizzle() {
+  // expected-error @+1 {{'mla.swizzle_src' must be an integer buffer id, got "a"}}
+  %a = memref.alloca() {mla.swizzle_src = "a"} : memref<8x64xbf16>
+  return
+}
+
+// -----
+
+func.func @grid_block_size() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'mla.grid' op attribute 'block_size' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  mla.grid in (%c1, %c1, %c1) attributes {block_size = 0 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+  }
+  return
+}

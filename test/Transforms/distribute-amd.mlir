@@ -5,7 +5,7 @@
 // +3] (B transposed) as 4-element vectors; MFMA 16x16x16 bf16; exp2 as
 // v_exp_f32.
 // CHECK-LABEL: func @qk
-// CHECK: mla.grid in {{.*}} attributes {mla.block_size = 256 : i64}
+// CHECK: mla.grid in {{.*}} attributes {block_size = 256 : i64}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[WAVE:.*]] = arith.divui %[[TID]], %c64
 // CHECK: scf.for %{{.*}} = %[[WAVE]] to %c4{{.*}} step %c4

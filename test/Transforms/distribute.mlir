@@ -6,7 +6,7 @@
 // scf.parallel -> a loop over the linearised space strided by the thread
 // count (2 warps x 32), then a barrier; exp2 -> ex2.approx.
 // CHECK-LABEL: func @parallel
-// CHECK: mla.grid in {{.*}} attributes {{{.*}}mla.block_size = 64 : i64{{.*}}}
+// CHECK: mla.grid in {{.*}} attributes {{{.*}}block_size = 64 : i64{{.*}}}
 // CHECK:   %[[TID:.*]] = gpu.thread_id x
 // CHECK:   scf.for %[[I:.*]] = %[[TID]] to %{{.*}} step %c64
 // CHECK:     %[[C:.*]] = arith.remui %[[I]], %{{.*}}

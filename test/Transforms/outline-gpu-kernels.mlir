@@ -19,7 +19,7 @@ func.func @f(%q: memref<?x16xbf16> {mla.role = "q"}, %o: memref<?x16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %b = memref.dim %q, %c0 : memref<?x16xbf16>
-  mla.grid in (%b, %c1, %c1) attributes {mla.block_size = 64 : i64} {
+  mla.grid in (%b, %c1, %c1) attributes {block_size = 64 : i64} {
   ^bb0(%x: index, %y: index, %z: index):
     %t0 = memref.alloca() : memref<3x5xf32>
     %t1 = memref.alloca() : memref<21000x4xbf16>
@@ -51,7 +51,7 @@ func.func @g(%o: memref<4xf32>) {
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
   %f = arith.constant 1.0 : f32
-  mla.grid in (%c1, %c1, %c1) attributes {mla.block_size = 32 : i64} {
+  mla.grid in (%c1, %c1, %c1) attributes {block_size = 32 : i64} {
   ^bb0(%x: index, %y: index, %z: index):
     %a = memref.alloca() : memref<64xf32>
     %b = memref.alloca() : memref<16xf32>
@@ -83,7 +83,7 @@ func.func @h(%o: memref<4xf32>) {
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
   %f = arith.constant 1.0 : f32
-  mla.grid in (%c1, %c1, %c1) attributes {mla.block_size = 32 : i64} {
+  mla.grid in (%c1, %c1, %c1) attributes {block_size = 32 : i64} {
   ^bb0(%x: index, %y: index, %z: index):
     %a = memref.alloca() : memref<64xf32>
     %c = memref.alloca() : memref<32xf32>
@@ -112,7 +112,7 @@ func.func @al(%o: memref<4xf32>) {
   %c1 = arith.constant 1 : index
   %f = arith.constant 1.0 : f32
   %h = arith.constant 1.0 : bf16
-  mla.grid in (%c1, %c1, %c1) attributes {mla.block_size = 32 : i64} {
+  mla.grid in (%c1, %c1, %c1) attributes {block_size = 32 : i64} {
   ^bb0(%x: index, %y: index, %z: index):
     %a = memref.alloca() : memref<520xf32>
     %s = memref.alloca() {alignment = 1024 : i64} : memref<4x64xbf16>

@@ -449,7 +449,8 @@ int main(int argc, char **argv) {
       mla::buildGPUKernelPipeline(pm, options);
     if (failed(pm.run(*copy)))
       return 1;
-    auto plans = (*copy)->getAttrOfType<ArrayAttr>("mla.launch_plans");
+    auto plans = (*copy)->getAttrOfType<ArrayAttr>(
+        mla::MLADialect::kLaunchPlansAttrName);
     if (!plans || plans.size() != 1)
       return fail("the input must hold exactly one function with mla ops "
                   "(found " +

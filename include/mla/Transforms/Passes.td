@@ -174,7 +174,7 @@ def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
     `math.exp2`/`math.log2` become the chip's special-function instructions
     and `math.fma` the LLVM intrinsic, so kernels need no device library. The thread count is the grid config's `warps` (else
     `default-warps`) times the target's warp size, recorded as
-    `mla.block_size` on the grid.
+    `block_size` on the grid.
   }];
   let options = [
     Option<"defaultWarps", "default-warps", "int64_t", /*default=*/"4",

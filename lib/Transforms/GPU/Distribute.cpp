@@ -14,7 +14,7 @@
 //     MFMA 16x16x16 on AMD, AMD/Mfma.cpp), or a thread-distributed f32 FMA
 //     loop otherwise, followed by a gpu.barrier.
 // The thread count is the grid config's `warps` times the target's warp size
-// and is recorded on the grid as `mla.block_size`.
+// and is recorded on the grid as `block_size`.
 //
 //===----------------------------------------------------------------------===//
 #include "../AMD/AMD.h"
@@ -214,18 +214,18 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
     }
     WalkResult result = getOperation().walk([&](GridOp grid) {
       int64_t warps = defaultWarps;
-      if (auto cfg = grid->getAttrOfType<ConfigAttr>("config"))
+      if (auto cfg = grid.getConfigAttr())
         warps = cfg.getWarps();
       ThreadInfo ti;
       ti.threads = warps * arch->warpSize;
       ti.warpSize = arch->warpSize;
       ti.wgmma = arch->warpgroupMma;
-      if (auto cfg = grid->getAttrOfType<ConfigAttr>("config"))
+      if (auto cfg = grid.getConfigAttr())
         ti.wgmma &= cfg.getWgmma() != 0;
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
           grid.getLoc(), &grid.getBody().front());
       ti.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-      grid->setAttr("mla.block_size", b.getI64IntegerAttr(ti.threads));
+      grid.setBlockSizeAttr(b.getI64IntegerAttr(ti.threads));
 
       // The copies of pipelined key loops, which may stay in flight: those
       // before an attention step with stages > 1 in its loop's body.

@@ -170,7 +170,7 @@ void FusedStep::swizzleOperands(ArrayRef<memref::AllocaOp> roots) {
   ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(), loop->getBlock());
   int64_t id = 0;
   top.getBlock()->walk([&](memref::AllocaOp a) {
-    if (a->hasAttr("mla.swizzle_dst"))
+    if (a->hasAttr(MLADialect::kSwizzleDstAttrName))
       ++id;
   });
   for (memref::AllocaOp root : roots) {
@@ -179,8 +179,8 @@ void FusedStep::swizzleOperands(ArrayRef<memref::AllocaOp> roots) {
         top, MemRefType::get({swizzledCols(root) / 64, t.getDimSize(0), 64},
                              t.getElementType()));
     a->setAttr(a.getAlignmentAttrName(), top.getI64IntegerAttr(kSwizzleAlign));
-    a->setAttr("mla.swizzle_dst", top.getI64IntegerAttr(id));
-    root->setAttr("mla.swizzle_src", top.getI64IntegerAttr(id));
+    a->setAttr(MLADialect::kSwizzleDstAttrName, top.getI64IntegerAttr(id));
+    root->setAttr(MLADialect::kSwizzleSrcAttrName, top.getI64IntegerAttr(id));
     swizzled[root] = a.getResult();
     ++id;
   }

@@ -115,16 +115,18 @@ LogicalResult applySwizzle(GridOp grid) {
   DenseMap<int64_t, Value> dst;
   SmallVector<memref::AllocaOp> srcs;
   for (auto a : grid.getBody().front().getOps<memref::AllocaOp>()) {
-    if (auto id = a->getAttrOfType<IntegerAttr>("mla.swizzle_dst"))
+    if (auto id =
+            a->getAttrOfType<IntegerAttr>(MLADialect::kSwizzleDstAttrName))
       dst[id.getInt()] = a.getResult();
-    if (a->hasAttr("mla.swizzle_src"))
+    if (a->hasAttr(MLADialect::kSwizzleSrcAttrName))
       srcs.push_back(a);
   }
   if (srcs.empty())
     return success();
   for (memref::AllocaOp src : srcs) {
-    Value to =
-        dst.lookup(src->getAttrOfType<IntegerAttr>("mla.swizzle_src").getInt());
+    Value to = dst.lookup(
+        src->getAttrOfType<IntegerAttr>(MLADialect::kSwizzleSrcAttrName)
+            .getInt());
     SmallVector<Operation *> users, views;
     collectViews(src.getResult(), views, users);
     for (Operation *user : users) {

@@ -64,15 +64,43 @@ const ArchInfo &TargetAttr::getArch() const { return *lookupArch(getName()); }
 
 LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
-  if (attr.getName() != kTargetAttrName)
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto expect = [&](bool onRightOp, StringRef where, bool rightType,
+                    StringRef what) -> LogicalResult {
+    if (!onRightOp)
+      return op->emitError() << "'" << name << "' belongs on a " << where;
+    if (!rightType)
+      return op->emitError()
+             << "'" << name << "' must be " << what << ", got " << value;
     return success();
-  if (!isa<ModuleOp>(op))
-    return op->emitError() << "'" << kTargetAttrName
-                           << "' belongs on a builtin.module";
-  if (!isa<TargetAttr>(attr.getValue()))
-    return op->emitError() << "'" << kTargetAttrName
-                           << "' must be a #mla.target, got "
-                           << attr.getValue();
+  };
+  if (name == kTargetAttrName)
+    return expect(isa<ModuleOp>(op), "builtin.module", isa<TargetAttr>(value),
+                  "a #mla.target");
+  if (name == kLaunchPlansAttrName)
+    return expect(isa<ModuleOp>(op), "builtin.module", isa<ArrayAttr>(value),
+                  "an array of launch plans");
+  if (name == kKernelInfoAttrName)
+    return expect(op->getName().getStringRef() == "func.func", "func.func",
+                  isa<DictionaryAttr>(value), "a dictionary");
+  if (name == kSwizzleSrcAttrName || name == kSwizzleDstAttrName)
+    return expect(op->getName().getStringRef() == "memref.alloca",
+                  "memref.alloca", isa<IntegerAttr>(value),
+                  "an integer buffer id");
+  return op->emitError() << "unknown mla attribute '" << name << "'";
+}
+
+LogicalResult MLADialect::verifyRegionArgAttribute(Operation *op,
+                                                   unsigned region,
+                                                   unsigned arg,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != kRoleAttrName)
+    return op->emitError() << "unknown mla argument attribute '"
+                           << attr.getName().getValue() << "'";
+  if (!isa<StringAttr>(attr.getValue()))
+    return op->emitError() << "'" << kRoleAttrName << "' of argument " << arg
+                           << " must be a string, got " << attr.getValue();
   return success();
 }
 

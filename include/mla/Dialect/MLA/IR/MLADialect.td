@@ -28,9 +28,26 @@ def MLA_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
-    /// The module attribute naming the compilation target.
+    // The attributes passes hand each other on ops of other dialects,
+    // verified by verifyOperationAttribute / verifyRegionArgAttribute:
+    /// builtin.module: the compilation target (#mla.target; mla-select-config).
     static constexpr ::llvm::StringLiteral kTargetAttrName = "mla.target";
+    /// builtin.module: the launch plans (array of dictionaries; the outliners).
+    static constexpr ::llvm::StringLiteral kLaunchPlansAttrName =
+        "mla.launch_plans";
+    /// func.func: what the kernel is, for the manifest (dictionary; mla-tile).
+    static constexpr ::llvm::StringLiteral kKernelInfoAttrName =
+        "mla.kernel_info";
+    /// func.func argument: its role in the manifest (string; mla-tile).
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "mla.role";
+    /// memref.alloca: a tile the warpgroup-MMA step stores swizzled (i64
+    /// id of its swizzled buffer) and that buffer (mla-distribute).
+    static constexpr ::llvm::StringLiteral kSwizzleSrcAttrName =
+        "mla.swizzle_src";
+    static constexpr ::llvm::StringLiteral kSwizzleDstAttrName =
+        "mla.swizzle_dst";
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

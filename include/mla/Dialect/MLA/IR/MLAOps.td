@@ -306,6 +306,10 @@ def MLA_GridOp : MLA_Op<"grid", [SingleBlock, NoTerminator,
     The grid sizes must be constants or `memref.dim` of a function argument
     so that a launcher can compute them from the argument shapes.
 
+    `config` is the `#mla.config` of the op the grid was tiled from
+    (`mla-tile`); `block_size`, the threads of one workgroup, is set by
+    `mla-distribute` and read by `mla-outline-gpu-kernels`.
+
     ```mlir
     mla.grid in (%B, %c1, %c4) {
     ^bb0(%b: index, %g: index, %s: index):
@@ -313,7 +317,9 @@ def MLA_GridOp : MLA_Op<"grid", [SingleBlock, NoTerminator,
     }
     ```
   }];
-  let arguments = (ins Index:$grid_x, Index:$grid_y, Index:$grid_z);
+  let arguments = (ins Index:$grid_x, Index:$grid_y, Index:$grid_z,
+                       OptionalAttr<MLA_ConfigAttr>:$config,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$block_size);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     `in` ` ` `(` $grid_x `,` $grid_y `,` $grid_z `)` attr-dict-with-keyword $body
