@@ -311,21 +311,18 @@ struct SelectConfigPass
     return &existing.getArch();
   }
 
-  /// Overrides the target cannot run: warpgroup MMA asked of a chip
-  /// without it.
-  LogicalResult checkTargetOverrides(const ArchInfo &arch) {
+  /// The `wgmma` field of the perf-config overrides, if given.
+  std::optional<int64_t> wgmmaOverride() {
     SmallVector<StringRef> items;
     StringRef(perfConfig).split(items, ',', -1, false);
+    std::optional<int64_t> wgmma;
     for (StringRef item : items) {
       auto [key, value] = item.split('=');
       int64_t v;
-      if (key.trim() == "wgmma" && !value.trim().getAsInteger(10, v) &&
-          v == 1 && !arch.warpgroupMma)
-        return getOperation().emitError()
-               << "perf-config: wgmma=1 needs warpgroup MMA, which target "
-               << arch.name << " does not have";
+      if (key.trim() == "wgmma" && !value.trim().getAsInteger(10, v))
+        wgmma = v;
     }
-    return success();
+    return wgmma;
   }
 
   void runOnOperation() override {
@@ -333,25 +330,19 @@ struct SelectConfigPass
     if (failed(selected))
       return signalPassFailure();
     const ArchInfo *arch = *selected;
-    if (failed(checkTargetOverrides(*arch)))
-      return signalPassFailure();
-    // `wgmma=0` in the overrides: the heuristics must not pick shapes that
+    // Overrides the target cannot run: warpgroup MMA asked of a chip
+    // without it. With `wgmma=0` the heuristics must not pick shapes that
     // only fit the warpgroup-MMA layout.
-    ArchInfo chip = *arch;
-    {
-      ConfigFields probe{1, 1, 1, 1, 1};
-      probe.wgmma = 1;
-      SmallVector<StringRef> items;
-      StringRef(perfConfig).split(items, ',', -1, false);
-      for (StringRef item : items) {
-        auto [key, value] = item.split('=');
-        int64_t v;
-        if (key.trim() == "wgmma" && !value.trim().getAsInteger(10, v))
-          probe.wgmma = v;
-      }
-      if (probe.wgmma == 0)
-        chip.warpgroupMma = false;
+    std::optional<int64_t> wgmma = wgmmaOverride();
+    if (wgmma == 1 && !arch->warpgroupMma) {
+      getOperation().emitError()
+          << "perf-config: wgmma=1 needs warpgroup MMA, which target "
+          << arch->name << " does not have";
+      return signalPassFailure();
     }
+    ArchInfo chip = *arch;
+    if (wgmma == 0)
+      chip.warpgroupMma = false;
     arch = &chip;
     // The config of one op: heuristics unless it has one, then overrides.
     auto select = [&](Operation *op, ConfigFields cfg,
