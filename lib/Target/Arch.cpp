@@ -8,43 +8,63 @@
 
 namespace mla {
 
+using I = MatrixInstrId;
+static const MatrixInstrId kAmpere[] = {I::MmaSyncM16N8K16BF16,
+                                        I::MmaSyncM16N8K16F16};
+static const MatrixInstrId kHopper[] = {
+    I::MmaSyncM16N8K16BF16, I::MmaSyncM16N8K16F16, I::WgmmaM64N8K16BF16,
+    I::WgmmaM64N8K16F16};
+static const MatrixInstrId kCdna23[] = {
+    I::MfmaF32M16N16K16BF16, I::MfmaF32M16N16K16F16, I::MfmaF32M32N32K8BF16,
+    I::MfmaF32M32N32K8F16};
+static const MatrixInstrId kCdna4[] = {
+    I::MfmaF32M16N16K16BF16, I::MfmaF32M16N16K16F16,  I::MfmaF32M32N32K8BF16,
+    I::MfmaF32M32N32K8F16,   I::MfmaF32M16N16K32BF16, I::MfmaF32M16N16K32F16};
+
 static const ArchInfo kArchs[] = {
-    // name, kind, warp, shared bytes, mma m/n/k, workgroups that fill the
-    // chip, triple, cpu, features
-    {"host", TargetKind::Host, 1, 0, 0, 0, 0, 0, "x86_64-unknown-linux-gnu",
-     "x86-64-v3", ""},
+    // name, kind, warp, shared bytes, matrix instructions, workgroups that
+    // fill the chip, triple, cpu, features
+    {"host",
+     TargetKind::Host,
+     1,
+     0,
+     {},
+     0,
+     "x86_64-unknown-linux-gnu",
+     "x86-64-v3",
+     ""},
     // Ampere: 163 KB of shared memory per block (opt-in above 48 KB);
     // mma.sync m16n8k16.
     // Workgroups to fill: two per SM (108 SMs on A100).
-    {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, 16, 8, 16, 216,
+    {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, kAmpere, 216,
      "nvptx64-nvidia-cuda", "sm_80", "+ptx80"},
     // Hopper: 227 KB per block; mma.sync m16n8k16 and warpgroup MMA
     // (wgmma, used by the fused attention step).
     // 256 workgroups (about two per SM of an H100/H200) measured best for
     // decode on the H200 (docs/Performance.md).
-    {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, 16, 8, 16, 256,
-     "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", /*warpgroupMma=*/true},
+    {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, kHopper, 256,
+     "nvptx64-nvidia-cuda", "sm_90a", "+ptx80"},
     // CDNA2 (MI200): wave64, 64 KB LDS, v_mfma_f32_16x16x16bf16_1k.
     // One LDS-bound workgroup per CU: 110 CUs per MI250X die.
-    {"gfx90a", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 110,
+    {"gfx90a", TargetKind::AMD, 64, 64 * 1024, kCdna23, 110,
      "amdgcn-amd-amdhsa", "gfx90a", ""},
     // CDNA3 (MI300): wave64, 64 KB LDS, v_mfma_f32_16x16x16_bf16.
     // 304 CUs on MI300X.
-    {"gfx942", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 304,
+    {"gfx942", TargetKind::AMD, 64, 64 * 1024, kCdna23, 304,
      "amdgcn-amd-amdhsa", "gfx942", ""},
     // CDNA4 (MI350): wave64, 160 KB LDS.
     // 256 CUs on MI355X.
-    {"gfx950", TargetKind::AMD, 64, 160 * 1024, 16, 16, 16, 256,
+    {"gfx950", TargetKind::AMD, 64, 160 * 1024, kCdna4, 256,
      "amdgcn-amd-amdhsa", "gfx950", ""},
     // The emulation targets: the chip's module exactly as before ROCDL
     // conversion, run as host code by the runtime's AMD emulator
     // (docs/AMD.md). Every field but the name is the chip's.
-    {"gfx90a-emu", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 110,
-     "amdgcn-amd-amdhsa", "gfx90a", "", false, "gfx90a"},
-    {"gfx942-emu", TargetKind::AMD, 64, 64 * 1024, 16, 16, 16, 304,
-     "amdgcn-amd-amdhsa", "gfx942", "", false, "gfx942"},
-    {"gfx950-emu", TargetKind::AMD, 64, 160 * 1024, 16, 16, 16, 256,
-     "amdgcn-amd-amdhsa", "gfx950", "", false, "gfx950"},
+    {"gfx90a-emu", TargetKind::AMD, 64, 64 * 1024, kCdna23, 110,
+     "amdgcn-amd-amdhsa", "gfx90a", "", "gfx90a"},
+    {"gfx942-emu", TargetKind::AMD, 64, 64 * 1024, kCdna23, 304,
+     "amdgcn-amd-amdhsa", "gfx942", "", "gfx942"},
+    {"gfx950-emu", TargetKind::AMD, 64, 160 * 1024, kCdna4, 256,
+     "amdgcn-amd-amdhsa", "gfx950", "", "gfx950"},
 };
 
 const ArchInfo *lookupArch(llvm::StringRef name) {

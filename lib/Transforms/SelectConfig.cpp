@@ -108,6 +108,25 @@ FailureOr<nvidia::StepPlan> fusedPlan(Operation *op, Type elem, bool masked,
                                op->getLoc());
 }
 
+/// A config whose perf-config asks for warpgroup MMA (`wgmma=1`) gets it
+/// or is an error located at `op` saying why the fused step of its shapes
+/// cannot use it (no silent fallback to mma.sync).
+LogicalResult checkWgmmaRequest(Operation *op, Type elem, bool masked,
+                                int64_t rows, int64_t dim, int64_t tileKv,
+                                int64_t dv, int64_t warps) {
+  std::string why = "masked key loops do not take the register-fused step";
+  if (!masked) {
+    FailureOr<nvidia::StepPlan> p = nvidia::planFusedStep(
+        {elem, rows, dim, tileKv, dv, warps}, true, op->getLoc(), &why);
+    if (succeeded(p) && p->wgmma)
+      return success();
+  }
+  return op->emitError() << "perf-config: wgmma=1 asks for warpgroup MMA, "
+                            "which the attention step of this config ("
+                         << rows << " rows, " << tileKv << "-key tiles, "
+                         << warps << " warps) cannot use: " << why;
+}
+
 /// GPU heuristics. NVIDIA, 16-bit floats: up to 64 query rows (Sq x
 /// head_group) per workgroup, two warps per 16-row block (each owns half
 /// of the value columns: mla-distribute's register-fused step), 32-key
@@ -119,7 +138,7 @@ FailureOr<nvidia::StepPlan> fusedPlan(Operation *op, Type elem, bool masked,
 /// shrunk) until they fit the chip's shared memory or LDS; up to 8 KV
 /// splits, balanced at run time against the batch size so that every
 /// launch has about `minWorkgroups` workgroups (the arch table).
-ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
+ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
   if (arch.hasRegisterFusedStep()) {
     int64_t group = largestDivisorAtMost(
         op.getNumHeads(), std::max<int64_t>(1, 64 / op.getQLen()));
@@ -133,8 +152,8 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch) {
     // warpgroups of 64 rows, value halves of 64-column blocks): 64-key
     // tiles, two stages. H=128 on the H200: 313 TFLOP/s against 233 with
     // 32-key tiles and 180 for mma.sync (docs/Performance.md).
-    FailureOr<nvidia::StepPlan> wg = plan(64, arch.warpgroupMma);
-    if (arch.warpgroupMma && succeeded(wg) && wg->wgmma && wg->splitScores) {
+    FailureOr<nvidia::StepPlan> wg = plan(64, wgmmaOk);
+    if (wgmmaOk && succeeded(wg) && wg->wgmma && wg->splitScores) {
       ConfigFields cfg{/*tileKv=*/64,
                        /*kvSplits=*/8,
                        group,
@@ -217,7 +236,7 @@ int64_t wgmmaPrefillBytes(PrefillOp op, int64_t tileQ, int64_t tileKv,
 /// 64 x 32, 128 x 64 and 128 x 32 (8 warps), 64 x 128 and two stages
 /// (docs/Performance.md). Otherwise: 32 x 32 tiles with 4 warps/waves,
 /// halved until they fit the chip.
-ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch) {
+ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch, bool wgmmaOk) {
   if (arch.kind == TargetKind::Host)
     return {/*tileKv=*/64, /*kvSplits=*/1,      /*headGroup=*/1,
             /*warps=*/1,
@@ -227,7 +246,7 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch) {
     return fusedPlan(op, elem, !op.getMask().empty(), tileQ, op.getQkDim(),
                      tileKv, op.getVDim(), warps, wgmma);
   };
-  if (arch.warpgroupMma)
+  if (wgmmaOk)
     for (int64_t tileKv : {128, 64}) {
       FailureOr<nvidia::StepPlan> p = plan(128, tileKv, 8, true);
       if (succeeded(p) && p->wgmma &&
@@ -334,16 +353,13 @@ struct SelectConfigPass
     // without it. With `wgmma=0` the heuristics must not pick shapes that
     // only fit the warpgroup-MMA layout.
     std::optional<int64_t> wgmma = wgmmaOverride();
-    if (wgmma == 1 && !arch->warpgroupMma) {
+    if (wgmma == 1 && !arch->hasWarpgroupMma()) {
       getOperation().emitError()
           << "perf-config: wgmma=1 needs warpgroup MMA, which target "
           << arch->name << " does not have";
       return signalPassFailure();
     }
-    ArchInfo chip = *arch;
-    if (wgmma == 0)
-      chip.warpgroupMma = false;
-    arch = &chip;
+    const bool wgmmaOk = arch->hasWarpgroupMma() && wgmma != 0;
     // The config of one op: heuristics unless it has one, then overrides.
     auto select = [&](Operation *op, ConfigFields cfg,
                       ConfigAttr existing) -> ConfigAttr {
@@ -362,7 +378,7 @@ struct SelectConfigPass
     WalkResult result = getOperation().walk([&](Operation *o) {
       if (auto op = dyn_cast<PrefillOp>(o)) {
         ConfigAttr attr =
-            select(op, prefillConfig(op, *arch), op.getConfigAttr());
+            select(op, prefillConfig(op, *arch, wgmmaOk), op.getConfigAttr());
         if (!attr)
           return WalkResult::interrupt();
         if (attr.getKvSplits() != 1 || attr.getHeadGroup() != 1 ||
@@ -372,6 +388,12 @@ struct SelectConfigPass
                          << attr;
           return WalkResult::interrupt();
         }
+        if (wgmma == 1 &&
+            failed(checkWgmmaRequest(op, op.getQ().getType().getElementType(),
+                                     !op.getMask().empty(), attr.getTileQ(),
+                                     op.getQkDim(), attr.getTileKv(),
+                                     op.getVDim(), attr.getWarps())))
+          return WalkResult::interrupt();
         LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
         op.setConfigAttr(attr);
         return WalkResult::advance();
@@ -381,7 +403,7 @@ struct SelectConfigPass
         return WalkResult::advance();
       ConfigFields cfg = arch->kind == TargetKind::Host
                              ? hostDecodeConfig(op)
-                             : gpuDecodeConfig(op, *arch);
+                             : gpuDecodeConfig(op, *arch, wgmmaOk);
       ConfigAttr attr = select(op, cfg, op.getConfigAttr());
       if (!attr)
         return WalkResult::interrupt();
@@ -395,6 +417,12 @@ struct SelectConfigPass
                        << op.getNumHeads();
         return WalkResult::interrupt();
       }
+      if (wgmma == 1 &&
+          failed(checkWgmmaRequest(
+              op, op.getQ().getType().getElementType(), !op.getMask().empty(),
+              attr.getHeadGroup() * op.getQLen(), op.getHeadDim(),
+              attr.getTileKv(), op.getLatentDim(), attr.getWarps())))
+        return WalkResult::interrupt();
       LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
       op.setConfigAttr(attr);
       return WalkResult::advance();

@@ -2,6 +2,8 @@
 #ifndef MLA_TARGET_ARCH_H
 #define MLA_TARGET_ARCH_H
 
+#include "mla/Target/MatrixInstr.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -12,20 +14,18 @@ namespace mla {
 enum class TargetKind { Host, NVIDIA, AMD };
 
 /// What passes need to know about a chip: thread-group shape, fast-memory
-/// size, the matrix instruction, and how LLVM names it.
+/// size, its matrix instructions, and how LLVM names it.
 struct ArchInfo {
   llvm::StringRef name; ///< as in --target: host, sm_80, sm_90a, gfx942...
   TargetKind kind;
-  int64_t warpSize;         ///< threads per warp / wave (1 on the host)
-  int64_t sharedBytes;      ///< shared memory / LDS one workgroup may use
-  int64_t mmaM, mmaN, mmaK; ///< bf16/f16 matrix-instruction shape (0: none)
+  int64_t warpSize;    ///< threads per warp / wave (1 on the host)
+  int64_t sharedBytes; ///< shared memory / LDS one workgroup may use
+  /// The chip's matrix instructions (MatrixInstrs.def), preferred first.
+  llvm::ArrayRef<MatrixInstrId> matrixInstrs;
   int64_t minWorkgroups;    ///< workgroups that fill the chip (0: host)
   llvm::StringRef triple;   ///< LLVM target triple
   llvm::StringRef cpu;      ///< LLVM CPU name
   llvm::StringRef features; ///< LLVM target features
-  /// Warpgroup MMA (Hopper's wgmma.mma_async: 4 warps, operands read from
-  /// 128-byte-swizzled shared memory through descriptors).
-  bool warpgroupMma = false;
   /// Emulation targets (gfx942-emu, ...): the AMD chip whose module they
   /// run on the host emulator; empty for real targets.
   llvm::StringRef emulates = "";
@@ -43,12 +43,24 @@ struct ArchInfo {
   bool marksVectorAlignment() const { return kind == TargetKind::NVIDIA; }
   /// mla-distribute's register-resident attention step (NVIDIA/FusedStep).
   bool hasRegisterFusedStep() const { return kind == TargetKind::NVIDIA; }
-  /// The warp-level bf16/f16 matrix instruction mla.matmul lowers to.
-  enum class MatrixUnit { None, MmaSync, Mfma };
-  MatrixUnit matrixUnit() const {
-    if (mmaK == 0)
-      return MatrixUnit::None;
-    return kind == TargetKind::NVIDIA ? MatrixUnit::MmaSync : MatrixUnit::Mfma;
+  /// The instruction one warp / wave issues for mla.matmul on operands of
+  /// `type` (the first the chip lists), or nullptr: then the scalar FMA.
+  const MatrixInstr *matmulInstr(MatrixType type) const {
+    for (MatrixInstrId id : matrixInstrs) {
+      const MatrixInstr &mi = matrixInstr(id);
+      if ((mi.scope == MatrixScope::Warp || mi.scope == MatrixScope::Wave) &&
+          mi.type == type)
+        return &mi;
+    }
+    return nullptr;
+  }
+  /// Warpgroup MMA (Hopper's wgmma.mma_async: 4 warps, operands read from
+  /// 128-byte-swizzled shared memory through descriptors).
+  bool hasWarpgroupMma() const {
+    for (MatrixInstrId id : matrixInstrs)
+      if (matrixInstr(id).scope == MatrixScope::Warpgroup)
+        return true;
+    return false;
   }
   /// Special-function exp2/log2 as intrinsics of this chip's backend.
   llvm::StringRef exp2Intrinsic() const {

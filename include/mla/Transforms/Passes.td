@@ -24,7 +24,9 @@ def MLASelectConfig : Pass<"mla-select-config", "mlir::ModuleOp"> {
     `perf-config` option overrides individual fields, e.g.
     `perf-config=tile_kv=32,kv_splits=2`; an unknown field or a config the
     op cannot use is an error located at the op, and so is a config the
-    target cannot run (`wgmma=1` on a chip without warpgroup MMA).
+    target cannot run (`wgmma=1` on a chip without warpgroup MMA, or for
+    shapes whose attention step cannot use warpgroup MMA: the error says
+    why, instead of a silent fallback to `mma.sync`).
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"\"",

@@ -1,122 +1,101 @@
-//===- Mfma.cpp - mla.matmul as wave-level MFMA ---------------------------===//
+//===- Mfma.cpp - the MFMA emitter ----------------------------------------===//
+//
+// MFMA (bf16/f16, f32 accumulation) on wave64, any of the shapes of
+// MatrixInstrs.def: every address comes from the instruction's layouts. In
+// the 16x16x16 form lane l works on column l % 16 and the 4-element k (A,
+// B) or row (C) block 4 * (l / 16):
+//   A[m0 + l%16][k0 + 4*(l/16) + j],  B(k0 + 4*(l/16) + j, n0 + l%16),
+//   C[m0 + 4*(l/16) + j][n0 + l%16],  j = 0..3.
+// The A and B elements of a lane are consecutive in k (one vector load of
+// A, and of B when it is transposed).
+//
+//===----------------------------------------------------------------------===//
 #include "../Utils.h"
 #include "AMD.h"
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/Matchers.h"
-
-#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 using namespace mlir;
 using namespace mla;
 
-namespace mla::amd {
-/// MFMA 16x16x16 (bf16/f16, f32 accumulation) on AMD, wave64. C tiles of
-/// 16x16 are spread over the waves. In each wave lane l works on column
-/// l % 16 and the 4-element k (A, B) or row (C) block 4 * (l / 16):
-///   A[m0 + l%16][k0 + 4*(l/16) + j],  B(k0 + 4*(l/16) + j, n0 + l%16),
-///   C[m0 + 4*(l/16) + j][n0 + l%16],  j = 0..3.
-/// Rows past M read as zero and are not stored.
-void lowerMatmulMfma(MatmulOp op, const ThreadInfo &ti) {
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  auto aType = op.getA().getType();
-  Type elem = aType.getElementType();
-  const int64_t m = aType.getDimSize(0), k = aType.getDimSize(1);
-  const int64_t n = op.getC().getType().getDimSize(1);
-  const int64_t mt = (m + 15) / 16, nt = n / 16;
-  const int64_t waves = ti.threads / ti.warpSize;
-  Type f32 = b.getF32Type();
-  auto accType = VectorType::get({4}, f32);
-  auto fragType = VectorType::get({4}, elem);
-  Value c0 = indexConst(b, 0), c16 = indexConst(b, 16), cM = indexConst(b, m);
-  Value wave = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-  Value lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
-  Value col16 = arith::RemUIOp::create(b, lane, c16);
-  Value block4 = arith::MulIOp::create(b, arith::DivUIOp::create(b, lane, c16),
-                                       indexConst(b, 4));
-  Value zeroF = f32Const(b, 0.0);
-  Value always = arith::ConstantIntOp::create(b, 1, 1);
+namespace {
 
-  forLoop(b, wave, indexConst(b, mt * nt), indexConst(b, waves),
-          [&](ImplicitLocOpBuilder &tb, Value tile) {
-            Value m0 = arith::MulIOp::create(
-                tb, arith::DivUIOp::create(tb, tile, indexConst(tb, nt)), c16);
-            Value n0 = arith::MulIOp::create(
-                tb, arith::RemUIOp::create(tb, tile, indexConst(tb, nt)), c16);
-            Value aRow = arith::AddIOp::create(tb, m0, col16);
-            bool full = m % 16 == 0;
-            auto inRows = [&](Value r) -> Value {
-              return full ? always
-                          : arith::CmpIOp::create(tb, arith::CmpIPredicate::ult,
-                                                  r, cM)
-                                .getResult();
-            };
-            Value aOk = inRows(aRow);
-            Value bCol = arith::AddIOp::create(tb, n0, col16);
-            // Accumulator: rows m0 + block4 + j, column n0 + l % 16.
-            SmallVector<Value> cRows, cOk;
-            for (int64_t j = 0; j < 4; ++j) {
-              Value r = arith::AddIOp::create(
-                  tb, arith::AddIOp::create(tb, m0, block4), indexConst(tb, j));
-              cRows.push_back(r);
-              cOk.push_back(inRows(r));
-            }
-            SmallVector<Value> init;
-            for (int64_t j = 0; j < 4; ++j) {
-              if (!op.getAccumulate()) {
-                init.push_back(zeroF);
-                continue;
-              }
-              init.push_back(guardedValue(
-                  tb, cOk[j], zeroF, [&](ImplicitLocOpBuilder &ib) {
-                    Value v = memref::LoadOp::create(
-                        ib, op.getC(), ValueRange{cRows[j], bCol});
-                    if (Value s = op.getCScale())
-                      v = arith::MulFOp::create(
-                          ib, v,
-                          memref::LoadOp::create(ib, s, ValueRange{cRows[j]}));
-                    return v;
-                  }));
-            }
-            Value acc0 = vector::FromElementsOp::create(tb, accType, init);
-            auto kLoop = scf::ForOp::create(
-                tb, c0, indexConst(tb, k), c16, ValueRange{acc0},
-                [&](OpBuilder &nb, Location loc, Value k0, ValueRange acc) {
-                  ImplicitLocOpBuilder kb(loc, nb);
-                  Value kk = arith::AddIOp::create(kb, k0, block4);
-                  Value a = loadPair(kb, op.getA(), aRow, kk, aOk, 4);
-                  Value bFrag;
-                  if (op.getTransposeB()) {
-                    bFrag = loadPair(kb, op.getB(), bCol, kk, always, 4);
-                  } else {
-                    SmallVector<Value> elems;
-                    for (int64_t j = 0; j < 4; ++j)
-                      elems.push_back(memref::LoadOp::create(
-                          kb, op.getB(),
-                          ValueRange{
-                              arith::AddIOp::create(kb, kk, indexConst(kb, j)),
-                              bCol}));
-                    bFrag = vector::FromElementsOp::create(kb, fragType, elems);
-                  }
-                  Value d = amdgpu::MFMAOp::create(
-                      kb, accType, kb.getI32IntegerAttr(16),
-                      kb.getI32IntegerAttr(16), kb.getI32IntegerAttr(16),
-                      kb.getI32IntegerAttr(1), a, bFrag, acc[0]);
-                  scf::YieldOp::create(kb, d);
-                });
-            for (int64_t j = 0; j < 4; ++j) {
-              Value v = vector::ExtractOp::create(tb, kLoop.getResult(0),
-                                                  ArrayRef<int64_t>{j});
-              guarded(tb, cOk[j], [&](ImplicitLocOpBuilder &ib) {
-                memref::StoreOp::create(ib, v, op.getC(),
-                                        ValueRange{cRows[j], bCol});
-              });
-            }
-          });
-  gpu::BarrierOp::create(b);
-  op.erase();
+class MfmaEmitter : public MatrixEmitter {
+public:
+  using MatrixEmitter::MatrixEmitter;
+
+  void begin(ImplicitLocOpBuilder &b, MatmulOp op) override {
+    MatrixEmitter::begin(b, op);
+    elem = op.getA().getType().getElementType();
+    aRowLane = laneCoord(b, instr.a.row);
+    kLane = laneCoord(b, instr.a.col);
+    bColLane = laneCoord(b, instr.b.col);
+  }
+
+  /// The accumulators travel as one vector, the instruction's operand.
+  SmallVector<Value> packAcc(ImplicitLocOpBuilder &b,
+                             ArrayRef<Value> elems) override {
+    return {vector::FromElementsOp::create(
+        b, VectorType::get({instr.c.elems}, b.getF32Type()), elems)};
+  }
+  SmallVector<Value> unpackAcc(ImplicitLocOpBuilder &b,
+                               ValueRange carried) override {
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < instr.c.elems; ++j)
+      out.push_back(
+          vector::ExtractOp::create(b, carried[0], ArrayRef<int64_t>{j}));
+    return out;
+  }
+
+  /// This lane's row of A (and whether it is inside M) and column of B.
+  void beginTile(ImplicitLocOpBuilder &b, MatmulOp op, AccTile &t) override {
+    const int64_t m = op.getA().getType().getDimSize(0);
+    Value aRow = arith::AddIOp::create(b, t.m0, aRowLane);
+    Value aOk = m % instr.m == 0
+                    ? arith::ConstantIntOp::create(b, 1, 1).getResult()
+                    : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, aRow,
+                                            indexConst(b, m))
+                          .getResult();
+    t.extra = {aRow, aOk, arith::AddIOp::create(b, t.n0, bColLane)};
+  }
+
+  SmallVector<Value> step(ImplicitLocOpBuilder &kb, MatmulOp op,
+                          const AccTile &t, Value k0, ValueRange acc) override {
+    const int64_t perLane = instr.a.elems;
+    Value aRow = t.extra[0], aOk = t.extra[1], bCol = t.extra[2];
+    Value kk = arith::AddIOp::create(kb, k0, kLane);
+    Value a = loadPair(kb, op.getA(), aRow, kk, aOk, perLane);
+    Value bFrag;
+    if (op.getTransposeB()) {
+      bFrag = loadPair(kb, op.getB(), bCol, kk,
+                       arith::ConstantIntOp::create(kb, 1, 1), perLane);
+    } else {
+      SmallVector<Value> elems;
+      for (int64_t j = 0; j < perLane; ++j)
+        elems.push_back(memref::LoadOp::create(
+            kb, op.getB(),
+            ValueRange{arith::AddIOp::create(kb, kk, indexConst(kb, j)),
+                       bCol}));
+      bFrag = vector::FromElementsOp::create(
+          kb, VectorType::get({perLane}, elem), elems);
+    }
+    Value d = amdgpu::MFMAOp::create(
+        kb, acc[0].getType(), kb.getI32IntegerAttr(instr.m),
+        kb.getI32IntegerAttr(instr.n), kb.getI32IntegerAttr(instr.k),
+        kb.getI32IntegerAttr(1), a, bFrag, acc[0]);
+    return {d};
+  }
+
+private:
+  Type elem;
+  Value aRowLane, kLane, bColLane;
+};
+
+} // namespace
+
+std::unique_ptr<MatrixEmitter>
+mla::amd::createMfmaEmitter(const MatrixInstr &mi, const ThreadInfo &ti) {
+  return std::make_unique<MfmaEmitter>(mi, ti);
 }
-
-} // namespace mla::amd

@@ -9,10 +9,11 @@
 //   * each scf.parallel becomes a loop over its linearised iteration space
 //     strided by the workgroup's thread count (`idx = tid; idx < n;
 //     idx += threads`), followed by a gpu.barrier;
-//   * each mla.matmul becomes warp-level matrix-instruction code for
-//     bf16/f16 operands (mma.sync m16n8k16 on NVIDIA, NVIDIA/MmaSync.cpp;
-//     MFMA 16x16x16 on AMD, AMD/Mfma.cpp), or a thread-distributed f32 FMA
-//     loop otherwise, followed by a gpu.barrier.
+//   * each mla.matmul becomes matrix-instruction code through the emitter
+//     of the instruction the arch table gives for its operand type
+//     (GPU/MatrixEmitter.h: mma.sync m16n8k16 on NVIDIA, MFMA 16x16x16 on
+//     AMD), or a thread-distributed f32 FMA loop otherwise, followed by a
+//     gpu.barrier.
 // The thread count is the grid config's `warps` times the target's warp size
 // and is recorded on the grid as `block_size`.
 //
@@ -22,6 +23,7 @@
 #include "../NVIDIA/NVIDIA.h"
 #include "../Utils.h"
 #include "GPUCommon.h"
+#include "MatrixEmitter.h"
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 
@@ -127,45 +129,19 @@ void eraseDeadTiles(GridOp grid) {
   }
 }
 
-/// Any element types: one thread per C element, scalar f32 FMAs.
-void lowerMatmulScalar(MatmulOp op, const ThreadInfo &ti) {
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  const int64_t m = op.getA().getType().getDimSize(0),
-                k = op.getA().getType().getDimSize(1),
-                n = op.getC().getType().getDimSize(1);
-  Type f32 = b.getF32Type();
-  Value c0 = indexConst(b, 0), c1 = indexConst(b, 1), cN = indexConst(b, n);
-  forLoop(b, ti.tid, indexConst(b, m * n), indexConst(b, ti.threads),
-          [&](ImplicitLocOpBuilder &ib, Value idx) {
-            Value i = arith::DivUIOp::create(ib, idx, cN);
-            Value j = arith::RemUIOp::create(ib, idx, cN);
-            Value init = f32Const(ib, 0.0);
-            if (op.getAccumulate()) {
-              init = memref::LoadOp::create(ib, op.getC(), ValueRange{i, j});
-              if (Value s = op.getCScale())
-                init = arith::MulFOp::create(
-                    ib, init, memref::LoadOp::create(ib, s, ValueRange{i}));
-            }
-            Value sum = reduceLoop(
-                ib, c0, indexConst(ib, k), c1, init,
-                [&](ImplicitLocOpBuilder &kb, Value kk, Value acc) -> Value {
-                  Value a = castFloat(
-                      kb,
-                      memref::LoadOp::create(kb, op.getA(), ValueRange{i, kk}),
-                      f32);
-                  Value bv =
-                      castFloat(kb,
-                                memref::LoadOp::create(kb, op.getB(),
-                                                       op.getTransposeB()
-                                                           ? ValueRange{j, kk}
-                                                           : ValueRange{kk, j}),
-                                f32);
-                  return math::FmaOp::create(kb, a, bv, acc);
-                });
-            memref::StoreOp::create(ib, sum, op.getC(), ValueRange{i, j});
-          });
-  gpu::BarrierOp::create(b);
-  op.erase();
+/// The instruction for `mm`: the chip's warp / wave instruction for its
+/// operand type where the shapes take it, the scalar FMA otherwise.
+const MatrixInstr &matmulInstr(MatmulOp mm, const ArchInfo &arch) {
+  Type a = mm.getA().getType().getElementType();
+  Type bt = mm.getB().getType().getElementType();
+  int64_t n = mm.getC().getType().getDimSize(1);
+  int64_t k = mm.getA().getType().getDimSize(1);
+  const MatrixInstr *mi = nullptr;
+  if (a == bt && (a.isBF16() || a.isF16()))
+    mi = arch.matmulInstr(a.isBF16() ? MatrixType::BF16 : MatrixType::F16);
+  if (mi && k % mi->k == 0 && n % mi->n == 0)
+    return *mi;
+  return matrixInstr(MatrixInstrId::ScalarFmaF32);
 }
 
 /// exp2 / log2 as the chip's special-function instructions (NVIDIA
@@ -219,7 +195,7 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       ThreadInfo ti;
       ti.threads = warps * arch->warpSize;
       ti.warpSize = arch->warpSize;
-      ti.wgmma = arch->warpgroupMma;
+      ti.wgmma = arch->hasWarpgroupMma();
       if (auto cfg = grid.getConfigAttr())
         ti.wgmma &= cfg.getWgmma() != 0;
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
@@ -262,19 +238,9 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       SmallVector<MatmulOp> mms;
       grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
       for (MatmulOp mm : mms) {
-        Type a = mm.getA().getType().getElementType();
-        Type bt = mm.getB().getType().getElementType();
-        int64_t n = mm.getC().getType().getDimSize(1);
-        int64_t k = mm.getA().getType().getDimSize(1);
-        bool matrixUnit = a == bt && (a.isBF16() || a.isF16()) &&
-                          k % arch->mmaK == 0 && n % arch->mmaN == 0;
-        ArchInfo::MatrixUnit unit = arch->matrixUnit();
-        if (matrixUnit && unit == ArchInfo::MatrixUnit::MmaSync)
-          nvidia::lowerMatmulMmaSync(mm, ti);
-        else if (matrixUnit && unit == ArchInfo::MatrixUnit::Mfma)
-          amd::lowerMatmulMfma(mm, ti);
-        else
-          lowerMatmulScalar(mm, ti);
+        std::unique_ptr<MatrixEmitter> em =
+            createMatrixEmitter(matmulInstr(mm, *arch), ti);
+        lowerMatmul(mm, *em);
       }
       if (failed(nvidia::applySwizzle(grid)))
         return WalkResult::interrupt();

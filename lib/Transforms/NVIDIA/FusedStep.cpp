@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../AttentionLayout.h"
+#include "../GPU/MatrixEmitter.h"
 #include "../Utils.h"
 #include "MmaSync.h"
 #include "NVIDIA.h"
@@ -145,7 +146,16 @@ private:
   // Fragment helpers.
   SmallVector<Value> ldmatrix4(ImplicitLocOpBuilder &ib, Value mem, Value r,
                                Value c, bool trans);
-  Value quadReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax);
+  Value rowReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax);
+  /// The instruction of the scores (its C layout is the softmax's).
+  static const MatrixInstr &scoreInstr(const StepPlan &p) {
+    bool bf16 = p.elem.isBF16();
+    if (p.wgmma)
+      return matrixInstr(bf16 ? MatrixInstrId::WgmmaM64N8K16BF16
+                              : MatrixInstrId::WgmmaM64N8K16F16);
+    return matrixInstr(bf16 ? MatrixInstrId::MmaSyncM16N8K16BF16
+                            : MatrixInstrId::MmaSyncM16N8K16F16);
+  }
   Value pack(ImplicitLocOpBuilder &ib, Value lo, Value hi);
   Value accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t odd);
   Value rowBytes(ImplicitLocOpBuilder &ib, Value view, Value extraRows);
@@ -293,7 +303,7 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
           ib, mx[i / 2], arith::SelectOp::create(ib, vis[e], x[e], negInf));
     }
   for (int64_t r = 0; r < 2; ++r)
-    mx[r] = quadReduce(ib, mx[r], true);
+    mx[r] = rowReduce(ib, mx[r], true);
   if (p.splitScores) {
     // Each half's row maxima to shared memory; the row maximum is the
     // larger of the two halves'.
@@ -582,8 +592,8 @@ void FusedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
       memref::StoreOp::create(
           ab, fin[blk * 4 + i], acc,
           ValueRange{i < 2 ? row0 : row1, accCol(ab, blk, i & 1)});
-  Value lTot[2] = {quadReduce(ab, fin[nAcc + 2], false),
-                   quadReduce(ab, fin[nAcc + 3], false)};
+  Value lTot[2] = {rowReduce(ab, fin[nAcc + 2], false),
+                   rowReduce(ab, fin[nAcc + 3], false)};
   if (p.splitScores) {
     Value second = arith::AndIOp::create(
         ab,
@@ -624,15 +634,10 @@ SmallVector<Value> FusedStep::ldmatrix4(ImplicitLocOpBuilder &ib, Value mem,
   return regs;
 }
 
-Value FusedStep::quadReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax) {
-  for (int32_t off : {1, 2}) {
-    Value other =
-        gpu::ShuffleOp::create(ib, x, off, ti.warpSize, gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-    x = isMax ? arith::MaximumFOp::create(ib, x, other).getResult()
-              : arith::AddFOp::create(ib, x, other).getResult();
-  }
-  return x;
+/// Over the lanes that share an accumulator row (the instruction's C
+/// layout: the four lanes of a quad).
+Value FusedStep::rowReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax) {
+  return reduceAcrossRow(ib, scoreInstr(p), ti.warpSize, x, isMax);
 }
 
 Value FusedStep::pack(ImplicitLocOpBuilder &ib, Value lo, Value hi) {
@@ -674,8 +679,13 @@ Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
 } // namespace
 
 FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
-                                               bool wgmmaAllowed,
-                                               Location loc) {
+                                               bool wgmmaAllowed, Location loc,
+                                               std::string *whyNot) {
+  auto refuse = [&](Location loc, const Twine &why) {
+    if (whyNot)
+      *whyNot = why.str();
+    return ::refuse(loc, why);
+  };
   StepPlan p;
   p.elem = shape.elem;
   p.rows = shape.rows;
@@ -711,10 +721,14 @@ FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
   p.wgmma = wgmmaAllowed && p.warps % 4 == 0 && p.rowBlocks % 4 == 0 &&
             (p.colSplit == 1 || p.splitScores) && p.dim % 64 == 0 &&
             (p.dv / p.colSplit) % 64 == 0 && p.tile <= 256;
-  LLVM_DEBUG(if (wgmmaAllowed && !p.wgmma) llvm::dbgs()
-             << "mla-distribute: no warpgroup MMA at " << loc
-             << ": needs whole warpgroups of 64 rows, 64-column head and "
-                "value blocks and at most 256 keys\n");
+  if (wgmmaAllowed && !p.wgmma) {
+    StringRef why = "needs whole warpgroups of 64 rows, 64-column head and "
+                    "value blocks and at most 256 keys";
+    if (whyNot)
+      *whyNot = why.str();
+    LLVM_DEBUG(llvm::dbgs() << "mla-distribute: no warpgroup MMA at " << loc
+                            << ": " << why << "\n");
+  }
   return p;
 }
 

@@ -1,14 +1,14 @@
 //===- MmaSync.h - mma.sync m16n8k16 fragments and lanes --------*- C++ -*-===//
 //
-// Library-private: the warp-level mma.sync instruction and where a lane
-// sits in its fragments, shared by the matmul lowering (MmaSync.cpp) and
-// the fused attention step (FusedStep.cpp).
+// Library-private: the warp-level mma.sync instruction, where a lane sits
+// in its fragments, and its MatrixEmitter; shared by the matmul lowering
+// (GPU/MatrixEmitter.cpp) and the fused attention step (FusedStep.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLA_LIB_TRANSFORMS_NVIDIA_MMASYNC_H
 #define MLA_LIB_TRANSFORMS_NVIDIA_MMASYNC_H
 
-#include "../GPU/GPUCommon.h"
+#include "../GPU/MatrixEmitter.h"
 
 namespace mla::nvidia {
 
@@ -34,6 +34,10 @@ llvm::SmallVector<mlir::Value> mmaM16N8K16(mlir::ImplicitLocOpBuilder &b,
                                            llvm::ArrayRef<mlir::Value> aRegs,
                                            llvm::ArrayRef<mlir::Value> bRegs,
                                            llvm::ArrayRef<mlir::Value> c);
+
+/// The MatrixEmitter of mma.sync m16n8k16 (bf16 or f16).
+std::unique_ptr<MatrixEmitter> createMmaSyncEmitter(const MatrixInstr &instr,
+                                                    const ThreadInfo &ti);
 
 } // namespace mla::nvidia
 

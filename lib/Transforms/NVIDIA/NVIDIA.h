@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <string>
+
 namespace mla::nvidia {
 
 /// A parallel masked copy `tile[...] = cond ? global[...] : 0` of 16-byte
@@ -28,10 +30,6 @@ prefetchWaits(llvm::ArrayRef<mlir::scf::ParallelOp> pars,
 
 /// Marks 16-byte aligned vector loads and stores of global memory.
 void markGlobalVectorAlignment(GridOp grid);
-
-/// mla.matmul on bf16/f16 tiles as mma.sync m16n8k16 (accumulators kept
-/// in registers across a loop where only the product touches them).
-void lowerMatmulMmaSync(MatmulOp op, const ThreadInfo &ti);
 
 /// The shape of an attention step (mla.attention_step's tiles) and the
 /// warps of its workgroup, for planning before or while lowering it.
@@ -55,10 +53,13 @@ struct StepPlan {
 
 /// The register-fused strategy for `shape` (warpgroup MMA where
 /// `wgmmaAllowed` and the shape takes it), or failure with the reason under
-/// -debug-only=mla-distribute (at `loc`). mla-select-config asks it to pick
-/// configs the fused step takes; the step's lowering asks it again.
+/// -debug-only=mla-distribute (at `loc`) and in `whyNot`, which also says
+/// why an allowed warpgroup MMA was not taken. mla-select-config asks it to
+/// pick configs the fused step takes and to refuse infeasible requests; the
+/// step's lowering asks it again.
 mlir::FailureOr<StepPlan> planFusedStep(const StepShape &shape,
-                                        bool wgmmaAllowed, mlir::Location loc);
+                                        bool wgmmaAllowed, mlir::Location loc,
+                                        std::string *whyNot = nullptr);
 
 /// The register-resident lowering of one mla.attention_step (mma.sync or
 /// wgmma, whole or split scores; FusedStep.cpp). Fails, before changing

@@ -1,0 +1,122 @@
+//===- MatrixEmitter.h - one interface for matrix instructions --*- C++ -*-===//
+//
+// Library-private: the emitter of one matrix instruction (mla::MatrixInstr,
+// include/mla/Target/MatrixInstrs.def) and the one lowering of mla.matmul
+// written against it. The generic parts come from the instruction's data:
+// where a lane's accumulators sit in the C tile (and their row masks), the
+// lanes that share an accumulator row (row maxima and sums by XOR
+// shuffles), the distribution of C tiles over warps / waves / threads and
+// the K loop. An implementation adds what the data does not say: how the A
+// and B fragments are read (ldmatrix, vector loads), the instruction
+// itself, and how the accumulators are carried through loops.
+// Implementations: mma.sync (NVIDIA/MmaSync.cpp), MFMA (AMD/Mfma.cpp), the
+// scalar FMA (MatrixEmitter.cpp); warpgroup MMA (NVIDIA/Wgmma.cpp) is used
+// by the fused attention step through the same data.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_LIB_TRANSFORMS_GPU_MATRIXEMITTER_H
+#define MLA_LIB_TRANSFORMS_GPU_MATRIXEMITTER_H
+
+#include "GPUCommon.h"
+#include "mla/Target/MatrixInstr.h"
+
+#include <memory>
+
+namespace mla {
+
+/// This lane's accumulators of the C tile at (m0, n0): element e at
+/// (rows[e], cols[e]), inside the matmul's M rows iff ok[e].
+struct AccTile {
+  mlir::Value m0, n0;
+  llvm::SmallVector<mlir::Value> rows, cols, ok;
+  /// What an implementation computes once per tile (beginTile).
+  llvm::SmallVector<mlir::Value> extra;
+};
+
+/// `x` reduced (max or sum) over the lanes that share its row of `instr`'s
+/// C layout: XOR shuffles (within a warp of `warpSize`) across the lane
+/// bits the row does not depend on.
+mlir::Value reduceAcrossRow(mlir::ImplicitLocOpBuilder &b,
+                            const MatrixInstr &instr, int64_t warpSize,
+                            mlir::Value x, bool isMax);
+
+class MatrixEmitter {
+public:
+  MatrixEmitter(const MatrixInstr &instr, const ThreadInfo &ti)
+      : instr(instr), ti(ti) {}
+  virtual ~MatrixEmitter() = default;
+
+  const MatrixInstr &instr;
+  const ThreadInfo &ti;
+
+  /// Threads issuing one instruction together, and how many such groups
+  /// the workgroup has.
+  int64_t groupSize() const { return instr.lanes; }
+  int64_t groups() const { return ti.threads / groupSize(); }
+
+  /// Before the lowering of `op` (at `b`, in front of it): this thread's
+  /// group and lane, and what the implementation reads per op.
+  virtual void begin(mlir::ImplicitLocOpBuilder &b, MatmulOp op);
+  mlir::Value group, lane;
+
+  /// The C fragment of tile `tile` (row-major over the ceil(M / m) x N / n
+  /// tiles of the instruction's shape) for a matmul of `m` rows.
+  AccTile accTile(mlir::ImplicitLocOpBuilder &b, mlir::Value tile, int64_t m,
+                  int64_t n);
+
+  /// Once per C tile, before its K loop (e.g. the A and B addresses).
+  virtual void beginTile(mlir::ImplicitLocOpBuilder &b, MatmulOp op,
+                         AccTile &t) {}
+
+  /// The accumulators as loop-carried values, and back.
+  virtual llvm::SmallVector<mlir::Value>
+  packAcc(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> elems) {
+    return llvm::SmallVector<mlir::Value>(elems);
+  }
+  virtual llvm::SmallVector<mlir::Value>
+  unpackAcc(mlir::ImplicitLocOpBuilder &b, mlir::ValueRange carried) {
+    return llvm::SmallVector<mlir::Value>(carried);
+  }
+
+  /// acc += A[tile rows, k0 : k0 + k] · B(k0 : k0 + k, tile columns) on the
+  /// packed accumulators.
+  virtual llvm::SmallVector<mlir::Value> step(mlir::ImplicitLocOpBuilder &b,
+                                              MatmulOp op, const AccTile &t,
+                                              mlir::Value k0,
+                                              mlir::ValueRange acc) = 0;
+
+  /// Whether a product accumulating in a loop keeps its accumulators in
+  /// registers across the loop (lowerMatmul's hoisting).
+  virtual bool keepsAccumulatorsInLoops() const { return false; }
+
+  /// `x` reduced over the lanes that share its accumulator row.
+  mlir::Value rowReduce(mlir::ImplicitLocOpBuilder &b, mlir::Value x,
+                        bool isMax) const {
+    return reduceAcrossRow(b, instr, ti.warpSize, x, isMax);
+  }
+
+  /// The lane part of a fragment coordinate (element terms left out), or
+  /// null when it has none.
+  mlir::Value laneCoord(mlir::ImplicitLocOpBuilder &b,
+                        const LayoutTerm (&terms)[FragLayout::kMaxTerms]) const;
+  /// The element part of a fragment coordinate (a compile-time constant).
+  static int64_t elemCoord(const LayoutTerm (&terms)[FragLayout::kMaxTerms],
+                           int64_t e);
+};
+
+/// The emitter of `instr` (a warp's or wave's instruction for mla.matmul,
+/// or the scalar FMA).
+std::unique_ptr<MatrixEmitter> createMatrixEmitter(const MatrixInstr &instr,
+                                                   const ThreadInfo &ti);
+
+/// mla.matmul through `em`: C tiles spread over the groups, each walking K
+/// in the instruction's steps with its accumulators in registers, rows past
+/// M read as zero and not stored, then a barrier. With
+/// `keepsAccumulatorsInLoops`, the accumulating product at the end of a
+/// loop whose C tile nothing else in the loop touches keeps its
+/// accumulators in registers across the loop.
+void lowerMatmul(MatmulOp op, MatrixEmitter &em);
+
+} // namespace mla
+
+#endif // MLA_LIB_TRANSFORMS_GPU_MATRIXEMITTER_H
