@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Dialect/MLA/IR/MLA.h"
+#include "mla/Kernels/Builders.h"
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Target/Arch.h"
 #include "mla/Target/GPUTarget.h"
@@ -35,6 +36,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include <algorithm>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -57,43 +59,44 @@ static cl::opt<std::string> kernel(
              "--page-size); all take --dtype"),
     cl::init(""), cl::cat(cat));
 static cl::opt<int64_t> heads("heads", cl::desc("Query heads (>= 1)"),
-                              cl::init(16), cl::cat(cat));
+                              cl::init(mla::DecodeSpec().heads), cl::cat(cat));
 static cl::opt<int64_t>
     latentDim("latent-dim",
               cl::desc("Latent (value) dim, a multiple of 16; DeepSeek 512"),
-              cl::init(512), cl::cat(cat));
+              cl::init(mla::DecodeSpec().latentDim), cl::cat(cat));
 static cl::opt<int64_t>
     ropeDim("rope-dim", cl::desc("Rope dim, a multiple of 16; DeepSeek 64"),
-            cl::init(64), cl::cat(cat));
+            cl::init(mla::DecodeSpec().ropeDim), cl::cat(cat));
 static cl::opt<int64_t> pageSize(
     "page-size",
     cl::desc("Tokens per KV page (>= 1), or 0 for a page size chosen at run "
              "time"),
-    cl::init(64), cl::cat(cat));
+    cl::init(mla::DecodeSpec().pageSize), cl::cat(cat));
 static cl::opt<int64_t>
     qLen("q-len", cl::desc("Query tokens per request (>= 1; > 1 is MTP)"),
-         cl::init(1), cl::cat(cat));
+         cl::init(mla::DecodeSpec().qLen), cl::cat(cat));
 static cl::opt<int64_t>
     qkDim("qk-dim",
           cl::desc("prefill: q/k head dim, a multiple of 16; DeepSeek 192"),
-          cl::init(192), cl::cat(cat));
+          cl::init(mla::PrefillSpec().qkDim), cl::cat(cat));
 static cl::opt<int64_t>
     vDim("v-dim",
          cl::desc("prefill, merge: value head dim, a multiple of 16 and at "
                   "most --qk-dim; DeepSeek 128"),
-         cl::init(128), cl::cat(cat));
+         cl::init(mla::PrefillSpec().vDim), cl::cat(cat));
 static cl::opt<bool>
     causal("causal",
            cl::desc("prefill: causal mask, aligned bottom-right when a "
                     "request has more keys than queries"),
-           cl::init(false), cl::cat(cat));
+           cl::init(mla::PrefillSpec().causal), cl::cat(cat));
 static cl::opt<int64_t>
     parts("parts", cl::desc("merge: partial results (chunks) merged, >= 1"),
-          cl::init(2), cl::cat(cat));
+          cl::init(mla::MergeSpec().parts), cl::cat(cat));
 static cl::opt<std::string> dtype("dtype",
                                   cl::desc("q/kv/o element type: bf16, f16, "
                                            "f32"),
-                                  cl::init("bf16"), cl::cat(cat));
+                                  cl::init(mla::DecodeSpec().dtype),
+                                  cl::cat(cat));
 static cl::opt<std::string> oDtype(
     "o-dtype",
     cl::desc("prefill: element type of o, the --dtype (default) or f32 (e.g. "
@@ -131,167 +134,122 @@ static int fail(const Twine &msg) {
   return 1;
 }
 
-/// MLIR text of a decode kernel described by the flags.
-static FailureOr<std::string> decodeSource() {
-  auto bad = [](const Twine &m) -> FailureOr<std::string> {
-    fail(m);
-    return failure();
-  };
-  if (heads < 1)
-    return bad("--heads must be >= 1 (got " + Twine(heads) + ")");
-  if (qLen < 1)
-    return bad("--q-len must be >= 1 (got " + Twine(qLen) + ")");
-  if (latentDim < 16 || latentDim % 16)
-    return bad("--latent-dim must be a positive multiple of 16 (got " +
-               Twine(latentDim) + ")");
-  if (ropeDim < 0 || ropeDim % 16)
-    return bad("--rope-dim must be a non-negative multiple of 16 (got " +
-               Twine(ropeDim) + ")");
-  if (pageSize < 0)
-    return bad("--page-size must be >= 1, or 0 for a run-time page size "
-               "(got " +
-               Twine(pageSize) + ")");
-  if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
-    return bad("--dtype must be bf16, f16 or f32 (got '" + dtype + "')");
-  int64_t d = latentDim + ropeDim;
-  std::string p = pageSize == 0 ? "?" : std::to_string(pageSize);
-  std::string t = dtype;
-  std::string qT = llvm::formatv("memref<?x{0}x{1}x{2}x{3}>", qLen.getValue(),
-                                 heads.getValue(), d, t);
-  std::string kvT = llvm::formatv("memref<?x{0}x{1}x{2}>", p, d, t);
-  std::string oT = llvm::formatv("memref<?x{0}x{1}x{2}x{3}>", qLen.getValue(),
-                                 heads.getValue(), latentDim.getValue(), t);
-  std::string lseT =
-      llvm::formatv("memref<?x{0}x{1}xf32>", qLen.getValue(), heads.getValue());
-  return llvm::formatv(
-             "func.func @decode(%q: {0}, %kv: {1}, %block_table: "
-             "memref<?x?xi32>, %seq_lens: memref<?xi32>, %scale: f32, %o: "
-             "{2}, %lse: {3}) {{\n"
-             "  mla.decode %q, %kv, %block_table, %seq_lens, %scale, %o, %lse "
-             ": {0}, {1}, memref<?x?xi32>, memref<?xi32>, f32, {2}, {3}\n"
-             "  return\n}\n",
-             qT, kvT, oT, lseT)
-      .str();
+static LogicalResult error(const Twine &msg) {
+  fail(msg);
+  return failure();
 }
 
-/// MLIR text of a prefill kernel described by the flags.
-static FailureOr<std::string> prefillSource() {
-  auto bad = [](const Twine &m) -> FailureOr<std::string> {
-    fail(m);
-    return failure();
-  };
-  if (heads < 1)
-    return bad("--heads must be >= 1 (got " + Twine(heads) + ")");
-  if (qkDim < 16 || qkDim % 16)
-    return bad("--qk-dim must be a positive multiple of 16 (got " +
-               Twine(qkDim) + ")");
-  if (vDim < 16 || vDim % 16)
-    return bad("--v-dim must be a positive multiple of 16 (got " + Twine(vDim) +
-               ")");
-  if (vDim > qkDim)
-    return bad("--v-dim (" + Twine(vDim) + ") must not exceed --qk-dim (" +
-               Twine(qkDim) + ")");
-  if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
-    return bad("--dtype must be bf16, f16 or f32 (got '" + dtype + "')");
-  std::string outType = oDtype.empty() ? dtype.getValue() : oDtype.getValue();
-  if (outType != dtype && outType != "f32")
-    return bad("--o-dtype must be the --dtype (" + dtype + ") or f32 (got '" +
-               outType + "')");
-  std::string qT = llvm::formatv("memref<?x{0}x{1}x{2}>", heads.getValue(),
-                                 qkDim.getValue(), dtype.getValue());
-  std::string vT = llvm::formatv("memref<?x{0}x{1}x{2}>", heads.getValue(),
-                                 vDim.getValue(), dtype.getValue());
-  std::string oT = llvm::formatv("memref<?x{0}x{1}x{2}>", heads.getValue(),
-                                 vDim.getValue(), outType);
-  std::string lseT = llvm::formatv("memref<{0}x?xf32>", heads.getValue());
-  return llvm::formatv(
-             "func.func @prefill(%q: {0}, %k: {0}, %v: {1}, %cu_seqlens_q: "
-             "memref<?xi32>, %cu_seqlens_k: memref<?xi32>, %scale: f32, %o: "
-             "{4}, %lse: {2}) {{\n"
-             "  mla.prefill %q, %k, %v, %cu_seqlens_q, %cu_seqlens_k, %scale, "
-             "%o, %lse {3}: {0}, {0}, {1}, memref<?xi32>, memref<?xi32>, f32, "
-             "{4}, {2}\n"
-             "  return\n}\n",
-             qT, vT, lseT, causal ? "{causal} " : "", oT)
-      .str();
+/// A spec field's flag: `latent_dim` is --latent-dim.
+static std::string flagName(StringRef field) {
+  std::string flag = "--" + field.str();
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
-/// MLIR text of a chunked-prefill merge described by the flags: N stacked
-/// chunk results o_parts [N, T, H, Dv], lse_parts [N, H, T] -> o [T, H, Dv],
-/// lse [H, T], through transposed views in mla.merge's layout.
-static FailureOr<std::string> mergeSource() {
-  auto bad = [](const Twine &m) -> FailureOr<std::string> {
-    fail(m);
-    return failure();
-  };
-  if (heads < 1)
-    return bad("--heads must be >= 1 (got " + Twine(heads) + ")");
-  if (vDim < 16 || vDim % 16)
-    return bad("--v-dim must be a positive multiple of 16 (got " + Twine(vDim) +
-               ")");
-  if (parts < 1)
-    return bad("--parts must be >= 1 (got " + Twine(parts) + ")");
-  if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
-    return bad("--dtype must be bf16, f16 or f32 (got '" + dtype + "')");
-  int64_t n = parts, h = heads, dv = vDim;
-  std::string opT = llvm::formatv("memref<{0}x?x{1}x{2}xf32>", n, h, dv);
-  std::string lpT = llvm::formatv("memref<{0}x{1}x?xf32>", n, h);
-  std::string oT =
-      llvm::formatv("memref<?x{0}x{1}x{2}>", h, dv, dtype.getValue());
-  std::string lseT = llvm::formatv("memref<{0}x?xf32>", h);
-  std::string opV = llvm::formatv(
-      "memref<?x{0}x{1}x{2}xf32, strided<[{3}, {2}, ?, 1]>>", h, n, dv, h * dv);
-  std::string lpV =
-      llvm::formatv("memref<?x{0}x{1}xf32, strided<[1, ?, ?]>>", h, n);
-  std::string lseV = llvm::formatv("memref<?x{0}xf32, strided<[1, ?]>>", h);
-  return llvm::formatv(
-             "func.func @merge(%o_parts: {0}, %lse_parts: {1}, %o: {2}, "
-             "%lse: {3}) {{\n"
-             "  %op = memref.transpose %o_parts (n, t, h, d) -> (t, h, n, d) "
-             ": {0} to {4}\n"
-             "  %lp = memref.transpose %lse_parts (n, h, t) -> (t, h, n) : {1} "
-             "to {5}\n"
-             "  %l = memref.transpose %lse (h, t) -> (t, h) : {3} to {6}\n"
-             "  mla.merge %op, %lp, %o, %l : {4}, {5}, {2}, {6}\n"
-             "  return\n}\n",
-             opT, lpT, oT, lseT, opV, lpV, lseV)
-      .str();
+/// The module the --kernel flags describe, built by the library's kernel
+/// builders; a spec error is reported as `mla-compile: error: --flag ...`.
+static OwningOpRef<ModuleOp> buildKernel(MLIRContext &context) {
+  mla::BuildOptions options;
+  options.sourceName = "<--kernel=" + kernel + ">";
+  options.fieldName = flagName;
+  ScopedDiagnosticHandler specErrors(&context, [](Diagnostic &diag) {
+    fail(diag.str());
+    return success();
+  });
+  FailureOr<OwningOpRef<ModuleOp>> module = failure();
+  if (kernel == "prefill") {
+    mla::PrefillSpec spec;
+    spec.heads = heads;
+    spec.qkDim = qkDim;
+    spec.vDim = vDim;
+    spec.causal = causal;
+    spec.dtype = dtype;
+    spec.oDtype = oDtype;
+    module = mla::buildPrefillModule(context, spec, options);
+  } else if (kernel == "merge") {
+    mla::MergeSpec spec;
+    spec.heads = heads;
+    spec.vDim = vDim;
+    spec.parts = parts;
+    spec.dtype = dtype;
+    module = mla::buildMergeModule(context, spec, options);
+  } else if (kernel == "append_kv") {
+    mla::AppendKVSpec spec;
+    spec.latentDim = latentDim;
+    spec.ropeDim = ropeDim;
+    spec.pageSize = pageSize;
+    spec.dtype = dtype;
+    module = mla::buildAppendKVModule(context, spec, options);
+  } else {
+    mla::DecodeSpec spec;
+    spec.heads = heads;
+    spec.latentDim = latentDim;
+    spec.ropeDim = ropeDim;
+    spec.pageSize = pageSize;
+    spec.qLen = qLen;
+    spec.dtype = dtype;
+    module = mla::buildDecodeModule(context, spec, options);
+  }
+  if (failed(module))
+    return nullptr;
+  return std::move(*module);
 }
 
-/// MLIR text of a KV-append kernel described by the flags: new rows
-/// kv_new [N, latent + rope] written into the pool kv [pages, P, latent +
-/// rope] at slot_mapping [N] (i32; -1 = padding).
-static FailureOr<std::string> appendKVSource() {
-  auto bad = [](const Twine &m) -> FailureOr<std::string> {
-    fail(m);
-    return failure();
-  };
-  if (latentDim < 16 || latentDim % 16)
-    return bad("--latent-dim must be a positive multiple of 16 (got " +
-               Twine(latentDim) + ")");
-  if (ropeDim < 0 || ropeDim % 16)
-    return bad("--rope-dim must be a non-negative multiple of 16 (got " +
-               Twine(ropeDim) + ")");
-  if (pageSize < 0)
-    return bad("--page-size must be >= 1, or 0 for a run-time page size "
-               "(got " +
-               Twine(pageSize) + ")");
-  if (dtype != "bf16" && dtype != "f16" && dtype != "f32")
-    return bad("--dtype must be bf16, f16 or f32 (got '" + dtype + "')");
-  int64_t d = latentDim + ropeDim;
-  std::string p = pageSize == 0 ? "?" : std::to_string(pageSize);
-  std::string newT =
-      llvm::formatv("memref<?x{0}x{1}>", d, dtype.getValue()).str();
-  std::string kvT =
-      llvm::formatv("memref<?x{0}x{1}x{2}>", p, d, dtype.getValue()).str();
-  return llvm::formatv(
-             "func.func @append_kv(%kv_new: {0}, %slot_mapping: "
-             "memref<?xi32>, %kv: {1}) {{\n"
-             "  mla.append_kv %kv_new, %slot_mapping, %kv {{latent_dim = {2} "
-             ": i64} : {0}, memref<?xi32>, {1}\n"
-             "  return\n}\n",
-             newT, kvT, latentDim.getValue())
-      .str();
+/// The input: the --kernel flags' module, or the parsed .mlir file (its
+/// diagnostics located through `sourceMgr`).
+static OwningOpRef<ModuleOp> loadInput(MLIRContext &context,
+                                       llvm::SourceMgr &sourceMgr) {
+  if (!kernel.empty())
+    return buildKernel(context);
+  std::string err;
+  auto buffer = openInputFile(inputFile, &err);
+  if (!buffer) {
+    fail(err);
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+}
+
+/// Checks the flags that do not describe the kernel (the builders check
+/// those) and resolves --target.
+static LogicalResult
+checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
+  if (inputFile.empty() == kernel.empty())
+    return error("give either an input .mlir file or --kernel=KIND (not "
+                 "both)");
+  if (!kernel.empty() &&
+      !llvm::is_contained({"decode", "prefill", "merge", "append_kv"},
+                          StringRef(kernel)))
+    return error("--kernel must be one of decode, prefill, merge, append_kv "
+                 "(got '" +
+                 kernel + "')");
+  SmallVector<StringRef> targetList;
+  StringRef(targets).split(targetList, ',', -1, false);
+  if (targetList.empty())
+    return error("--target is empty");
+  for (StringRef t : targetList) {
+    const mla::ArchInfo *arch = mla::lookupArch(t);
+    if (!arch)
+      return error("--target: unknown target '" + t +
+                   "' (known: " + mla::archNames() + ")");
+    if (llvm::is_contained(archs, arch))
+      return error("--target: '" + t + "' is given twice");
+    archs.push_back(arch);
+  }
+  if (emuDropBarrier >= 0 &&
+      llvm::any_of(archs, [](auto *a) { return !a->isEmulation(); }))
+    return error("--emu-drop-barrier applies to AMD emulation targets only "
+                 "(gfx90a-emu, gfx942-emu, gfx950-emu)");
+  if (!llvm::is_contained({"package", "mlir", "llvm", "asm", "obj"},
+                          StringRef(emit)))
+    return error("--emit must be one of package, mlir, llvm, asm, obj (got '" +
+                 emit + "')");
+  if ((emit == "package" || emit == "obj") && outputFile.empty())
+    return error("-o is required for --emit=" + emit);
+  if (emit != "package" && archs.size() != 1)
+    return error("--emit=" + emit + " shows one target; give one --target");
+  return success();
 }
 
 /// Manifest header and argument lines of a launch plan.
@@ -322,7 +280,7 @@ static std::string manifestHeader(DictionaryAttr plan) {
 }
 
 /// One target's block: its config, workspaces and launches. (The text is
-/// parsed and written again by the runtime's printer: main.)
+/// parsed and written again by the runtime's printer: writePackageFor.)
 static std::string manifestTarget(DictionaryAttr plan, StringRef targetName) {
   std::string out =
       ("target " + targetName + " code." + targetName + "\n").str();
@@ -336,16 +294,120 @@ static std::string manifestTarget(DictionaryAttr plan, StringRef targetName) {
   return out;
 }
 
+/// Writes `text` (any bytes) to `outPath`, or to stdout when it is empty.
 static LogicalResult writeText(StringRef text, StringRef outPath) {
   std::string path = outPath.empty() ? "-" : outPath.str();
   std::string err;
   auto file = openOutputFile(path, &err);
-  if (!file) {
-    fail(err);
-    return failure();
-  }
+  if (!file)
+    return error(err);
   file->os() << text;
   file->keep();
+  return success();
+}
+
+/// What one target's compilation produced: the stage --emit names (the
+/// module's text for mlir, else the code), and the launch plan.
+struct TargetOutput {
+  DictionaryAttr plan;
+  std::vector<uint8_t> bytes;
+};
+
+/// Compiles a copy of `module` for `arch` up to the stage `emitKind` names
+/// (package: the code object).
+static FailureOr<TargetOutput> compileFor(MLIRContext &context, ModuleOp module,
+                                          const mla::ArchInfo &arch,
+                                          StringRef emitKind) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  bool host = arch.kind == mla::TargetKind::Host;
+  mla::PipelineOptions options;
+  options.target = arch.name.str();
+  options.perfConfig = perfConfig;
+  options.emuDropBarrier = emuDropBarrier;
+  PassManager pm(&context);
+  if (host)
+    mla::buildHostKernelPipeline(pm, options);
+  else
+    mla::buildGPUKernelPipeline(pm, options);
+  if (failed(pm.run(*copy)))
+    return failure();
+  auto plans =
+      (*copy)->getAttrOfType<ArrayAttr>(mla::MLADialect::kLaunchPlansAttrName);
+  if (!plans || plans.size() != 1)
+    return error("the input must hold exactly one function with mla ops "
+                 "(found " +
+                 Twine(plans ? plans.size() : 0) + ")");
+  TargetOutput out{cast<DictionaryAttr>(plans[0]), {}};
+  if (emitKind == "mlir") {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    copy->print(os);
+    out.bytes.assign(text.begin(), text.end());
+    return out;
+  }
+  PassManager lower(&context);
+  if (host)
+    mla::buildHostToLLVMPipeline(lower);
+  else
+    mla::buildGPUToLLVMPipeline(lower, options);
+  if (failed(lower.run(*copy)))
+    return failure();
+  // Emulation targets lower to host code (a shared object of lanes).
+  if (host || arch.isEmulation()) {
+    mla::HostEmit kind = emitKind == "llvm"  ? mla::HostEmit::LLVMIR
+                         : emitKind == "asm" ? mla::HostEmit::Assembly
+                                             : mla::HostEmit::SharedObject;
+    FailureOr<std::vector<uint8_t>> obj = mla::compileHost(*copy, kind);
+    if (failed(obj))
+      return failure();
+    out.bytes = std::move(*obj);
+  } else {
+    mla::GPUEmit kind = emitKind == "llvm"  ? mla::GPUEmit::LLVMIR
+                        : emitKind == "asm" ? mla::GPUEmit::Assembly
+                                            : mla::GPUEmit::CodeObject;
+    FailureOr<std::string> text = mla::compileGPU(*copy, arch, kind);
+    if (failed(text))
+      return failure();
+    out.bytes.assign(text->begin(), text->end());
+  }
+  return out;
+}
+
+/// Compiles `module` for every target and writes the package: one code
+/// object each, and the manifest.
+static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
+                                     ArrayRef<const mla::ArchInfo *> archs,
+                                     StringRef outPath) {
+  std::string header;
+  std::string targetBlocks;
+  mla::rt::CodeSections sections;
+  for (const mla::ArchInfo *arch : archs) {
+    FailureOr<TargetOutput> out = compileFor(context, module, *arch, "package");
+    if (failed(out))
+      return failure();
+    std::string targetName = arch->kind == mla::TargetKind::Host
+                                 ? std::string(mla::kHostTargetName)
+                                 : arch->name.str();
+    std::string thisHeader = manifestHeader(out->plan);
+    if (header.empty())
+      header = thisHeader;
+    else if (header != thisHeader)
+      return error("targets disagree on the kernel's arguments");
+    targetBlocks += manifestTarget(out->plan, targetName);
+    sections.push_back({"code." + targetName, std::move(out->bytes)});
+  }
+  // The manifest goes through the runtime's parser, which checks it as
+  // every loader will, and its printer, which writes the canonical form.
+  mla::rt::Expected<mla::rt::Manifest> manifest =
+      mla::rt::parseManifest(header + targetBlocks);
+  if (!manifest.ok())
+    return error("internal error: the manifest built for the package does "
+                 "not parse: " +
+                 manifest.status().message());
+  mla::rt::Status st = mla::rt::writePackage(
+      outPath.str(), mla::rt::printManifest(*manifest), sections);
+  if (!st.ok())
+    return error(st.message());
   return success();
 }
 
@@ -360,41 +422,9 @@ int main(int argc, char **argv) {
       "versioned .mlapkg package (code objects + manifest) that mla-run and\n"
       "the runtime load; --emit shows the intermediate stages instead.\n");
 
-  if (inputFile.empty() == kernel.empty())
-    return fail("give either an input .mlir file or --kernel=KIND (not "
-                "both)");
-  if (!kernel.empty() &&
-      !llvm::is_contained({"decode", "prefill", "merge", "append_kv"},
-                          StringRef(kernel)))
-    return fail("--kernel must be one of decode, prefill, merge, append_kv "
-                "(got '" +
-                kernel + "')");
-  SmallVector<StringRef> targetList;
-  StringRef(targets).split(targetList, ',', -1, false);
-  if (targetList.empty())
-    return fail("--target is empty");
   SmallVector<const mla::ArchInfo *> archs;
-  for (StringRef t : targetList) {
-    const mla::ArchInfo *arch = mla::lookupArch(t);
-    if (!arch)
-      return fail("--target: unknown target '" + t +
-                  "' (known: " + mla::archNames() + ")");
-    if (llvm::is_contained(archs, arch))
-      return fail("--target: '" + t + "' is given twice");
-    archs.push_back(arch);
-  }
-  if (emuDropBarrier >= 0 &&
-      llvm::any_of(archs, [](auto *a) { return !a->isEmulation(); }))
-    return fail("--emu-drop-barrier applies to AMD emulation targets only "
-                "(gfx90a-emu, gfx942-emu, gfx950-emu)");
-  if (!llvm::is_contained({"package", "mlir", "llvm", "asm", "obj"},
-                          StringRef(emit)))
-    return fail("--emit must be one of package, mlir, llvm, asm, obj (got '" +
-                emit + "')");
-  if ((emit == "package" || emit == "obj") && outputFile.empty())
-    return fail("-o is required for --emit=" + emit);
-  if (emit != "package" && archs.size() != 1)
-    return fail("--emit=" + emit + " shows one target; give one --target");
+  if (failed(checkOptions(archs)))
+    return 1;
   // In-process lld resets llvm::cl options when it links: keep what the
   // linking stage still needs.
   const std::string outPath = outputFile.getValue();
@@ -410,123 +440,18 @@ int main(int argc, char **argv) {
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  if (!kernel.empty()) {
-    FailureOr<std::string> src = kernel == "prefill"     ? prefillSource()
-                                 : kernel == "merge"     ? mergeSource()
-                                 : kernel == "append_kv" ? appendKVSource()
-                                                         : decodeSource();
-    if (failed(src))
-      return 1;
-    sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(*src, "<--kernel=" + kernel + ">"),
-        llvm::SMLoc());
-  } else {
-    std::string err;
-    auto buffer = openInputFile(inputFile, &err);
-    if (!buffer)
-      return fail(err);
-    sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-  }
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = loadInput(context, sourceMgr);
   if (!module)
     return 1;
 
-  // One compilation per target, each from a fresh copy of the input.
-  std::string header;
-  std::string targetBlocks;
-  mla::rt::CodeSections sections;
-  for (const mla::ArchInfo *arch : archs) {
-    OwningOpRef<ModuleOp> copy = module->clone();
-    bool host = arch->kind == mla::TargetKind::Host;
-    mla::PipelineOptions options;
-    options.target = arch->name.str();
-    options.perfConfig = perfConfig;
-    options.emuDropBarrier = emuDropBarrier;
-    PassManager pm(&context);
-    if (host)
-      mla::buildHostKernelPipeline(pm, options);
-    else
-      mla::buildGPUKernelPipeline(pm, options);
-    if (failed(pm.run(*copy)))
-      return 1;
-    auto plans = (*copy)->getAttrOfType<ArrayAttr>(
-        mla::MLADialect::kLaunchPlansAttrName);
-    if (!plans || plans.size() != 1)
-      return fail("the input must hold exactly one function with mla ops "
-                  "(found " +
-                  Twine(plans ? plans.size() : 0) + ")");
-    auto plan = cast<DictionaryAttr>(plans[0]);
-    if (emitKind == "mlir") {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      copy->print(os);
-      return failed(writeText(text, outPath)) ? 1 : 0;
-    }
-    PassManager lower(&context);
-    if (host)
-      mla::buildHostToLLVMPipeline(lower);
-    else
-      mla::buildGPUToLLVMPipeline(lower, options);
-    if (failed(lower.run(*copy)))
-      return 1;
-
-    std::vector<uint8_t> code;
-    // Emulation targets lower to host code (a shared object of lanes).
-    if (host || arch->isEmulation()) {
-      mla::HostEmit kind = emitKind == "llvm"  ? mla::HostEmit::LLVMIR
-                           : emitKind == "asm" ? mla::HostEmit::Assembly
-                                               : mla::HostEmit::SharedObject;
-      FailureOr<std::vector<uint8_t>> obj = mla::compileHost(*copy, kind);
-      if (failed(obj))
-        return 1;
-      code = std::move(*obj);
-    } else {
-      mla::GPUEmit kind = emitKind == "llvm"  ? mla::GPUEmit::LLVMIR
-                          : emitKind == "asm" ? mla::GPUEmit::Assembly
-                                              : mla::GPUEmit::CodeObject;
-      FailureOr<std::string> text = mla::compileGPU(*copy, *arch, kind);
-      if (failed(text))
-        return 1;
-      code.assign(text->begin(), text->end());
-    }
-    if (emitKind == "llvm" || emitKind == "asm")
-      return failed(writeText(
-                 StringRef(reinterpret_cast<const char *>(code.data()),
-                           code.size()),
-                 outPath))
-                 ? 1
-                 : 0;
-    if (emitKind == "obj") {
-      std::string err;
-      auto file = openOutputFile(outPath, &err);
-      if (!file)
-        return fail(err);
-      file->os().write(reinterpret_cast<const char *>(code.data()),
-                       code.size());
-      file->keep();
-      return 0;
-    }
-    std::string targetName =
-        host ? std::string(mla::kHostTargetName) : arch->name.str();
-    std::string thisHeader = manifestHeader(plan);
-    if (header.empty())
-      header = thisHeader;
-    else if (header != thisHeader)
-      return fail("targets disagree on the kernel's arguments");
-    targetBlocks += manifestTarget(plan, targetName);
-    sections.push_back({"code." + targetName, std::move(code)});
-  }
-  // The manifest goes through the runtime's parser, which checks it as
-  // every loader will, and its printer, which writes the canonical form.
-  mla::rt::Expected<mla::rt::Manifest> manifest =
-      mla::rt::parseManifest(header + targetBlocks);
-  if (!manifest.ok())
-    return fail("internal error: the manifest built for the package does "
-                "not parse: " +
-                manifest.status().message());
-  mla::rt::Status st = mla::rt::writePackage(
-      outPath, mla::rt::printManifest(*manifest), sections);
-  if (!st.ok())
-    return fail(st.message());
-  return 0;
+  if (emitKind == "package")
+    return failed(writePackageFor(context, *module, archs, outPath)) ? 1 : 0;
+  // One target (checkOptions): one stage of it, text or the code object.
+  FailureOr<TargetOutput> out =
+      compileFor(context, *module, *archs.front(), emitKind);
+  if (failed(out))
+    return 1;
+  StringRef bytes(reinterpret_cast<const char *>(out->bytes.data()),
+                  out->bytes.size());
+  return failed(writeText(bytes, outPath)) ? 1 : 0;
 }
