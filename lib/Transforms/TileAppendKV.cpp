@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TileAppendKV.h"
+#include "KindRoles.h"
 #include "Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -55,7 +56,7 @@ LogicalResult recordAppendKVInfo(AppendKVOp op) {
   int64_t page = op.getPageSize();
   int64_t latent = op.getLatentDimOrRow();
   NamedAttrList info;
-  info.append("kernel", b.getStringAttr("append_kv"));
+  info.append("kernel", b.getStringAttr(rt::kernels::kAppendKv));
   info.append("dtype", b.getStringAttr(
                            typeName(op.getKvNew().getType().getElementType())));
   info.append("latent_dim", b.getI64IntegerAttr(latent));
@@ -64,9 +65,8 @@ LogicalResult recordAppendKVInfo(AppendKVOp op) {
               b.getI64IntegerAttr(ShapedType::isDynamic(page) ? 0 : page));
   func->setAttr(MLADialect::kKernelInfoAttrName,
                 info.getDictionary(op.getContext()));
-  tagRole(op.getKvNew(), "kv_new");
-  tagRole(op.getSlotMapping(), "slot_mapping");
-  tagRole(op.getKv(), "kv");
+  tagKindRoles(rt::KernelKind::AppendKv,
+               {op.getKvNew(), op.getSlotMapping(), op.getKv()});
   return success();
 }
 

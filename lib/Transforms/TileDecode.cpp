@@ -1,5 +1,6 @@
 //===- TileDecode.cpp - mla-tile for mla.decode ---------------------------===//
 #include "AttentionLayout.h"
+#include "KindRoles.h"
 #include "TileCore.h"
 #include "Utils.h"
 
@@ -33,7 +34,7 @@ void recordDecodeInfo(DecodeOp op) {
   if (!cfg.getWgmma())
     config += " wgmma=0";
   NamedAttrList info;
-  info.append("kernel", b.getStringAttr("decode"));
+  info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",
               b.getStringAttr(typeName(op.getQ().getType().getElementType())));
   info.append("heads", b.getI64IntegerAttr(op.getNumHeads()));
@@ -45,14 +46,9 @@ void recordDecodeInfo(DecodeOp op) {
   info.append("config", b.getStringAttr(config));
   func->setAttr(MLADialect::kKernelInfoAttrName,
                 info.getDictionary(op.getContext()));
-  for (auto [v, role] : {std::pair<Value, StringRef>{op.getQ(), "q"},
-                         {op.getKv(), "kv"},
-                         {op.getBlockTable(), "block_table"},
-                         {op.getSeqLens(), "seq_lens"},
-                         {op.getScale(), "scale"},
-                         {op.getO(), "o"},
-                         {op.getLse(), "lse"}})
-    tagRole(v, role);
+  tagKindRoles(rt::KernelKind::Decode,
+               {op.getQ(), op.getKv(), op.getBlockTable(), op.getSeqLens(),
+                op.getScale(), op.getO(), op.getLse()});
 }
 
 /// Row `i * group + hh` of the tiles is query token i, head headBase + hh.

@@ -1,5 +1,6 @@
 //===- TileMerge.cpp - mla-tile for mla.merge -----------------------------===//
 #include "AttentionLayout.h"
+#include "KindRoles.h"
 #include "TileCore.h"
 #include "Utils.h"
 
@@ -34,7 +35,7 @@ void recordMergeInfo(MergeOp op) {
   auto oType = op.getO().getType();
   const int64_t lead = op.getLse().getType().getRank();
   NamedAttrList info;
-  info.append("kernel", b.getStringAttr("merge"));
+  info.append("kernel", b.getStringAttr(rt::kernels::kMerge));
   info.append("dtype", b.getStringAttr(typeName(oType.getElementType())));
   if (lead == 2 && !oType.isDynamicDim(1))
     info.append("heads", b.getI64IntegerAttr(oType.getDimSize(1)));
@@ -43,11 +44,9 @@ void recordMergeInfo(MergeOp op) {
               b.getI64IntegerAttr(op.getLseParts().getType().getDimSize(lead)));
   func->setAttr(MLADialect::kKernelInfoAttrName,
                 info.getDictionary(op.getContext()));
-  for (auto [v, role] : {std::pair<Value, StringRef>{op.getOParts(), "o_parts"},
-                         {op.getLseParts(), "lse_parts"},
-                         {op.getO(), "o"},
-                         {op.getLse(), "lse"}})
-    tagRole(viewSource(v), role);
+  tagKindRoles(rt::KernelKind::Merge,
+               {viewSource(op.getOParts()), viewSource(op.getLseParts()),
+                viewSource(op.getO()), viewSource(op.getLse())});
 }
 
 LogicalResult tileMerge(MergeOp op) {

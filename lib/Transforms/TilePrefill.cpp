@@ -1,5 +1,6 @@
 //===- TilePrefill.cpp - mla-tile for mla.prefill -------------------------===//
 #include "AttentionLayout.h"
+#include "KindRoles.h"
 #include "TileCore.h"
 #include "Utils.h"
 
@@ -28,7 +29,7 @@ void recordPrefillInfo(PrefillOp op) {
                     cfg.getStages(), cfg.getWgmma() ? "" : " wgmma=0")
           .str();
   NamedAttrList info;
-  info.append("kernel", b.getStringAttr("prefill"));
+  info.append("kernel", b.getStringAttr(rt::kernels::kPrefill));
   info.append("dtype",
               b.getStringAttr(typeName(op.getQ().getType().getElementType())));
   info.append("heads", b.getI64IntegerAttr(op.getNumHeads()));
@@ -38,15 +39,9 @@ void recordPrefillInfo(PrefillOp op) {
   info.append("config", b.getStringAttr(config));
   func->setAttr(MLADialect::kKernelInfoAttrName,
                 info.getDictionary(op.getContext()));
-  for (auto [v, role] : {std::pair<Value, StringRef>{op.getQ(), "q"},
-                         {op.getK(), "k"},
-                         {op.getV(), "v"},
-                         {op.getCuSeqlensQ(), "cu_seqlens_q"},
-                         {op.getCuSeqlensK(), "cu_seqlens_k"},
-                         {op.getScale(), "scale"},
-                         {op.getO(), "o"},
-                         {op.getLse(), "lse"}})
-    tagRole(v, role);
+  tagKindRoles(rt::KernelKind::Prefill,
+               {op.getQ(), op.getK(), op.getV(), op.getCuSeqlensQ(),
+                op.getCuSeqlensK(), op.getScale(), op.getO(), op.getLse()});
 }
 
 /// One workgroup per (query tile, head, request): grid (ceil(T / tile_q), H,

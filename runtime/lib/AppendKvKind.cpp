@@ -21,16 +21,16 @@ std::vector<RoleRule> appendKvRoles(const Manifest &m) {
   DimRule any, row{m.latentDim + m.ropeDim, "latent_dim + rope_dim"},
       page{m.pageSize == 0 ? kDynamicDim : m.pageSize, "page_size"};
   return {
-      {"kv_new", ArgKind::Memref, DTypeRule::Kernel, {any, row}},
-      {"slot_mapping", ArgKind::Memref, DTypeRule::Index, {any}},
-      {"kv", ArgKind::Memref, DTypeRule::Kernel, {any, page, row}},
+      {Role::KvNew, DTypeRule::Kernel, {any, row}},
+      {Role::SlotMapping, DTypeRule::Index, {any}},
+      {Role::Kv, DTypeRule::Kernel, {any, page, row}},
   };
 }
 
 } // namespace
 
 Status mla::rt::checkAppendKvManifest(const Manifest &m) {
-  return checkManifestRoles(m, "append_kv",
+  return checkManifestRoles(m, KernelKind::AppendKv,
                             {{"latent_dim", m.latentDim},
                              {"rope_dim", m.ropeDim},
                              {"page_size", m.pageSize}},
@@ -42,15 +42,15 @@ mla::rt::validateAppendKvArgs(const Manifest &m,
                               const std::vector<ArgValue> &args,
                               const std::vector<const void *> &hostData) {
   for (const RoleRule &rule : appendKvRoles(m))
-    if (Status s =
-            checkHeaderDims(rule.role, tensorOf(m, args, rule.role), rule.dims);
+    if (Status s = checkHeaderDims(rule.name(), tensorOf(m, args, rule.name()),
+                                   rule.dims);
         !s.ok())
       return s;
-  const TensorView &kvNew = tensorOf(m, args, "kv_new");
-  const TensorView &slots = tensorOf(m, args, "slot_mapping");
-  const TensorView &kv = tensorOf(m, args, "kv");
+  const TensorView &kvNew = tensorOf(m, args, roles::kKvNew);
+  const TensorView &slots = tensorOf(m, args, roles::kSlotMapping);
+  const TensorView &kv = tensorOf(m, args, roles::kKv);
   int64_t tokens = kvNew.shape[0];
-  if (Status s = checkDim("slot_mapping", slots, 0, tokens,
+  if (Status s = checkDim(roles::kSlotMapping, slots, 0, tokens,
                           "new tokens, kv_new dim 0");
       !s.ok())
     return s;
@@ -62,7 +62,7 @@ mla::rt::validateAppendKvArgs(const Manifest &m,
     return argError("kv: the page size (dim 1) is 0");
 
   // Content check: every slot in the pool, or -1.
-  const void *data = hostData[m.findArg("slot_mapping")->index];
+  const void *data = hostData[m.findArg(roles::kSlotMapping)->index];
   if (!data)
     return Status::success();
   int64_t capacity;

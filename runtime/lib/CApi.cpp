@@ -10,9 +10,12 @@
 
 #include "mla/runtime/Device.h"
 #include "mla/runtime/Kernel.h"
+#include "mla/runtime/Kinds.h"
 #include "mla/runtime/Package.h"
 #include "mla/runtime/PagePool.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -279,12 +282,19 @@ mla_arg floatArg(const char *role, float value) {
 }
 
 /// The convenience launchers: the kind check, then mla_launch's path.
-Status launchKind(const char *function, const char *kind,
+Status launchKind(const char *function, KernelKind kernelKind,
                   const mla_kernel *kernel, const void *args,
                   const std::vector<mla_arg> &cArgs,
                   const mla_launch_options *options) {
   MLA_REQUIRE(function, kernel);
   MLA_REQUIRE(function, args);
+  assert(cArgs.size() == kindRoles(kernelKind).size() &&
+         std::equal(cArgs.begin(), cArgs.end(), kindRoles(kernelKind).begin(),
+                    [](const mla_arg &arg, const KindRole &role) {
+                      return std::strcmp(arg.role, role.name) == 0;
+                    }) &&
+         "a launcher binds its kind's Kinds.def roles in table order");
+  const char *kind = kindName(kernelKind);
   const std::string &actual = kernel->kernel.getManifest().kernel;
   if (actual != kind)
     return Status::error(ErrorCode::Unsupported,
@@ -703,15 +713,15 @@ extern "C" mla_status mla_launch_decode(const mla_kernel *kernel,
   return guarded("mla_launch_decode", [&]() -> Status {
     std::vector<mla_arg> cArgs;
     if (args)
-      cArgs = {tensorArg("q", args->q),
-               tensorArg("kv", args->kv),
-               tensorArg("block_table", args->block_table),
-               tensorArg("seq_lens", args->seq_lens),
-               floatArg("scale", args->scale),
-               tensorArg("o", args->o),
-               tensorArg("lse", args->lse)};
-    return launchKind("mla_launch_decode", "decode", kernel, args, cArgs,
-                      options);
+      cArgs = {tensorArg(roles::kQ, args->q),
+               tensorArg(roles::kKv, args->kv),
+               tensorArg(roles::kBlockTable, args->block_table),
+               tensorArg(roles::kSeqLens, args->seq_lens),
+               floatArg(roles::kScale, args->scale),
+               tensorArg(roles::kO, args->o),
+               tensorArg(roles::kLse, args->lse)};
+    return launchKind("mla_launch_decode", KernelKind::Decode, kernel, args,
+                      cArgs, options);
   });
 }
 
@@ -721,16 +731,16 @@ extern "C" mla_status mla_launch_prefill(const mla_kernel *kernel,
   return guarded("mla_launch_prefill", [&]() -> Status {
     std::vector<mla_arg> cArgs;
     if (args)
-      cArgs = {tensorArg("q", args->q),
-               tensorArg("k", args->k),
-               tensorArg("v", args->v),
-               tensorArg("cu_seqlens_q", args->cu_seqlens_q),
-               tensorArg("cu_seqlens_k", args->cu_seqlens_k),
-               floatArg("scale", args->scale),
-               tensorArg("o", args->o),
-               tensorArg("lse", args->lse)};
-    return launchKind("mla_launch_prefill", "prefill", kernel, args, cArgs,
-                      options);
+      cArgs = {tensorArg(roles::kQ, args->q),
+               tensorArg(roles::kK, args->k),
+               tensorArg(roles::kV, args->v),
+               tensorArg(roles::kCuSeqlensQ, args->cu_seqlens_q),
+               tensorArg(roles::kCuSeqlensK, args->cu_seqlens_k),
+               floatArg(roles::kScale, args->scale),
+               tensorArg(roles::kO, args->o),
+               tensorArg(roles::kLse, args->lse)};
+    return launchKind("mla_launch_prefill", KernelKind::Prefill, kernel, args,
+                      cArgs, options);
   });
 }
 
@@ -740,11 +750,12 @@ extern "C" mla_status mla_launch_merge(const mla_kernel *kernel,
   return guarded("mla_launch_merge", [&]() -> Status {
     std::vector<mla_arg> cArgs;
     if (args)
-      cArgs = {tensorArg("o_parts", args->o_parts),
-               tensorArg("lse_parts", args->lse_parts), tensorArg("o", args->o),
-               tensorArg("lse", args->lse)};
-    return launchKind("mla_launch_merge", "merge", kernel, args, cArgs,
-                      options);
+      cArgs = {tensorArg(roles::kOParts, args->o_parts),
+               tensorArg(roles::kLseParts, args->lse_parts),
+               tensorArg(roles::kO, args->o),
+               tensorArg(roles::kLse, args->lse)};
+    return launchKind("mla_launch_merge", KernelKind::Merge, kernel, args,
+                      cArgs, options);
   });
 }
 
@@ -754,11 +765,11 @@ extern "C" mla_status mla_launch_append_kv(const mla_kernel *kernel,
   return guarded("mla_launch_append_kv", [&]() -> Status {
     std::vector<mla_arg> cArgs;
     if (args)
-      cArgs = {tensorArg("kv_new", args->kv_new),
-               tensorArg("slot_mapping", args->slot_mapping),
-               tensorArg("kv", args->kv)};
-    return launchKind("mla_launch_append_kv", "append_kv", kernel, args, cArgs,
-                      options);
+      cArgs = {tensorArg(roles::kKvNew, args->kv_new),
+               tensorArg(roles::kSlotMapping, args->slot_mapping),
+               tensorArg(roles::kKv, args->kv)};
+    return launchKind("mla_launch_append_kv", KernelKind::AppendKv, kernel,
+                      args, cArgs, options);
   });
 }
 

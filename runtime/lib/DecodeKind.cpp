@@ -8,75 +8,51 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelKinds.h"
+#include "KindChecks.h"
 
 #include <array>
 #include <cstdint>
 #include <string>
 
 using namespace mla::rt;
+using namespace mla::rt::kinds;
 
 namespace {
 
-/// What a decode manifest requires of one role. Expected dims: a value, or
-/// kAnyDim when the header does not constrain it.
-constexpr int64_t kAnyDim = -2;
-
-struct RoleRule {
-  const char *role;
-  ArgKind kind;
-  /// Required rank (memrefs).
-  size_t rank;
-};
-
-constexpr std::array<RoleRule, 7> kRoles = {{
-    {"q", ArgKind::Memref, 4},
-    {"kv", ArgKind::Memref, 3},
-    {"block_table", ArgKind::Memref, 2},
-    {"seq_lens", ArgKind::Memref, 1},
-    {"scale", ArgKind::Scalar, 0},
-    {"o", ArgKind::Memref, 4},
-    {"lse", ArgKind::Memref, 3},
-}};
-
 Status manifestError(const ManifestArg &arg, const std::string &message) {
   return Status::error(ErrorCode::InvalidManifest,
-                       "manifest line " + std::to_string(arg.line) +
-                           ": decode arg '" + arg.role + "' " + message);
+                       "manifest line " + std::to_string(arg.line) + ": " +
+                           kernels::kDecode + " arg '" + arg.role + "' " +
+                           message);
 }
 
-/// The header-implied dims of a role; kDynamicDim where the header says the
-/// dim is dynamic (q_len 0, page_size 0).
-std::vector<std::pair<int64_t, const char *>>
-expectedDims(const Manifest &m, std::string_view role) {
+/// The header-implied dims of a role (kAnyDim where the header does not
+/// constrain it); kDynamicDim where the header says the dim is dynamic
+/// (q_len 0, page_size 0).
+std::vector<std::pair<int64_t, const char *>> expectedDims(const Manifest &m,
+                                                           Role role) {
   int64_t row = m.latentDim + m.ropeDim;
   int64_t qLen = m.qLen == 0 ? kDynamicDim : m.qLen;
   int64_t pageSize = m.pageSize == 0 ? kDynamicDim : m.pageSize;
-  if (role == "q")
+  switch (role) {
+  case Role::Q:
     return {{kAnyDim, ""},
             {qLen, "q_len"},
             {m.heads, "heads"},
             {row, "latent_dim + rope_dim"}};
-  if (role == "kv")
+  case Role::Kv:
     return {
         {kAnyDim, ""}, {pageSize, "page_size"}, {row, "latent_dim + rope_dim"}};
-  if (role == "o")
+  case Role::O:
     return {{kAnyDim, ""},
             {qLen, "q_len"},
             {m.heads, "heads"},
             {m.latentDim, "latent_dim"}};
-  if (role == "lse")
+  case Role::Lse:
     return {{kAnyDim, ""}, {qLen, "q_len"}, {m.heads, "heads"}};
-  return {};
-}
-
-int64_t readIndex(const void *data, DType dtype, size_t i) {
-  if (dtype == DType::I64)
-    return static_cast<const int64_t *>(data)[i];
-  return static_cast<const int32_t *>(data)[i];
-}
-
-Status argError(const std::string &message) {
-  return Status::error(ErrorCode::InvalidArgument, message);
+  default:
+    return {};
+  }
 }
 
 } // namespace
@@ -84,7 +60,8 @@ Status argError(const std::string &message) {
 static Status checkDecodeManifest(const Manifest &m) {
   auto fail = [](const std::string &message) {
     return Status::error(ErrorCode::InvalidManifest,
-                         "decode manifest " + message);
+                         std::string(kernels::kDecode) + " manifest " +
+                             message);
   };
   if (!m.dtype)
     return fail("needs a 'dtype' line");
@@ -97,28 +74,27 @@ static Status checkDecodeManifest(const Manifest &m) {
     if (value < 0)
       return fail(std::string("needs a '") + key + "' line");
 
-  for (const RoleRule &rule : kRoles) {
-    const ManifestArg *arg = m.findArg(rule.role);
+  for (const KindRole &rule : kindRoles(KernelKind::Decode)) {
+    const ManifestArg *arg = m.findArg(rule.name);
     if (!arg)
-      return fail(std::string("needs an arg with role '") + rule.role + "'");
-    if (arg->kind != rule.kind)
-      return manifestError(*arg, rule.kind == ArgKind::Scalar
+      return fail(std::string("needs an arg with role '") + rule.name + "'");
+    if (arg->kind != rule.argKind)
+      return manifestError(*arg, rule.argKind == ArgKind::Scalar
                                      ? "must be a scalar"
                                      : "must be a memref");
-    std::string_view role = rule.role;
-    if (rule.kind == ArgKind::Scalar) {
+    if (rule.argKind == ArgKind::Scalar) {
       if (!isFloatingPoint(arg->dtype))
         return manifestError(*arg, "must have a floating-point dtype");
       continue;
     }
-    if (arg->dims.size() != rule.rank)
+    if (arg->dims.size() != static_cast<size_t>(rule.rank))
       return manifestError(*arg, "must have rank " + std::to_string(rule.rank) +
                                      ", has " +
                                      std::to_string(arg->dims.size()));
     DType wanted = *m.dtype;
-    if (role == "lse")
+    if (rule.role == Role::Lse)
       wanted = DType::F32;
-    if (role == "block_table" || role == "seq_lens") {
+    if (rule.role == Role::BlockTable || rule.role == Role::SeqLens) {
       if (arg->dtype != DType::I32 && arg->dtype != DType::I64)
         return manifestError(*arg, "must have dtype i32 or i64");
     } else if (arg->dtype != wanted) {
@@ -126,7 +102,7 @@ static Status checkDecodeManifest(const Manifest &m) {
                                      dtypeName(wanted) + ", has " +
                                      dtypeName(arg->dtype));
     }
-    auto expected = expectedDims(m, role);
+    auto expected = expectedDims(m, rule.role);
     for (size_t d = 0; d < expected.size(); ++d) {
       auto [value, what] = expected[d];
       int64_t actual = arg->dims[d];
@@ -149,55 +125,47 @@ static Status checkDecodeManifest(const Manifest &m) {
 static Status validateDecodeArgs(const Manifest &m,
                                  const std::vector<ArgValue> &args,
                                  const std::vector<const void *> &hostData) {
-  auto tensor = [&](const char *role) -> const TensorView & {
-    return args[m.findArg(role)->index].tensor();
-  };
-  const TensorView &q = tensor("q");
-  const TensorView &kv = tensor("kv");
-  const TensorView &blockTable = tensor("block_table");
-  const TensorView &seqLens = tensor("seq_lens");
-  const TensorView &o = tensor("o");
-  const TensorView &lse = tensor("lse");
+  const TensorView &q = tensorOf(m, args, roles::kQ);
+  const TensorView &kv = tensorOf(m, args, roles::kKv);
+  const TensorView &blockTable = tensorOf(m, args, roles::kBlockTable);
+  const TensorView &seqLens = tensorOf(m, args, roles::kSeqLens);
+  const TensorView &o = tensorOf(m, args, roles::kO);
+  const TensorView &lse = tensorOf(m, args, roles::kLse);
 
-  auto checkDim = [](const char *role, const TensorView &t, size_t d,
-                     int64_t value, const std::string &what) {
-    if (t.shape[d] == value)
-      return Status::success();
-    return argError(std::string(role) + ": dim " + std::to_string(d) + " is " +
-                    std::to_string(t.shape[d]) + ", expected " +
-                    std::to_string(value) + " (" + what + ")");
-  };
   int64_t batch = q.shape[0];
   std::pair<const char *, const TensorView *> batched[] = {
-      {"block_table", &blockTable},
-      {"seq_lens", &seqLens},
-      {"o", &o},
-      {"lse", &lse}};
+      {roles::kBlockTable, &blockTable},
+      {roles::kSeqLens, &seqLens},
+      {roles::kO, &o},
+      {roles::kLse, &lse}};
   for (auto [role, t] : batched)
     if (Status s = checkDim(role, *t, 0, batch, "the batch size, q dim 0");
         !s.ok())
       return s;
-  for (auto [role, t] : {std::pair{"o", &o}, std::pair{"lse", &lse}}) {
+  for (auto [role, t] :
+       {std::pair{roles::kO, &o}, std::pair{roles::kLse, &lse}}) {
     if (Status s = checkDim(role, *t, 1, q.shape[1], "q_len, q dim 1"); !s.ok())
       return s;
     if (Status s = checkDim(role, *t, 2, q.shape[2], "heads, q dim 2"); !s.ok())
       return s;
   }
-  if (Status s = checkDim("kv", kv, 2, q.shape[3], "the row size, q dim 3");
-      !s.ok())
-    return s;
   if (Status s =
-          checkDim("q", q, 3, m.latentDim + m.ropeDim, "latent_dim + rope_dim");
+          checkDim(roles::kKv, kv, 2, q.shape[3], "the row size, q dim 3");
       !s.ok())
     return s;
-  if (Status s = checkDim("o", o, 3, m.latentDim, "latent_dim"); !s.ok())
+  if (Status s = checkDim(roles::kQ, q, 3, m.latentDim + m.ropeDim,
+                          "latent_dim + rope_dim");
+      !s.ok())
+    return s;
+  if (Status s = checkDim(roles::kO, o, 3, m.latentDim, "latent_dim"); !s.ok())
     return s;
   int64_t numPages = kv.shape[0];
   if (numPages < 1)
     return argError("kv: the page pool is empty (dim 0 is 0)");
   int64_t pageSize = kv.shape[1];
   if (m.pageSize > 0)
-    if (Status s = checkDim("kv", kv, 1, m.pageSize, "page_size"); !s.ok())
+    if (Status s = checkDim(roles::kKv, kv, 1, m.pageSize, "page_size");
+        !s.ok())
       return s;
   if (pageSize < 1)
     return argError("kv: the page size (dim 1) is 0");
@@ -205,8 +173,8 @@ static Status validateDecodeArgs(const Manifest &m,
   // Lengths and block-table entries are content checks: they need host
   // copies of the tensors on devices whose memory the host cannot read.
   int64_t maxPages = blockTable.shape[1];
-  const void *lens = hostData[m.findArg("seq_lens")->index];
-  const void *table = hostData[m.findArg("block_table")->index];
+  const void *lens = hostData[m.findArg(roles::kSeqLens)->index];
+  const void *table = hostData[m.findArg(roles::kBlockTable)->index];
   if (!lens)
     return Status::success();
   int64_t capacity;
@@ -240,13 +208,14 @@ static Status validateDecodeArgs(const Manifest &m,
 
 const KernelKindRules *mla::rt::findKernelKindRules(std::string_view kind) {
   static const KernelKindRules kRules[] = {
-      {"decode", checkDecodeManifest, validateDecodeArgs},
-      {"prefill", checkPrefillManifest, validatePrefillArgs},
-      {"merge", checkMergeManifest, validateMergeArgs},
-      {"append_kv", checkAppendKvManifest, validateAppendKvArgs},
+      {KernelKind::Decode, checkDecodeManifest, validateDecodeArgs},
+      {KernelKind::Prefill, checkPrefillManifest, validatePrefillArgs},
+      {KernelKind::Merge, checkMergeManifest, validateMergeArgs},
+      {KernelKind::AppendKv, checkAppendKvManifest, validateAppendKvArgs},
   };
+  std::optional<KernelKind> known = findKind(kind);
   for (const KernelKindRules &rules : kRules)
-    if (kind == rules.name)
+    if (known && rules.kind == *known)
       return &rules;
   return nullptr;
 }

@@ -225,9 +225,9 @@ Status Kernel::Impl::validate(const std::vector<ArgValue> &args,
     if (auto copy = options->hostData.find(arg.role);
         copy != options->hostData.end())
       hostData[arg.index] = copy->second;
-    else if (arg.role == "block_table")
+    else if (arg.role == roles::kBlockTable)
       hostData[arg.index] = options->hostBlockTable;
-    else if (arg.role == "seq_lens")
+    else if (arg.role == roles::kSeqLens)
       hostData[arg.index] = options->hostSeqLens;
   }
   return rules->validateArgs(manifest, args, hostData);
@@ -445,19 +445,20 @@ Status Kernel::launchByRole(const std::map<std::string, ArgValue> &argsByRole,
 Expected<std::vector<ArgValue>>
 Kernel::bindDecode(const DecodeArgs &args) const {
   const Manifest &manifest = impl->manifest;
-  if (manifest.kernel != "decode")
+  if (manifest.kernel != kernels::kDecode)
     return Status::error(ErrorCode::Unsupported,
                          "launchDecode needs a 'decode' kernel, this one is '" +
                              manifest.kernel + "'");
   // The decode rules guarantee a floating-point scale.
-  Scalar scale = Scalar::ofFloat(manifest.findArg("scale")->dtype, args.scale);
-  return bindByRole({{"q", args.q},
-                     {"kv", args.kv},
-                     {"block_table", args.blockTable},
-                     {"seq_lens", args.seqLens},
-                     {"scale", scale},
-                     {"o", args.o},
-                     {"lse", args.lse}});
+  Scalar scale =
+      Scalar::ofFloat(manifest.findArg(roles::kScale)->dtype, args.scale);
+  return bindByRole({{roles::kQ, args.q},
+                     {roles::kKv, args.kv},
+                     {roles::kBlockTable, args.blockTable},
+                     {roles::kSeqLens, args.seqLens},
+                     {roles::kScale, scale},
+                     {roles::kO, args.o},
+                     {roles::kLse, args.lse}});
 }
 
 Status Kernel::launchDecode(const DecodeArgs &args,

@@ -9,6 +9,7 @@
 #ifndef MLA_RUNTIME_LIB_KERNELKINDS_H
 #define MLA_RUNTIME_LIB_KERNELKINDS_H
 
+#include "mla/runtime/Kinds.h"
 #include "mla/runtime/Manifest.h"
 #include "mla/runtime/Status.h"
 #include "mla/runtime/Tensor.h"
@@ -19,7 +20,8 @@
 namespace mla::rt {
 
 struct KernelKindRules {
-  const char *name;
+  /// The kind (Kinds.def); its roles' arg kinds and ranks come from there.
+  KernelKind kind;
   /// Checks a parsed manifest of this kind (InvalidManifest errors).
   Status (*checkManifest)(const Manifest &manifest);
   /// Checks launch arguments that already passed the generic checks

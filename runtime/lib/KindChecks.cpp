@@ -2,6 +2,9 @@
 
 #include "KindChecks.h"
 
+#include <algorithm>
+#include <cassert>
+
 using namespace mla::rt;
 using namespace mla::rt::kinds;
 
@@ -15,11 +18,65 @@ int64_t kinds::readIndex(const void *data, DType dtype, int64_t i) {
   return static_cast<const int32_t *>(data)[i];
 }
 
+namespace {
+
+/// Why `arg`'s dtype breaks `rule` ("must have dtype ..."); empty if it
+/// does not. `kernel` is the header's dtype.
+std::string dtypeProblem(DTypeRule rule, const ManifestArg &arg, DType kernel) {
+  std::string have = dtypeName(arg.dtype);
+  std::string kernelType = dtypeName(kernel);
+  switch (rule) {
+  case DTypeRule::Kernel:
+    if (arg.dtype != kernel)
+      return "must have dtype " + kernelType + ", has " + have;
+    break;
+  case DTypeRule::KernelOrF32:
+    if (arg.dtype != kernel && arg.dtype != DType::F32)
+      return "must have dtype " + kernelType +
+             (kernel == DType::F32 ? "" : " or f32") + ", has " + have;
+    break;
+  case DTypeRule::F32:
+    if (arg.dtype != DType::F32)
+      return "must have dtype f32, has " + have;
+    break;
+  case DTypeRule::Index:
+    if (arg.dtype != DType::I32 && arg.dtype != DType::I64)
+      return "must have dtype i32 or i64, has " + have;
+    break;
+  case DTypeRule::Float:
+    if (!isFloatingPoint(arg.dtype))
+      return "must have a floating-point dtype, has " + have;
+    break;
+  }
+  return "";
+}
+
+/// Why `arg`'s dims break `dims` ("dim D ..."); empty if they do not.
+std::string dimsProblem(const std::vector<DimRule> &dims,
+                        const ManifestArg &arg) {
+  for (size_t d = 0; d < dims.size() && d < arg.dims.size(); ++d) {
+    auto [value, what] = dims[d];
+    int64_t actual = arg.dims[d];
+    if (value == kAnyDim || actual == value)
+      continue;
+    if (value == kDynamicDim)
+      return "dim " + std::to_string(d) + " must be '?' because " + what +
+             " is 0 (dynamic)";
+    if (actual != kDynamicDim)
+      return "dim " + std::to_string(d) + " is " + std::to_string(actual) +
+             ", expected " + std::to_string(value) + " (" + what + ")";
+  }
+  return "";
+}
+
+} // namespace
+
 Status kinds::checkManifestRoles(
-    const Manifest &m, const char *kind,
+    const Manifest &m, KernelKind kind,
     const std::vector<std::pair<const char *, int64_t>> &requiredKeys,
     const std::vector<RoleRule> &roles) {
-  std::string prefix = std::string(kind) + " manifest ";
+  const char *kindText = kindName(kind);
+  std::string prefix = std::string(kindText) + " manifest ";
   auto fail = [&](const std::string &message) {
     return Status::error(ErrorCode::InvalidManifest, prefix + message);
   };
@@ -29,62 +86,39 @@ Status kinds::checkManifestRoles(
     if (value < 0)
       return fail(std::string("needs a '") + key + "' line");
 
-  for (const RoleRule &rule : roles) {
-    const ManifestArg *arg = m.findArg(rule.role);
+  // Kinds.def says which args the kind has, their arg kind and rank; the
+  // kind's rules add dtypes and header-implied dims.
+  for (const KindRole &entry : kindRoles(kind)) {
+    const ManifestArg *arg = m.findArg(entry.name);
     if (!arg)
-      return fail(std::string("needs an arg with role '") + rule.role + "'");
+      return fail(std::string("needs an arg with role '") + entry.name + "'");
     auto argFail = [&](const std::string &message) {
       return Status::error(ErrorCode::InvalidManifest,
                            "manifest line " + std::to_string(arg->line) + ": " +
-                               kind + " arg '" + arg->role + "' " + message);
+                               kindText + " arg '" + arg->role + "' " +
+                               message);
     };
-    if (arg->kind != rule.kind)
-      return argFail(rule.kind == ArgKind::Scalar ? "must be a scalar"
-                                                  : "must be a memref");
-    std::string have = dtypeName(arg->dtype);
-    std::string kernelType = dtypeName(*m.dtype);
-    switch (rule.dtype) {
-    case DTypeRule::Kernel:
-      if (arg->dtype != *m.dtype)
-        return argFail("must have dtype " + kernelType + ", has " + have);
-      break;
-    case DTypeRule::KernelOrF32:
-      if (arg->dtype != *m.dtype && arg->dtype != DType::F32)
-        return argFail("must have dtype " + kernelType +
-                       (*m.dtype == DType::F32 ? "" : " or f32") + ", has " +
-                       have);
-      break;
-    case DTypeRule::F32:
-      if (arg->dtype != DType::F32)
-        return argFail("must have dtype f32, has " + have);
-      break;
-    case DTypeRule::Index:
-      if (arg->dtype != DType::I32 && arg->dtype != DType::I64)
-        return argFail("must have dtype i32 or i64, has " + have);
-      break;
-    case DTypeRule::Float:
-      if (!isFloatingPoint(arg->dtype))
-        return argFail("must have a floating-point dtype, has " + have);
-      break;
-    }
-    if (rule.kind == ArgKind::Scalar)
+    if (arg->kind != entry.argKind)
+      return argFail(entry.argKind == ArgKind::Scalar ? "must be a scalar"
+                                                      : "must be a memref");
+    auto rule =
+        std::find_if(roles.begin(), roles.end(),
+                     [&](const RoleRule &r) { return r.role == entry.role; });
+    assert(rule != roles.end() &&
+           static_cast<size_t>(entry.rank) == rule->dims.size() &&
+           "a kind's rules cover its Kinds.def roles, at the table's rank");
+    if (rule != roles.end())
+      if (std::string problem = dtypeProblem(rule->dtype, *arg, *m.dtype);
+          !problem.empty())
+        return argFail(problem);
+    if (entry.argKind == ArgKind::Scalar)
       continue;
-    if (arg->dims.size() != rule.dims.size())
-      return argFail("must have rank " + std::to_string(rule.dims.size()) +
-                     ", has " + std::to_string(arg->dims.size()));
-    for (size_t d = 0; d < rule.dims.size(); ++d) {
-      auto [value, what] = rule.dims[d];
-      int64_t actual = arg->dims[d];
-      if (value == kAnyDim || actual == value)
-        continue;
-      if (value == kDynamicDim)
-        return argFail("dim " + std::to_string(d) + " must be '?' because " +
-                       what + " is 0 (dynamic)");
-      if (actual != kDynamicDim)
-        return argFail("dim " + std::to_string(d) + " is " +
-                       std::to_string(actual) + ", expected " +
-                       std::to_string(value) + " (" + what + ")");
-    }
+    if (arg->dims.size() != static_cast<size_t>(entry.rank))
+      return argFail("must have rank " + std::to_string(entry.rank) + ", has " +
+                     std::to_string(arg->dims.size()));
+    if (rule != roles.end())
+      if (std::string problem = dimsProblem(rule->dims, *arg); !problem.empty())
+        return argFail(problem);
   }
   return Status::success();
 }

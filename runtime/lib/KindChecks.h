@@ -1,7 +1,8 @@
 //===- KindChecks.h - Table-driven checks of kernel kinds ------*- C++ -*-===//
 //
-// Helpers for the prefill, merge and append_kv rules: a kind lists, per role,
-// what its manifest arg must be (kind, dtype, rank, header-implied dims), and
+// Helpers for the prefill, merge and append_kv rules: Kinds.def gives each
+// role's arg kind and rank, a kind's rules add, per role, its dtype and
+// header-implied dims; the helpers check manifests against both and
 // checks launch arguments' dims and index contents with messages that name
 // the argument.
 //
@@ -39,20 +40,23 @@ enum class DTypeRule {
   Float, ///< any floating-point dtype (scalars)
 };
 
+/// What a kind requires of one role beyond its Kinds.def entry.
 struct RoleRule {
-  const char *role;
-  ArgKind kind;
+  Role role;
   DTypeRule dtype;
-  /// Memrefs: one entry per dim (the rank).
+  /// Memrefs: one entry per dim (the table's rank).
   std::vector<DimRule> dims;
+
+  const char *name() const { return roleName(role); }
 };
 
 /// Checks that the header keys are present (value >= 0; `dtype` separately)
-/// and that every role's manifest arg matches its rule. Messages:
+/// and that every role of `kind` in Kinds.def has a manifest arg of the
+/// table's arg kind and rank that matches its rule. Messages:
 /// "KIND manifest needs a 'KEY' line", "KIND manifest needs an arg with role
 /// 'R'", "manifest line N: KIND arg 'R' ...".
 Status checkManifestRoles(
-    const Manifest &m, const char *kind,
+    const Manifest &m, KernelKind kind,
     const std::vector<std::pair<const char *, int64_t>> &requiredKeys,
     const std::vector<RoleRule> &roles);
 

@@ -19,10 +19,10 @@ std::vector<RoleRule> mergeRoles(const Manifest &m) {
   DimRule any, heads{m.heads, "heads"}, v{m.vDim, "v_dim"},
       parts{m.parts, "parts"};
   return {
-      {"o_parts", ArgKind::Memref, DTypeRule::F32, {parts, any, heads, v}},
-      {"lse_parts", ArgKind::Memref, DTypeRule::F32, {parts, heads, any}},
-      {"o", ArgKind::Memref, DTypeRule::KernelOrF32, {any, heads, v}},
-      {"lse", ArgKind::Memref, DTypeRule::F32, {heads, any}},
+      {Role::OParts, DTypeRule::F32, {parts, any, heads, v}},
+      {Role::LseParts, DTypeRule::F32, {parts, heads, any}},
+      {Role::O, DTypeRule::KernelOrF32, {any, heads, v}},
+      {Role::Lse, DTypeRule::F32, {heads, any}},
   };
 }
 
@@ -30,7 +30,8 @@ std::vector<RoleRule> mergeRoles(const Manifest &m) {
 
 Status mla::rt::checkMergeManifest(const Manifest &m) {
   return checkManifestRoles(
-      m, "merge", {{"heads", m.heads}, {"v_dim", m.vDim}, {"parts", m.parts}},
+      m, KernelKind::Merge,
+      {{"heads", m.heads}, {"v_dim", m.vDim}, {"parts", m.parts}},
       mergeRoles(m));
 }
 
@@ -38,18 +39,20 @@ Status mla::rt::validateMergeArgs(const Manifest &m,
                                   const std::vector<ArgValue> &args,
                                   const std::vector<const void *> &) {
   for (const RoleRule &rule : mergeRoles(m))
-    if (Status s =
-            checkHeaderDims(rule.role, tensorOf(m, args, rule.role), rule.dims);
+    if (Status s = checkHeaderDims(rule.name(), tensorOf(m, args, rule.name()),
+                                   rule.dims);
         !s.ok())
       return s;
-  const TensorView &oParts = tensorOf(m, args, "o_parts");
+  const TensorView &oParts = tensorOf(m, args, roles::kOParts);
   int64_t rows = oParts.shape[1];
   const char *what = "query rows, o_parts dim 1";
-  if (Status s =
-          checkDim("lse_parts", tensorOf(m, args, "lse_parts"), 2, rows, what);
+  if (Status s = checkDim(roles::kLseParts, tensorOf(m, args, roles::kLseParts),
+                          2, rows, what);
       !s.ok())
     return s;
-  if (Status s = checkDim("o", tensorOf(m, args, "o"), 0, rows, what); !s.ok())
+  if (Status s =
+          checkDim(roles::kO, tensorOf(m, args, roles::kO), 0, rows, what);
+      !s.ok())
     return s;
-  return checkDim("lse", tensorOf(m, args, "lse"), 1, rows, what);
+  return checkDim(roles::kLse, tensorOf(m, args, roles::kLse), 1, rows, what);
 }

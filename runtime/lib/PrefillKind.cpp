@@ -20,14 +20,14 @@ std::vector<RoleRule> prefillRoles(const Manifest &m) {
   DimRule any, heads{m.heads, "heads"}, qk{m.qkDim, "qk_dim"},
       v{m.vDim, "v_dim"};
   return {
-      {"q", ArgKind::Memref, DTypeRule::Kernel, {any, heads, qk}},
-      {"k", ArgKind::Memref, DTypeRule::Kernel, {any, heads, qk}},
-      {"v", ArgKind::Memref, DTypeRule::Kernel, {any, heads, v}},
-      {"cu_seqlens_q", ArgKind::Memref, DTypeRule::Index, {any}},
-      {"cu_seqlens_k", ArgKind::Memref, DTypeRule::Index, {any}},
-      {"scale", ArgKind::Scalar, DTypeRule::Float, {}},
-      {"o", ArgKind::Memref, DTypeRule::KernelOrF32, {any, heads, v}},
-      {"lse", ArgKind::Memref, DTypeRule::F32, {heads, any}},
+      {Role::Q, DTypeRule::Kernel, {any, heads, qk}},
+      {Role::K, DTypeRule::Kernel, {any, heads, qk}},
+      {Role::V, DTypeRule::Kernel, {any, heads, v}},
+      {Role::CuSeqlensQ, DTypeRule::Index, {any}},
+      {Role::CuSeqlensK, DTypeRule::Index, {any}},
+      {Role::Scale, DTypeRule::Float, {}},
+      {Role::O, DTypeRule::KernelOrF32, {any, heads, v}},
+      {Role::Lse, DTypeRule::F32, {heads, any}},
   };
 }
 
@@ -61,7 +61,7 @@ Status checkOffsets(const char *role, const void *data, DType dtype, int64_t n,
 } // namespace
 
 Status mla::rt::checkPrefillManifest(const Manifest &m) {
-  return checkManifestRoles(m, "prefill",
+  return checkManifestRoles(m, KernelKind::Prefill,
                             {{"heads", m.heads},
                              {"qk_dim", m.qkDim},
                              {"v_dim", m.vDim},
@@ -74,45 +74,48 @@ Status mla::rt::validatePrefillArgs(const Manifest &m,
                                     const std::vector<const void *> &hostData) {
   std::vector<RoleRule> roles = prefillRoles(m);
   for (const RoleRule &rule : roles)
-    if (rule.kind == ArgKind::Memref)
-      if (Status s = checkHeaderDims(rule.role, tensorOf(m, args, rule.role),
-                                     rule.dims);
+    if (kindRoles(KernelKind::Prefill).find(rule.role)->argKind ==
+        ArgKind::Memref)
+      if (Status s = checkHeaderDims(rule.name(),
+                                     tensorOf(m, args, rule.name()), rule.dims);
           !s.ok())
         return s;
-  const TensorView &q = tensorOf(m, args, "q");
-  const TensorView &k = tensorOf(m, args, "k");
-  const TensorView &v = tensorOf(m, args, "v");
-  const TensorView &cuQ = tensorOf(m, args, "cu_seqlens_q");
-  const TensorView &cuK = tensorOf(m, args, "cu_seqlens_k");
-  const TensorView &o = tensorOf(m, args, "o");
-  const TensorView &lse = tensorOf(m, args, "lse");
+  const TensorView &q = tensorOf(m, args, roles::kQ);
+  const TensorView &k = tensorOf(m, args, roles::kK);
+  const TensorView &v = tensorOf(m, args, roles::kV);
+  const TensorView &cuQ = tensorOf(m, args, roles::kCuSeqlensQ);
+  const TensorView &cuK = tensorOf(m, args, roles::kCuSeqlensK);
+  const TensorView &o = tensorOf(m, args, roles::kO);
+  const TensorView &lse = tensorOf(m, args, roles::kLse);
 
   int64_t rows = q.shape[0];
-  if (Status s = checkDim("o", o, 0, rows, "query rows, q dim 0"); !s.ok())
+  if (Status s = checkDim(roles::kO, o, 0, rows, "query rows, q dim 0");
+      !s.ok())
     return s;
-  if (Status s = checkDim("lse", lse, 1, rows, "query rows, q dim 0"); !s.ok())
+  if (Status s = checkDim(roles::kLse, lse, 1, rows, "query rows, q dim 0");
+      !s.ok())
     return s;
   int64_t keys = k.shape[0];
-  if (Status s = checkDim("v", v, 0, keys, "key rows, k dim 0"); !s.ok())
+  if (Status s = checkDim(roles::kV, v, 0, keys, "key rows, k dim 0"); !s.ok())
     return s;
   int64_t offsets = cuQ.shape[0];
   if (offsets < 2)
     return argError("cu_seqlens_q: dim 0 is " + std::to_string(offsets) +
                     ", expected at least 2 (batch + 1 offsets, batch >= 1)");
-  if (Status s = checkDim("cu_seqlens_k", cuK, 0, offsets,
+  if (Status s = checkDim(roles::kCuSeqlensK, cuK, 0, offsets,
                           "batch + 1, cu_seqlens_q dim 0");
       !s.ok())
     return s;
 
   // Content checks: the offsets, from the tensors or their host copies.
-  if (const void *data = hostData[m.findArg("cu_seqlens_q")->index])
-    if (Status s = checkOffsets("cu_seqlens_q", data, cuQ.dtype, offsets, rows,
-                                "query", "q");
+  if (const void *data = hostData[m.findArg(roles::kCuSeqlensQ)->index])
+    if (Status s = checkOffsets(roles::kCuSeqlensQ, data, cuQ.dtype, offsets,
+                                rows, "query", roles::kQ);
         !s.ok())
       return s;
-  if (const void *data = hostData[m.findArg("cu_seqlens_k")->index])
-    if (Status s = checkOffsets("cu_seqlens_k", data, cuK.dtype, offsets, keys,
-                                "key", "k");
+  if (const void *data = hostData[m.findArg(roles::kCuSeqlensK)->index])
+    if (Status s = checkOffsets(roles::kCuSeqlensK, data, cuK.dtype, offsets,
+                                keys, "key", roles::kK);
         !s.ok())
       return s;
   return Status::success();

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mla/runtime/Kinds.h"
 #include "mla/runtime/Runtime.h"
 
 #include <algorithm>
@@ -375,15 +376,15 @@ Expected<Problem> decodeProblem(const Options &options, const Manifest &m,
   if (numPages > INT32_MAX)
     return usageError("batch x pages per request = " +
                       std::to_string(numPages) + " pages, more than 2^31 - 1");
-  DType tableType = m.findArg("block_table")->dtype;
-  DType lensType = m.findArg("seq_lens")->dtype;
+  DType tableType = m.findArg(roles::kBlockTable)->dtype;
+  DType lensType = m.findArg(roles::kSeqLens)->dtype;
   Problem p;
-  p.tensors = {{"q", {nullptr, dtype, {batch, qLen, heads, row}}},
-               {"kv", {nullptr, dtype, {numPages, pageSize, row}}},
-               {"block_table", {nullptr, tableType, {batch, maxPages}}},
-               {"seq_lens", {nullptr, lensType, {batch}}},
-               {"o", {nullptr, dtype, {batch, qLen, heads, dimV}}},
-               {"lse", {nullptr, DType::F32, {batch, qLen, heads}}}};
+  p.tensors = {{roles::kQ, {nullptr, dtype, {batch, qLen, heads, row}}},
+               {roles::kKv, {nullptr, dtype, {numPages, pageSize, row}}},
+               {roles::kBlockTable, {nullptr, tableType, {batch, maxPages}}},
+               {roles::kSeqLens, {nullptr, lensType, {batch}}},
+               {roles::kO, {nullptr, dtype, {batch, qLen, heads, dimV}}},
+               {roles::kLse, {nullptr, DType::F32, {batch, qLen, heads}}}};
   // Random q and kv, a random page permutation, the lengths.
   std::vector<int64_t> lengths(batch, options.seqLen);
   if (options.ragged)
@@ -399,14 +400,14 @@ Expected<Problem> decodeProblem(const Options &options, const Manifest &m,
     pages[i] = i;
   for (int64_t i = numPages - 1; i > 0; --i)
     std::swap(pages[i], pages[random.below(i + 1)]);
-  for (const char *role : {"q", "kv"})
+  for (const char *role : {roles::kQ, roles::kKv})
     if (Status status = randomHost(p, role, random); !status.ok())
       return status;
   if (Status status =
-          indexHost(p, "block_table", pages, tableType, {batch, maxPages});
+          indexHost(p, roles::kBlockTable, pages, tableType, {batch, maxPages});
       !status.ok())
     return status;
-  if (Status status = indexHost(p, "seq_lens", lengths, lensType, {batch});
+  if (Status status = indexHost(p, roles::kSeqLens, lengths, lensType, {batch});
       !status.ok())
     return status;
   p.scale = options.scale ? *options.scale
@@ -446,20 +447,20 @@ Expected<Problem> prefillProblem(const Options &options, const Manifest &m,
   if (T > INT32_MAX)
     return usageError("batch x seq-len = " + std::to_string(T) +
                       " tokens, more than 2^31 - 1");
-  DType oType = m.findArg("o")->dtype;
-  DType cuType = m.findArg("cu_seqlens_q")->dtype;
+  DType oType = m.findArg(roles::kO)->dtype;
+  DType cuType = m.findArg(roles::kCuSeqlensQ)->dtype;
   Problem p;
-  p.tensors = {{"q", {nullptr, dtype, {T, heads, m.qkDim}}},
-               {"k", {nullptr, dtype, {T, heads, m.qkDim}}},
-               {"v", {nullptr, dtype, {T, heads, m.vDim}}},
-               {"cu_seqlens_q", {nullptr, cuType, {batch + 1}}},
-               {"cu_seqlens_k", {nullptr, cuType, {batch + 1}}},
-               {"o", {nullptr, oType, {T, heads, m.vDim}}},
-               {"lse", {nullptr, DType::F32, {heads, T}}}};
-  for (const char *role : {"q", "k", "v"})
+  p.tensors = {{roles::kQ, {nullptr, dtype, {T, heads, m.qkDim}}},
+               {roles::kK, {nullptr, dtype, {T, heads, m.qkDim}}},
+               {roles::kV, {nullptr, dtype, {T, heads, m.vDim}}},
+               {roles::kCuSeqlensQ, {nullptr, cuType, {batch + 1}}},
+               {roles::kCuSeqlensK, {nullptr, cuType, {batch + 1}}},
+               {roles::kO, {nullptr, oType, {T, heads, m.vDim}}},
+               {roles::kLse, {nullptr, DType::F32, {heads, T}}}};
+  for (const char *role : {roles::kQ, roles::kK, roles::kV})
     if (Status status = randomHost(p, role, random); !status.ok())
       return status;
-  for (const char *role : {"cu_seqlens_q", "cu_seqlens_k"})
+  for (const char *role : {roles::kCuSeqlensQ, roles::kCuSeqlensK})
     if (Status status = indexHost(p, role, cu, cuType, {batch + 1});
         !status.ok())
       return status;
@@ -479,80 +480,37 @@ Expected<Problem> prefillProblem(const Options &options, const Manifest &m,
   return p;
 }
 
-Status run(const Options &options) {
-  Expected<Package> package = readPackage(options.package);
-  if (!package.ok())
-    return package.status();
-  const Manifest &m = package->manifest;
-  if (m.kernel != "decode" && m.kernel != "prefill")
-    return Status::error(ErrorCode::Unsupported,
-                         "mla-bench times decode and prefill kernels, this "
-                         "one is '" +
-                             m.kernel + "'");
-  Expected<Device> device = Device::open(options.device, {options.threads});
-  if (!device.ok())
-    return device.status();
-  Backend &backend = device->getBackend();
-  Expected<Kernel> kernel = device->loadKernel(*package);
-  if (!kernel.ok())
-    return kernel.status();
-
-  Random random{options.seed};
-  Expected<Problem> problem = m.kernel == "prefill"
-                                  ? prefillProblem(options, m, random)
-                                  : decodeProblem(options, m, random);
-  if (!problem.ok())
-    return problem.status();
-  Problem &p = *problem;
-  DType dtype = *m.dtype;
-  int64_t batch = options.batch;
-  std::vector<TensorView *> tensors;
-  for (auto &entry : p.tensors)
-    tensors.push_back(&entry.second);
-  auto roleOf = [&](TensorView *t) -> const std::string & {
-    for (auto &entry : p.tensors)
-      if (&entry.second == t)
-        return entry.first;
-    return p.tensors.front().first;
-  };
-  Scalar scaleArg = Scalar::ofFloat(m.findArg("scale")->dtype, p.scale);
-  std::map<std::string, ArgValue> shapesByRole;
-  for (auto &[role, t] : p.tensors)
-    shapesByRole.emplace(role, t);
-  shapesByRole.emplace("scale", scaleArg);
-  Expected<std::vector<ArgValue>> shapeArgs = kernel->bindByRole(shapesByRole);
-  if (!shapeArgs.ok())
-    return shapeArgs.status();
-
-  // K copies: enough to exceed 3 x L2, within 80% of the free memory.
-  size_t copyBytes = 0;
-  for (TensorView *t : tensors)
-    copyBytes += alignUp(t->sizeInBytes());
-  Expected<size_t> workspaceBytes = kernel->workspaceBytes(*shapeArgs);
-  if (!workspaceBytes.ok())
-    return workspaceBytes.status();
+/// How many copies of the inputs and outputs to rotate through: --rotate,
+/// or enough to exceed 3 x L2 within 80% of the free memory.
+Expected<int64_t> chooseCopies(const Options &options, Device &device,
+                               size_t copyBytes, size_t workspaceBytes) {
   int64_t copies = options.rotate;
-  if (!copies) {
-    copies = std::max<int64_t>(
-        1, static_cast<int64_t>(std::ceil(3 * kL2Bytes / copyBytes)));
-    if (Expected<MemoryInfo> memory = backend.getMemoryInfo(); memory.ok()) {
-      double usable = 0.8 * memory->freeBytes - *workspaceBytes;
-      int64_t fit = static_cast<int64_t>(usable / copyBytes);
-      if (fit < 1)
-        return Status::error(ErrorCode::Unsupported,
-                             "one copy of the inputs and outputs needs " +
-                                 std::to_string(copyBytes + *workspaceBytes) +
-                                 " bytes, " + device->getName().data() +
-                                 " has " + std::to_string(memory->freeBytes) +
-                                 " free");
-      copies = std::min(copies, fit);
-    }
+  if (copies)
+    return copies;
+  copies = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(3 * kL2Bytes / copyBytes)));
+  if (Expected<MemoryInfo> memory = device.getBackend().getMemoryInfo();
+      memory.ok()) {
+    double usable = 0.8 * memory->freeBytes - workspaceBytes;
+    int64_t fit = static_cast<int64_t>(usable / copyBytes);
+    if (fit < 1)
+      return Status::error(ErrorCode::Unsupported,
+                           "one copy of the inputs and outputs needs " +
+                               std::to_string(copyBytes + workspaceBytes) +
+                               " bytes, " + device.getName().data() + " has " +
+                               std::to_string(memory->freeBytes) + " free");
+    copies = std::min(copies, fit);
   }
+  return copies;
+}
 
-  std::map<TensorView *, Copies> onDevice;
-  for (TensorView *t : tensors) {
-    Copies &c = onDevice[t];
-    c.stride = alignUp(t->sizeInBytes());
+/// `copies` device copies of every tensor of `p`, by role: inputs uploaded
+/// from the host tensors, outputs zeroed.
+Status uploadCopies(Backend &backend, const Problem &p, int64_t copies,
+                    std::map<std::string, Copies> &onDevice) {
+  for (const auto &[role, t] : p.tensors) {
+    Copies &c = onDevice[role];
+    c.stride = alignUp(t.sizeInBytes());
     Expected<std::unique_ptr<DeviceBuffer>> buffer =
         backend.allocate(std::max<size_t>(c.stride * copies, 256));
     if (!buffer.ok())
@@ -560,45 +518,31 @@ Status run(const Options &options) {
                                          std::to_string(copies) + " copies");
     c.buffer = buffer.take();
     for (int64_t k = 0; k < copies; ++k) {
-      void *dst = c.view(k, *t).data;
-      auto input = p.host.find(roleOf(t));
-      Status status = input != p.host.end()
-                          ? backend.copyToDevice(dst, input->second.data(),
-                                                 t->sizeInBytes())
-                          : backend.fillBytes(dst, 0, t->sizeInBytes());
+      void *dst = c.view(k, t).data;
+      auto input = p.host.find(role);
+      Status status =
+          input != p.host.end()
+              ? backend.copyToDevice(dst, input->second.data(), t.sizeInBytes())
+              : backend.fillBytes(dst, 0, t.sizeInBytes());
       if (!status.ok())
         return status;
     }
   }
-  if (Status status = kernel->reserveWorkspace(*workspaceBytes); !status.ok())
-    return status;
+  return Status::success();
+}
 
-  auto argsOf = [&](int64_t k) -> std::vector<ArgValue> {
-    std::map<std::string, ArgValue> byRole;
-    for (TensorView *t : tensors)
-      byRole.emplace(roleOf(t), onDevice[t].view(k, *t));
-    byRole.emplace("scale", scaleArg);
-    Expected<std::vector<ArgValue>> bound = kernel->bindByRole(byRole);
-    return bound.ok() ? bound.take() : std::vector<ArgValue>{};
-  };
-  std::vector<std::vector<ArgValue>> args;
-  for (int64_t k = 0; k < copies; ++k)
-    args.push_back(argsOf(k));
-
-  Expected<std::unique_ptr<Stream>> stream = backend.createStream();
-  if (!stream.ok())
-    return stream.status();
-  LaunchOptions launch;
-  launch.stream = (*stream)->handle();
-  for (const auto &[role, tensor] : p.host)
-    if (m.findArg(role) && m.findArg(role)->dtype != DType::BF16 &&
-        m.findArg(role)->dtype != DType::F16 &&
-        m.findArg(role)->dtype != DType::F32)
-      launch.hostData.emplace(role, tensor.data());
-  if (Status status = kernel->validate(args[0], launch); !status.ok())
+/// Validates the first copy's arguments, launches `warmup` untimed and
+/// `iters` timed launches rotating through `args` on `launch.stream`, and
+/// returns the sorted times in microseconds; `next` ends at the copy after
+/// the last launched one.
+Expected<std::vector<double>>
+timeLaunches(const Kernel &kernel, Backend &backend, const Options &options,
+             const std::vector<std::vector<ArgValue>> &args,
+             LaunchOptions launch, int64_t &next) {
+  if (Status status = kernel.validate(args[0], launch); !status.ok())
     return status;
   launch.validate = false;
-
+  int64_t copies = static_cast<int64_t>(args.size());
   std::vector<std::unique_ptr<Timer>> timers;
   for (int64_t i = 0; i < options.iters; ++i) {
     Expected<std::unique_ptr<Timer>> timer = backend.createTimer();
@@ -606,14 +550,14 @@ Status run(const Options &options) {
       return timer.status();
     timers.push_back(timer.take());
   }
-  int64_t next = 0;
+  next = 0;
   for (int64_t i = 0; i < options.warmup; ++i, next = (next + 1) % copies)
-    if (Status status = kernel->launch(args[next], launch); !status.ok())
+    if (Status status = kernel.launch(args[next], launch); !status.ok())
       return status;
   for (int64_t i = 0; i < options.iters; ++i, next = (next + 1) % copies) {
     if (Status status = timers[i]->start(launch.stream); !status.ok())
       return status;
-    if (Status status = kernel->launch(args[next], launch); !status.ok())
+    if (Status status = kernel.launch(args[next], launch); !status.ok())
       return status;
     if (Status status = timers[i]->stop(launch.stream); !status.ok())
       return status;
@@ -628,38 +572,47 @@ Status run(const Options &options) {
     micros.push_back(*ms * 1000);
   }
   std::sort(micros.begin(), micros.end());
+  return micros;
+}
 
-  // Sanity: the last launched copy's outputs are finite (lengths >= 1).
-  int64_t last = (next + copies - 1) % copies;
+/// Sanity: the non-finite values in copy `k` of the outputs (o and lse).
+Expected<int64_t> countNonFinite(Backend &backend, const Problem &p,
+                                 const std::map<std::string, Copies> &onDevice,
+                                 int64_t k) {
   int64_t nonFinite = 0;
-  for (TensorView *t : tensors) {
-    if (roleOf(t) != "o" && roleOf(t) != "lse")
+  for (const auto &[role, t] : p.tensors) {
+    if (role != roles::kO && role != roles::kLse)
       continue;
-    Expected<HostTensor> values = HostTensor::allocate(t->dtype, t->shape);
-    Expected<HostTensor> floats = HostTensor::allocate(DType::F32, t->shape);
+    Expected<HostTensor> values = HostTensor::allocate(t.dtype, t.shape);
+    Expected<HostTensor> floats = HostTensor::allocate(DType::F32, t.shape);
     if (!values.ok() || !floats.ok())
       return values.ok() ? floats.status() : values.status();
     if (Status status = backend.copyToHost(
-            values->data(), onDevice[t].view(last, *t).data, t->sizeInBytes());
+            values->data(), onDevice.at(role).view(k, t).data, t.sizeInBytes());
         !status.ok())
       return status;
-    if (Status status =
-            convertElements(values->data(), t->dtype, floats->data(),
-                            DType::F32, values->numElements());
+    if (Status status = convertElements(values->data(), t.dtype, floats->data(),
+                                        DType::F32, values->numElements());
         !status.ok())
       return status;
     for (int64_t i = 0; i < floats->numElements(); ++i)
       nonFinite += !std::isfinite(floats->dataAs<float>()[i]);
   }
+  return nonFinite;
+}
 
+/// Prints the summary line (and appends the CSV row) of a finished run.
+Status report(const Options &options, const Manifest &m, const Device &device,
+              const Problem &p, const std::vector<double> &micros,
+              int64_t copies, int64_t nonFinite) {
   double median = percentileSorted(micros, 0.5);
   double gbs = p.bytes / (median * 1e-6) / 1e9;
   double tflops = p.flops / (median * 1e-6) / 1e12;
   std::vector<std::pair<std::string, std::string>> fields = {
       {"package", baseName(options.package)},
-      {"device", std::string(device->getName())},
-      {"dtype", dtypeName(dtype)},
-      {"batch", std::to_string(batch)},
+      {"device", std::string(device.getName())},
+      {"dtype", dtypeName(*m.dtype)},
+      {"batch", std::to_string(options.batch)},
       {"seq_len", std::to_string(options.seqLen)},
       {"ragged", options.ragged ? "1" : "0"}};
   fields.insert(fields.end(), p.fields.begin(), p.fields.end());
@@ -685,6 +638,88 @@ Status run(const Options &options) {
   if (!options.csv.empty())
     return appendCsv(options.csv, fields);
   return Status::success();
+}
+
+Status run(const Options &options) {
+  Expected<Package> package = readPackage(options.package);
+  if (!package.ok())
+    return package.status();
+  const Manifest &m = package->manifest;
+  if (m.kernel != kernels::kDecode && m.kernel != kernels::kPrefill)
+    return Status::error(ErrorCode::Unsupported,
+                         "mla-bench times decode and prefill kernels, this "
+                         "one is '" +
+                             m.kernel + "'");
+  Expected<Device> device = Device::open(options.device, {options.threads});
+  if (!device.ok())
+    return device.status();
+  Backend &backend = device->getBackend();
+  Expected<Kernel> kernel = device->loadKernel(*package);
+  if (!kernel.ok())
+    return kernel.status();
+
+  Random random{options.seed};
+  Expected<Problem> problem = m.kernel == kernels::kPrefill
+                                  ? prefillProblem(options, m, random)
+                                  : decodeProblem(options, m, random);
+  if (!problem.ok())
+    return problem.status();
+  Problem &p = *problem;
+  Scalar scaleArg = Scalar::ofFloat(m.findArg(roles::kScale)->dtype, p.scale);
+  std::map<std::string, ArgValue> shapesByRole;
+  for (auto &[role, t] : p.tensors)
+    shapesByRole.emplace(role, t);
+  shapesByRole.emplace(roles::kScale, scaleArg);
+  Expected<std::vector<ArgValue>> shapeArgs = kernel->bindByRole(shapesByRole);
+  if (!shapeArgs.ok())
+    return shapeArgs.status();
+
+  size_t copyBytes = 0;
+  for (const auto &entry : p.tensors)
+    copyBytes += alignUp(entry.second.sizeInBytes());
+  Expected<size_t> workspaceBytes = kernel->workspaceBytes(*shapeArgs);
+  if (!workspaceBytes.ok())
+    return workspaceBytes.status();
+  Expected<int64_t> copies =
+      chooseCopies(options, *device, copyBytes, *workspaceBytes);
+  if (!copies.ok())
+    return copies.status();
+  std::map<std::string, Copies> onDevice;
+  if (Status status = uploadCopies(backend, p, *copies, onDevice); !status.ok())
+    return status;
+  if (Status status = kernel->reserveWorkspace(*workspaceBytes); !status.ok())
+    return status;
+
+  std::vector<std::vector<ArgValue>> args;
+  for (int64_t k = 0; k < *copies; ++k) {
+    std::map<std::string, ArgValue> byRole;
+    for (const auto &[role, t] : p.tensors)
+      byRole.emplace(role, onDevice[role].view(k, t));
+    byRole.emplace(roles::kScale, scaleArg);
+    Expected<std::vector<ArgValue>> bound = kernel->bindByRole(byRole);
+    args.push_back(bound.ok() ? bound.take() : std::vector<ArgValue>{});
+  }
+
+  Expected<std::unique_ptr<Stream>> stream = backend.createStream();
+  if (!stream.ok())
+    return stream.status();
+  LaunchOptions launch;
+  launch.stream = (*stream)->handle();
+  for (const auto &[role, tensor] : p.host)
+    if (m.findArg(role) && m.findArg(role)->dtype != DType::BF16 &&
+        m.findArg(role)->dtype != DType::F16 &&
+        m.findArg(role)->dtype != DType::F32)
+      launch.hostData.emplace(role, tensor.data());
+  int64_t next = 0;
+  Expected<std::vector<double>> micros =
+      timeLaunches(*kernel, backend, options, args, launch, next);
+  if (!micros.ok())
+    return micros.status();
+  Expected<int64_t> nonFinite =
+      countNonFinite(backend, p, onDevice, (next + *copies - 1) % *copies);
+  if (!nonFinite.ok())
+    return nonFinite.status();
+  return report(options, m, *device, p, *micros, *copies, *nonFinite);
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mla/runtime/Kinds.h"
 #include "mla/runtime/Runtime.h"
 
 #include <algorithm>
@@ -115,6 +116,34 @@ struct DimSource {
   int dim;
 };
 
+/// How mla-run sizes one output role of a kind (Kinds.def lists the kinds'
+/// roles; this adds what mla-run needs beyond them).
+struct OutputDims {
+  KernelKind kind;
+  const char *role;
+  /// One per dim of the output.
+  std::vector<DimSource> dims;
+};
+
+const OutputDims kOutputDims[] = {
+    {KernelKind::Decode,
+     roles::kO,
+     {{roles::kQ, 0}, {roles::kQ, 1}, {roles::kQ, 2}, {nullptr, 3}}},
+    {KernelKind::Decode,
+     roles::kLse,
+     {{roles::kQ, 0}, {roles::kQ, 1}, {roles::kQ, 2}}},
+    {KernelKind::Prefill,
+     roles::kO,
+     {{roles::kQ, 0}, {roles::kQ, 1}, {roles::kV, 2}}},
+    {KernelKind::Prefill, roles::kLse, {{roles::kQ, 1}, {roles::kQ, 0}}},
+    {KernelKind::Merge,
+     roles::kO,
+     {{roles::kOParts, 1}, {roles::kOParts, 2}, {roles::kOParts, 3}}},
+    {KernelKind::Merge,
+     roles::kLse,
+     {{roles::kOParts, 2}, {roles::kOParts, 1}}},
+};
+
 struct OutputFile {
   const char *role;
   /// One per dim of the output.
@@ -126,33 +155,48 @@ struct OutputFile {
 /// allocated and written, and which scalar role --scale sets (nullptr: the
 /// kind takes no --scale).
 struct KindFiles {
-  const char *kind;
   std::vector<const char *> inputs;
   std::vector<const char *> updated;
   std::vector<OutputFile> outputs;
-  const char *scaleRole;
+  const char *scaleRole = nullptr;
 };
 
-const KindFiles kKindFiles[] = {
-    {"decode",
-     {"q", "kv", "block_table", "seq_lens"},
-     {},
-     {{"o", {{"q", 0}, {"q", 1}, {"q", 2}, {nullptr, 3}}},
-      {"lse", {{"q", 0}, {"q", 1}, {"q", 2}}}},
-     "scale"},
-    {"prefill",
-     {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"},
-     {},
-     {{"o", {{"q", 0}, {"q", 1}, {"v", 2}}}, {"lse", {{"q", 1}, {"q", 0}}}},
-     "scale"},
-    {"merge",
-     {"o_parts", "lse_parts"},
-     {},
-     {{"o", {{"o_parts", 1}, {"o_parts", 2}, {"o_parts", 3}}},
-      {"lse", {{"o_parts", 2}, {"o_parts", 1}}}},
-     nullptr},
-    {"append_kv", {"kv_new", "slot_mapping", "kv"}, {"kv"}, {}, nullptr},
-};
+/// The files of `kind` from its Kinds.def roles; nullopt when mla-run
+/// cannot size one of its outputs.
+std::optional<KindFiles> kindFiles(KernelKind kind) {
+  KindFiles files;
+  for (const KindRole &role : kindRoles(kind)) {
+    if (role.argKind == ArgKind::Scalar) {
+      if (role.role == Role::Scale)
+        files.scaleRole = role.name;
+      continue;
+    }
+    if (role.isInput())
+      files.inputs.push_back(role.name);
+    if (role.use == RoleUse::InOut)
+      files.updated.push_back(role.name);
+    if (role.use != RoleUse::Output)
+      continue;
+    const OutputDims *dims = nullptr;
+    for (const OutputDims &candidate : kOutputDims)
+      if (candidate.kind == kind && candidate.role == std::string(role.name))
+        dims = &candidate;
+    if (!dims)
+      return std::nullopt;
+    files.outputs.push_back({role.name, dims->dims});
+  }
+  return files;
+}
+
+/// Every role `files` names: inputs, outputs, then the scale.
+std::vector<const char *> kindRoleNames(const KindFiles &files) {
+  std::vector<const char *> names = files.inputs;
+  for (const OutputFile &output : files.outputs)
+    names.push_back(output.role);
+  if (files.scaleRole)
+    names.push_back(files.scaleRole);
+  return names;
+}
 
 struct Options {
   std::string package;
@@ -372,17 +416,19 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-Status run(const Options &options) {
-  Expected<Package> package = readPackage(options.package);
-  if (!package.ok())
-    return package.status();
-  const Manifest &manifest = package->manifest;
-  const KindFiles *files = nullptr;
+/// The files of the manifest's kind, after checking that the options and
+/// the manifest fit them; `scaleType` is the dtype of the scale arg.
+Expected<KindFiles> filesFor(const Manifest &manifest, const Options &options,
+                             DType &scaleType) {
+  std::optional<KindFiles> files;
   std::string kinds;
-  for (const KindFiles &candidate : kKindFiles) {
-    if (manifest.kernel == candidate.kind)
-      files = &candidate;
-    kinds += (kinds.empty() ? "" : ", ") + std::string(candidate.kind);
+  for (KernelKind kind : kKernelKinds) {
+    std::optional<KindFiles> candidate = kindFiles(kind);
+    if (!candidate)
+      continue;
+    if (manifest.kernel == kindName(kind))
+      files = std::move(candidate);
+    kinds += (kinds.empty() ? "" : ", ") + std::string(kindName(kind));
   }
   if (!files)
     return Status::error(
@@ -396,17 +442,12 @@ Status run(const Options &options) {
   if (!files->scaleRole && options.scale)
     return usageError("--scale does not apply to a " + manifest.kernel +
                       " kernel (it has no scale argument)");
-  std::vector<const char *> roles = files->inputs;
-  for (const OutputFile &output : files->outputs)
-    roles.push_back(output.role);
-  if (files->scaleRole)
-    roles.push_back(files->scaleRole);
-  for (const char *role : roles)
+  for (const char *role : kindRoleNames(*files))
     if (!manifest.findArg(role))
       return Status::error(ErrorCode::Unsupported,
                            "the manifest has no arg with role '" +
                                std::string(role) + "'");
-  DType scaleType = DType::F32;
+  scaleType = DType::F32;
   if (files->scaleRole) {
     scaleType = manifest.findArg(files->scaleRole)->dtype;
     if (!isFloatingPoint(scaleType))
@@ -415,93 +456,103 @@ Status run(const Options &options) {
                                std::string(dtypeName(scaleType)) + " arg '" +
                                files->scaleRole + "'");
   }
+  return *files;
+}
 
-  Expected<Device> device = Device::open(options.device, {options.threads});
-  if (!device.ok())
-    return device.status();
-  Expected<Kernel> kernel = device->loadKernel(*package);
-  if (!kernel.ok())
-    return kernel.status();
-  Backend &backend = device->getBackend();
-  bool onHost = backend.usesHostMemory();
-
-  // Host tensors by role; on a GPU, device copies take their place in
-  // `args` (inputs uploaded, outputs zeroed like the host's).
+/// The host tensors of one run, by role: `args` views `inputs` and
+/// `outputs` (and holds the scale); on a GPU, device copies take their
+/// place in `args`.
+struct HostArgs {
   std::map<std::string, ArgValue> args;
   std::map<std::string, HostTensor> inputs;
-  // The kind's inputs, then any other memref argument of the kernel (the
-  // inputs of a variant's regions, e.g. `sinks`), each from ROLE.npy.
-  std::vector<std::string> inputRoles(files->inputs.begin(),
-                                      files->inputs.end());
+  std::vector<std::pair<std::string, HostTensor>> outputs;
+};
+
+/// Reads the inputs and allocates the outputs: the kind's inputs, then any
+/// other memref argument of the kernel (the inputs of a variant's regions,
+/// e.g. `sinks`), each from ROLE.npy.
+Status readArgs(const Manifest &manifest, const KindFiles &files,
+                const Options &options, DType scaleType, HostArgs &host) {
+  std::vector<const char *> known = kindRoleNames(files);
+  std::vector<std::string> inputRoles(files.inputs.begin(), files.inputs.end());
   for (const ManifestArg &arg : manifest.args)
     if (arg.kind == ArgKind::Memref &&
-        std::find(roles.begin(), roles.end(), arg.role) == roles.end())
+        std::find(known.begin(), known.end(), arg.role) == known.end())
       inputRoles.push_back(arg.role);
   for (const std::string &role : inputRoles) {
     Expected<HostTensor> input =
         readInput(options.inputs, *manifest.findArg(role));
     if (!input.ok())
       return input.status();
-    args.emplace(role, input->view());
-    inputs.emplace(role, input.take());
+    host.args.emplace(role, input->view());
+    host.inputs.emplace(role, input.take());
   }
-  if (files->scaleRole)
-    args.emplace(files->scaleRole, Scalar::ofFloat(scaleType, *options.scale));
-  std::vector<std::pair<std::string, HostTensor>> outputs;
-  for (const OutputFile &file : files->outputs) {
+  if (files.scaleRole)
+    host.args.emplace(files.scaleRole,
+                      Scalar::ofFloat(scaleType, *options.scale));
+  for (const OutputFile &file : files.outputs) {
     Expected<HostTensor> output =
-        allocateOutput(*manifest.findArg(file.role), file, inputs);
+        allocateOutput(*manifest.findArg(file.role), file, host.inputs);
     if (!output.ok())
       return output.status();
-    args.emplace(file.role, output->view());
-    outputs.emplace_back(file.role, output.take());
+    host.args.emplace(file.role, output->view());
+    host.outputs.emplace_back(file.role, output.take());
   }
+  return Status::success();
+}
 
-  LaunchOptions launchOptions;
-  std::map<std::string, DeviceTensor> deviceTensors;
-  if (!onHost) {
-    for (auto &[role, arg] : args) {
-      if (!arg.isTensor())
-        continue;
-      bool isInput = inputs.count(role);
-      Expected<DeviceTensor> tensor =
-          isInput ? DeviceTensor::upload(*device, arg.tensor())
-                  : DeviceTensor::allocate(*device, arg.tensor().dtype,
-                                           arg.tensor().shape);
-      if (!tensor.ok())
-        return tensor.status().withContext(role);
-      if (!isInput)
-        if (Status status = tensor->fillBytes(0); !status.ok())
-          return status.withContext(role);
-      arg = tensor->view();
-      deviceTensors.emplace(role, tensor.take());
-    }
-    // The content checks read the host copies of the index inputs
-    // (block_table, seq_lens, cu_seqlens_*, slot_mapping).
-    for (const auto &[role, tensor] : inputs)
-      if (!isFloatingPoint(tensor.getDType()))
-        launchOptions.hostData[role] = tensor.data();
+/// On a GPU: replaces the tensors of `host.args` by device copies (inputs
+/// uploaded, outputs zeroed like the host's) and points the content checks
+/// at the host copies of the index inputs (block_table, seq_lens,
+/// cu_seqlens_*, slot_mapping).
+Status moveToDevice(Device &device, HostArgs &host,
+                    std::map<std::string, DeviceTensor> &deviceTensors,
+                    LaunchOptions &launchOptions) {
+  for (auto &[role, arg] : host.args) {
+    if (!arg.isTensor())
+      continue;
+    bool isInput = host.inputs.count(role);
+    Expected<DeviceTensor> tensor =
+        isInput ? DeviceTensor::upload(device, arg.tensor())
+                : DeviceTensor::allocate(device, arg.tensor().dtype,
+                                         arg.tensor().shape);
+    if (!tensor.ok())
+      return tensor.status().withContext(role);
+    if (!isInput)
+      if (Status status = tensor->fillBytes(0); !status.ok())
+        return status.withContext(role);
+    arg = tensor->view();
+    deviceTensors.emplace(role, tensor.take());
   }
+  for (const auto &[role, tensor] : host.inputs)
+    if (!isFloatingPoint(tensor.getDType()))
+      launchOptions.hostData[role] = tensor.data();
+  return Status::success();
+}
 
-  Expected<std::vector<ArgValue>> bound = kernel->bindByRole(args);
-  if (!bound.ok())
-    return bound.status();
-  if (Status status = kernel->validate(*bound, launchOptions); !status.ok())
+/// Validates once, reserves the workspace, launches `repeat` times and
+/// returns each launch's time in ms.
+Expected<std::vector<double>> timeLaunches(const Kernel &kernel,
+                                           Backend &backend,
+                                           const std::vector<ArgValue> &bound,
+                                           LaunchOptions launchOptions,
+                                           int repeat) {
+  if (Status status = kernel.validate(bound, launchOptions); !status.ok())
     return status;
-  Expected<size_t> workspaceBytes = kernel->workspaceBytes(*bound);
+  Expected<size_t> workspaceBytes = kernel.workspaceBytes(bound);
   if (!workspaceBytes.ok())
     return workspaceBytes.status();
-  if (Status status = kernel->reserveWorkspace(*workspaceBytes); !status.ok())
+  if (Status status = kernel.reserveWorkspace(*workspaceBytes); !status.ok())
     return status;
   Expected<std::unique_ptr<Timer>> timer = backend.createTimer();
   if (!timer.ok())
     return timer.status();
   launchOptions.validate = false;
   std::vector<double> times;
-  for (int i = 0; i < options.repeat; ++i) {
+  for (int i = 0; i < repeat; ++i) {
     if (Status status = (*timer)->start(launchOptions.stream); !status.ok())
       return status;
-    if (Status status = kernel->launch(*bound, launchOptions); !status.ok())
+    if (Status status = kernel.launch(bound, launchOptions); !status.ok())
       return status;
     if (Status status = (*timer)->stop(launchOptions.stream); !status.ok())
       return status;
@@ -512,12 +563,20 @@ Status run(const Options &options) {
   }
   if (Status status = backend.synchronize(); !status.ok())
     return status;
-  // Inputs the kernel updated are outputs too (their host copies receive
-  // the device's contents below).
-  for (const char *role : files->updated) {
-    auto it = inputs.find(role);
+  return times;
+}
+
+/// The files to write: the outputs, then the inputs the kernel updated,
+/// their host copies filled from the device where they live there.
+Expected<std::vector<std::pair<std::string, HostTensor>>>
+collectOutputs(const KindFiles &files, HostArgs &host,
+               std::map<std::string, DeviceTensor> &deviceTensors) {
+  std::vector<std::pair<std::string, HostTensor>> outputs =
+      std::move(host.outputs);
+  for (const char *role : files.updated) {
+    auto it = host.inputs.find(role);
     outputs.emplace_back(role, std::move(it->second));
-    inputs.erase(it);
+    host.inputs.erase(it);
   }
   for (auto &[role, tensor] : outputs) {
     auto it = deviceTensors.find(role);
@@ -526,10 +585,54 @@ Status run(const Options &options) {
     if (Status status = it->second.copyToHost(tensor.data()); !status.ok())
       return status.withContext(role);
   }
-  if (Status status = writeOutputs(options.outputs, std::move(outputs));
+  return outputs;
+}
+
+Status run(const Options &options) {
+  Expected<Package> package = readPackage(options.package);
+  if (!package.ok())
+    return package.status();
+  const Manifest &manifest = package->manifest;
+  DType scaleType;
+  Expected<KindFiles> files = filesFor(manifest, options, scaleType);
+  if (!files.ok())
+    return files.status();
+
+  Expected<Device> device = Device::open(options.device, {options.threads});
+  if (!device.ok())
+    return device.status();
+  Expected<Kernel> kernel = device->loadKernel(*package);
+  if (!kernel.ok())
+    return kernel.status();
+  Backend &backend = device->getBackend();
+
+  HostArgs host;
+  if (Status status = readArgs(manifest, *files, options, scaleType, host);
       !status.ok())
     return status;
-  std::printf("kernel time: %.3f ms (median of %d run%s)\n", median(times),
+  LaunchOptions launchOptions;
+  std::map<std::string, DeviceTensor> deviceTensors;
+  if (!backend.usesHostMemory())
+    if (Status status =
+            moveToDevice(*device, host, deviceTensors, launchOptions);
+        !status.ok())
+      return status;
+
+  Expected<std::vector<ArgValue>> bound = kernel->bindByRole(host.args);
+  if (!bound.ok())
+    return bound.status();
+  Expected<std::vector<double>> times =
+      timeLaunches(*kernel, backend, *bound, launchOptions, options.repeat);
+  if (!times.ok())
+    return times.status();
+  Expected<std::vector<std::pair<std::string, HostTensor>>> outputs =
+      collectOutputs(*files, host, deviceTensors);
+  if (!outputs.ok())
+    return outputs.status();
+  if (Status status = writeOutputs(options.outputs, outputs.take());
+      !status.ok())
+    return status;
+  std::printf("kernel time: %.3f ms (median of %d run%s)\n", median(*times),
               options.repeat, options.repeat == 1 ? "" : "s");
   return Status::success();
 }

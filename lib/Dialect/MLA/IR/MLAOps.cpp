@@ -1,5 +1,6 @@
 //===- MLAOps.cpp - mla op verifiers --------------------------------------===//
 #include "mla/Dialect/MLA/IR/MLA.h"
+#include "mla/runtime/Kinds.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -116,12 +117,12 @@ LogicalResult DecodeOp::verify() {
   MemRefType q = getQ().getType(), kv = getKv().getType(),
              bt = getBlockTable().getType(), lens = getSeqLens().getType(),
              o = getO().getType(), lse = getLse().getType();
-  if (failed(checkMemRef(op, "q", q, {1, 2, 3})) ||
-      failed(checkMemRef(op, "kv", kv, {2})) ||
-      failed(checkMemRef(op, "block_table", bt, {})) ||
-      failed(checkMemRef(op, "seq_lens", lens, {})) ||
-      failed(checkMemRef(op, "o", o, {1, 2, 3})) ||
-      failed(checkMemRef(op, "lse", lse, {1, 2})))
+  if (failed(checkMemRef(op, rt::roles::kQ, q, {1, 2, 3})) ||
+      failed(checkMemRef(op, rt::roles::kKv, kv, {2})) ||
+      failed(checkMemRef(op, rt::roles::kBlockTable, bt, {})) ||
+      failed(checkMemRef(op, rt::roles::kSeqLens, lens, {})) ||
+      failed(checkMemRef(op, rt::roles::kO, o, {1, 2, 3})) ||
+      failed(checkMemRef(op, rt::roles::kLse, lse, {1, 2})))
     return failure();
 
   int64_t sq = q.getDimSize(1), heads = q.getDimSize(2),
@@ -148,21 +149,21 @@ LogicalResult DecodeOp::verify() {
                          << o.getElementType();
   if (!ShapedType::isDynamic(kv.getDimSize(1)) && kv.getDimSize(1) < 1)
     return emitOpError() << "page size (kv dim 1) must be >= 1";
-  if (failed(checkDim(op, "kv", kv, 2, headDim, "row width")) ||
-      failed(checkDim(op, "o", o, 1, sq, "query length")) ||
-      failed(checkDim(op, "o", o, 2, heads, "heads")) ||
-      failed(checkDim(op, "lse", lse, 1, sq, "query length")) ||
-      failed(checkDim(op, "lse", lse, 2, heads, "heads")))
+  if (failed(checkDim(op, rt::roles::kKv, kv, 2, headDim, "row width")) ||
+      failed(checkDim(op, rt::roles::kO, o, 1, sq, "query length")) ||
+      failed(checkDim(op, rt::roles::kO, o, 2, heads, "heads")) ||
+      failed(checkDim(op, rt::roles::kLse, lse, 1, sq, "query length")) ||
+      failed(checkDim(op, rt::roles::kLse, lse, 2, heads, "heads")))
     return failure();
 
   // The batch extent must agree wherever it is static.
   int64_t batch = ShapedType::kDynamic;
   std::pair<StringRef, int64_t> batchDims[] = {
-      {"q", q.getDimSize(0)},
-      {"block_table", bt.getDimSize(0)},
-      {"seq_lens", lens.getDimSize(0)},
-      {"o", o.getDimSize(0)},
-      {"lse", lse.getDimSize(0)}};
+      {rt::roles::kQ, q.getDimSize(0)},
+      {rt::roles::kBlockTable, bt.getDimSize(0)},
+      {rt::roles::kSeqLens, lens.getDimSize(0)},
+      {rt::roles::kO, o.getDimSize(0)},
+      {rt::roles::kLse, lse.getDimSize(0)}};
   for (auto [name, extent] : batchDims) {
     if (!compatible(batch, extent))
       return emitOpError() << "operand '" << name << "' dim 0 (batch) is "
@@ -193,13 +194,13 @@ LogicalResult PrefillOp::verify() {
   MemRefType q = getQ().getType(), k = getK().getType(), v = getV().getType(),
              cuq = getCuSeqlensQ().getType(), cuk = getCuSeqlensK().getType(),
              o = getO().getType(), lse = getLse().getType();
-  if (failed(checkMemRef(op, "q", q, {1, 2})) ||
-      failed(checkMemRef(op, "k", k, {1, 2})) ||
-      failed(checkMemRef(op, "v", v, {1, 2})) ||
-      failed(checkMemRef(op, "cu_seqlens_q", cuq, {})) ||
-      failed(checkMemRef(op, "cu_seqlens_k", cuk, {})) ||
-      failed(checkMemRef(op, "o", o, {1, 2})) ||
-      failed(checkMemRef(op, "lse", lse, {0})))
+  if (failed(checkMemRef(op, rt::roles::kQ, q, {1, 2})) ||
+      failed(checkMemRef(op, rt::roles::kK, k, {1, 2})) ||
+      failed(checkMemRef(op, rt::roles::kV, v, {1, 2})) ||
+      failed(checkMemRef(op, rt::roles::kCuSeqlensQ, cuq, {})) ||
+      failed(checkMemRef(op, rt::roles::kCuSeqlensK, cuk, {})) ||
+      failed(checkMemRef(op, rt::roles::kO, o, {1, 2})) ||
+      failed(checkMemRef(op, rt::roles::kLse, lse, {0})))
     return failure();
   int64_t heads = q.getDimSize(1), dqk = q.getDimSize(2), dv = v.getDimSize(2);
   if (heads < 1)
@@ -216,7 +217,8 @@ LogicalResult PrefillOp::verify() {
     return emitOpError() << "value head dim (v dim 2 = " << dv
                          << ") must not exceed the qk head dim (q dim 2 = "
                          << dqk << ")";
-  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"k", k}, {"v", v}})
+  for (auto [name, type] :
+       {std::pair<StringRef, MemRefType>{rt::roles::kK, k}, {rt::roles::kV, v}})
     if (type.getElementType() != q.getElementType())
       return emitOpError() << name << " element type " << type.getElementType()
                            << " differs from q element type "
@@ -225,17 +227,20 @@ LogicalResult PrefillOp::verify() {
     return emitOpError() << "o element type must be the q element type ("
                          << q.getElementType() << ") or f32, got "
                          << o.getElementType();
-  if (failed(checkDim(op, "k", k, 1, heads, "heads")) ||
-      failed(checkDim(op, "k", k, 2, dqk, "qk head dim")) ||
-      failed(checkDim(op, "v", v, 1, heads, "heads")) ||
-      failed(checkDim(op, "v", v, 0, k.getDimSize(0), "key tokens")) ||
-      failed(checkDim(op, "o", o, 0, q.getDimSize(0), "query tokens")) ||
-      failed(checkDim(op, "o", o, 1, heads, "heads")) ||
-      failed(checkDim(op, "o", o, 2, dv, "value head dim")) ||
-      failed(checkDim(op, "lse", lse, 0, heads, "heads")) ||
-      failed(checkDim(op, "lse", lse, 1, q.getDimSize(0), "query tokens")) ||
+  if (failed(checkDim(op, rt::roles::kK, k, 1, heads, "heads")) ||
+      failed(checkDim(op, rt::roles::kK, k, 2, dqk, "qk head dim")) ||
+      failed(checkDim(op, rt::roles::kV, v, 1, heads, "heads")) ||
       failed(
-          checkDim(op, "cu_seqlens_k", cuk, 0, cuq.getDimSize(0), "batch + 1")))
+          checkDim(op, rt::roles::kV, v, 0, k.getDimSize(0), "key tokens")) ||
+      failed(
+          checkDim(op, rt::roles::kO, o, 0, q.getDimSize(0), "query tokens")) ||
+      failed(checkDim(op, rt::roles::kO, o, 1, heads, "heads")) ||
+      failed(checkDim(op, rt::roles::kO, o, 2, dv, "value head dim")) ||
+      failed(checkDim(op, rt::roles::kLse, lse, 0, heads, "heads")) ||
+      failed(checkDim(op, rt::roles::kLse, lse, 1, q.getDimSize(0),
+                      "query tokens")) ||
+      failed(checkDim(op, rt::roles::kCuSeqlensK, cuk, 0, cuq.getDimSize(0),
+                      "batch + 1")))
     return failure();
   if (!cuq.isDynamicDim(0) && cuq.getDimSize(0) < 2)
     return emitOpError() << "operand 'cu_seqlens_q' dim 0 (batch + 1) must be "
@@ -277,23 +282,25 @@ LogicalResult MergeOp::verify() {
                          << ", " << o.getRank();
   // Strided views are allowed (e.g. a transposed [H, T] LSE of chunked
   // prefill); the value dim must be contiguous.
-  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"o_parts", oParts},
-                            {"lse_parts", lseParts},
-                            {"o", o},
-                            {"lse", lse}}) {
+  for (auto [name, type] :
+       {std::pair<StringRef, MemRefType>{rt::roles::kOParts, oParts},
+        {rt::roles::kLseParts, lseParts},
+        {rt::roles::kO, o},
+        {rt::roles::kLse, lse}}) {
     if (!type.isStrided())
       return emitOpError() << "operand '" << name
                            << "' must have a strided layout";
-    if ((name == "o_parts" || name == "o") && !type.isLastDimUnitStride())
+    if ((name == rt::roles::kOParts || name == rt::roles::kO) &&
+        !type.isLastDimUnitStride())
       return emitOpError() << "operand '" << name
                            << "' must be contiguous in its last (value) dim";
   }
   for (int64_t d = 0; d < lead; ++d) {
-    if (failed(checkDim(op, "lse_parts", lseParts, d, lse.getDimSize(d),
+    if (failed(checkDim(op, rt::roles::kLseParts, lseParts, d,
+                        lse.getDimSize(d), "leading")) ||
+        failed(checkDim(op, rt::roles::kOParts, oParts, d, lse.getDimSize(d),
                         "leading")) ||
-        failed(
-            checkDim(op, "o_parts", oParts, d, lse.getDimSize(d), "leading")) ||
-        failed(checkDim(op, "o", o, d, lse.getDimSize(d), "leading")))
+        failed(checkDim(op, rt::roles::kO, o, d, lse.getDimSize(d), "leading")))
       return failure();
   }
   if (lseParts.isDynamicDim(lead) || oParts.isDynamicDim(lead))
@@ -301,14 +308,14 @@ LogicalResult MergeOp::verify() {
                          << " of lse_parts and o_parts) must be static";
   if (lseParts.getDimSize(lead) < 1)
     return emitOpError() << "expected at least one part";
-  if (failed(checkDim(op, "o_parts", oParts, lead, lseParts.getDimSize(lead),
-                      "parts")))
+  if (failed(checkDim(op, rt::roles::kOParts, oParts, lead,
+                      lseParts.getDimSize(lead), "parts")))
     return failure();
   if (o.isDynamicDim(lead) || oParts.isDynamicDim(lead + 1))
     return emitOpError() << "the value dim (last dim of o and o_parts) must "
                             "be static";
-  if (failed(checkDim(op, "o_parts", oParts, lead + 1, o.getDimSize(lead),
-                      "value dim")))
+  if (failed(checkDim(op, rt::roles::kOParts, oParts, lead + 1,
+                      o.getDimSize(lead), "value dim")))
     return failure();
   return success();
 }
@@ -414,9 +421,9 @@ LogicalResult OnlineSoftmaxOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AttentionStepOp::verify() {
-  for (auto [name, v] : {std::pair<StringRef, Value>{"q", getQ()},
-                         {"k", getK()},
-                         {"v", getV()},
+  for (auto [name, v] : {std::pair<StringRef, Value>{rt::roles::kQ, getQ()},
+                         {rt::roles::kK, getK()},
+                         {rt::roles::kV, getV()},
                          {"acc", getAcc()},
                          {"m", getM()},
                          {"l", getL()}})
@@ -466,15 +473,15 @@ LogicalResult AppendKVOp::verify() {
              kv = getKv().getType();
   for (auto [name, type, rank, what] :
        {std::tuple<StringRef, MemRefType, int64_t, StringRef>{
-            "kv_new", kvNew, 2, "[tokens, row width]"},
-        {"slot_mapping", slots, 1, "[tokens]"},
-        {"kv", kv, 3, "[pages, page size, row width]"}})
+            rt::roles::kKvNew, kvNew, 2, "[tokens, row width]"},
+        {rt::roles::kSlotMapping, slots, 1, "[tokens]"},
+        {rt::roles::kKv, kv, 3, "[pages, page size, row width]"}})
     if (type.getRank() != rank)
       return emitOpError() << "operand '" << name << "' must have rank " << rank
                            << " " << what << ", got rank " << type.getRank();
-  if (failed(checkMemRef(op, "kv_new", kvNew, {1})) ||
-      failed(checkMemRef(op, "slot_mapping", slots, {})) ||
-      failed(checkMemRef(op, "kv", kv, {2})))
+  if (failed(checkMemRef(op, rt::roles::kKvNew, kvNew, {1})) ||
+      failed(checkMemRef(op, rt::roles::kSlotMapping, slots, {})) ||
+      failed(checkMemRef(op, rt::roles::kKv, kv, {2})))
     return failure();
   Type elem = kvNew.getElementType();
   if (!elem.isBF16() && !elem.isF16() && !elem.isF32())
@@ -493,9 +500,9 @@ LogicalResult AppendKVOp::verify() {
     return emitOpError() << "row width (kv_new dim 1) must be a positive "
                             "multiple of 8, got "
                          << width;
-  if (failed(checkDim(op, "kv", kv, 2, width, "row width")) ||
-      failed(checkDim(op, "slot_mapping", slots, 0, kvNew.getDimSize(0),
-                      "tokens")))
+  if (failed(checkDim(op, rt::roles::kKv, kv, 2, width, "row width")) ||
+      failed(checkDim(op, rt::roles::kSlotMapping, slots, 0,
+                      kvNew.getDimSize(0), "tokens")))
     return failure();
   if (!kv.isDynamicDim(1) && kv.getDimSize(1) < 1)
     return emitOpError() << "page size (kv dim 1) must be >= 1, got "

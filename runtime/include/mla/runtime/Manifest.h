@@ -10,6 +10,7 @@
 #define MLA_RUNTIME_MANIFEST_H
 
 #include "mla/runtime/DType.h"
+#include "mla/runtime/Kinds.h"
 #include "mla/runtime/Status.h"
 
 #include <array>
@@ -43,8 +44,6 @@ struct DimExpr {
 
   bool isConstant() const { return argIndex < 0; }
 };
-
-enum class ArgKind { Memref, Scalar };
 
 /// `arg INDEX ROLE memref DTYPE DIMS` or `arg INDEX ROLE scalar DTYPE`.
 struct ManifestArg {
