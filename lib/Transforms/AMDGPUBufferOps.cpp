@@ -16,7 +16,8 @@
 //     become unconditional stores sent one past the end the same way: the
 //     hardware drops out-of-bounds buffer stores (KV append's slot check);
 //   * because offsets are 32-bit, each buffer argument gets a byte limit in
-//     the launch plan (`max-bytes INDEX BYTES`) that the runtime enforces:
+//     the launch plan (#mla.plan_max_bytes; `max-bytes INDEX BYTES` in the
+//     manifest) that the runtime enforces:
 //     2^32 - 1 minus the largest masked overshoot (one page of the pool).
 //
 //===----------------------------------------------------------------------===//
@@ -26,8 +27,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "mla-amdgpu-buffer-ops"
 
@@ -153,29 +154,6 @@ void propagateBufferSpace(Value v) {
   }
 }
 
-/// Plan indices of a kernel's parameters, from its launch line.
-SmallVector<int64_t> planIndices(ArrayAttr lines, StringRef kernel) {
-  SmallVector<int64_t> out;
-  for (Attribute a : lines) {
-    StringRef line = cast<StringAttr>(a).getValue();
-    if (!line.consume_front("launch "))
-      continue;
-    auto [name, rest] = line.split(' ');
-    if (name != kernel)
-      continue;
-    rest.consume_front("args ");
-    StringRef list = rest.split(' ').first;
-    SmallVector<StringRef> items;
-    list.split(items, ',', -1, false);
-    for (StringRef i : items) {
-      int64_t v;
-      if (!i.getAsInteger(10, v))
-        out.push_back(v);
-    }
-  }
-  return out;
-}
-
 struct AMDGPUBufferOpsPass
     : public mla::impl::MLAAMDGPUBufferOpsBase<AMDGPUBufferOpsPass> {
   void runOnOperation() override {
@@ -207,32 +185,33 @@ struct AMDGPUBufferOpsPass
       return;
     // Byte limits for every buffer argument of every kernel.
     for (Attribute p : plans) {
-      auto plan = cast<DictionaryAttr>(p);
-      auto lines = plan.getAs<ArrayAttr>("lines");
-      SmallVector<Attribute> newLines(lines.begin(), lines.end());
-      llvm::StringSet<> done;
+      auto plan = cast<LaunchPlanAttr>(p);
+      SmallVector<PlanMaxBytesAttr> bounds(plan.getMaxBytes());
+      llvm::SmallDenseSet<int64_t> done;
       module.walk([&](gpu::GPUFuncOp kernel) {
-        SmallVector<int64_t> idx = planIndices(lines, kernel.getName());
-        for (auto [arg, planIndex] : llvm::zip(kernel.getArguments(), idx)) {
+        PlanLaunchAttr launch = plan.findLaunch(kernel.getName());
+        if (!launch)
+          return;
+        for (auto [arg, planIndex] :
+             llvm::zip(kernel.getArguments(), launch.getArgs())) {
           auto mt = dyn_cast<MemRefType>(arg.getType());
-          if (!mt || !isGlobal(mt) ||
-              !done.insert(std::to_string(planIndex)).second)
+          if (!mt || !isGlobal(mt) || !done.insert(planIndex).second)
             continue;
           // A masked read overshoots the end by less than one slice of
           // dim 0 (one page of the pool): keep end + slice below 2^32.
           int64_t slice = mt.getElementTypeBitWidth() / 8;
-          for (int64_t d : mt.getShape().drop_front())
+          ArrayRef<int64_t> inner = mt.getRank() > 0
+                                        ? mt.getShape().drop_front()
+                                        : ArrayRef<int64_t>{};
+          for (int64_t d : inner)
             slice = ShapedType::isDynamic(d) || slice < 0 ? -1 : slice * d;
           int64_t limit =
               slice < 0 ? (int64_t(1) << 31) : (int64_t(1) << 32) - 1 - slice;
-          newLines.push_back(StringAttr::get(
-              module.getContext(), "max-bytes " + std::to_string(planIndex) +
-                                       " " + std::to_string(limit)));
+          bounds.push_back(
+              PlanMaxBytesAttr::get(module.getContext(), planIndex, limit));
         }
       });
-      NamedAttrList attrs(plan);
-      attrs.set("lines", ArrayAttr::get(module.getContext(), newLines));
-      newPlans.push_back(attrs.getDictionary(module.getContext()));
+      newPlans.push_back(plan.withMaxBytes(bounds));
     }
     module->setAttr(MLADialect::kLaunchPlansAttrName,
                     ArrayAttr::get(module.getContext(), newPlans));

@@ -85,7 +85,7 @@ LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
     index[arg] = i;
     auto role = func.getArgAttrOfType<StringAttr>(i, MLADialect::kRoleAttrName);
     std::string name = role ? role.str() : "arg" + std::to_string(i);
-    std::string line = "arg " + std::to_string(i) + " " + name + " ";
+    MLIRContext *ctx = func.getContext();
     if (auto mt = dyn_cast<MemRefType>(arg.getType())) {
       if (!mt.getLayout().isIdentity())
         return func.emitError()
@@ -94,15 +94,14 @@ LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
       FailureOr<std::string> dims = dimsExpr(mt, {}, func);
       if (failed(dt) || failed(dims))
         return failure();
-      line += "memref " + *dt + " " + *dims;
+      args.push_back(PlanArgAttr::get(ctx, i, name, "memref", *dt, *dims));
     } else if (arg.getType().isF32()) {
-      line += "scalar f32";
+      args.push_back(PlanArgAttr::get(ctx, i, name, "scalar", "f32", ""));
     } else {
       return func.emitError()
              << "argument " << i << " of type " << arg.getType()
              << " is not supported by the launcher";
     }
-    lines.push_back(line);
   }
   int64_t next = func.getNumArguments();
   for (Operation &op : func.getBody().front()) {
@@ -116,8 +115,8 @@ LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
     if (failed(dt) || failed(dims))
       return failure();
     index[alloc.getResult()] = next;
-    lines.push_back("workspace " + std::to_string(next++) + " " + *dt + " " +
-                    *dims);
+    workspaces.push_back(
+        PlanWorkspaceAttr::get(func.getContext(), next++, *dt, *dims));
   }
   return success();
 }
@@ -168,27 +167,20 @@ FailureOr<std::string> LaunchPlanBuilder::gridSizes(GridOp grid) {
 }
 
 void LaunchPlanBuilder::addLaunch(StringRef entry, ArrayRef<Value> params,
-                                  StringRef grid, StringRef suffix) {
-  SmallVector<std::string> argIdx;
+                                  StringRef grid, StringRef block,
+                                  int64_t sharedBytes) {
+  SmallVector<int64_t> argIdx;
   for (Value p : params)
-    argIdx.push_back(std::to_string(index.lookup(p)));
-  lines.push_back(("launch " + entry + " args " + llvm::join(argIdx, ",") +
-                   " grid " + grid + suffix)
-                      .str());
+    argIdx.push_back(index.lookup(p));
+  launches.push_back(PlanLaunchAttr::get(func.getContext(), entry, argIdx, grid,
+                                         block, sharedBytes));
 }
 
-DictionaryAttr LaunchPlanBuilder::finish() {
-  MLIRContext *ctx = func.getContext();
-  SmallVector<Attribute> lineAttrs;
-  for (const std::string &l : lines)
-    lineAttrs.push_back(StringAttr::get(ctx, l));
-  NamedAttrList plan;
-  plan.append("function", func.getSymNameAttr());
-  if (auto info =
-          func->getAttrOfType<DictionaryAttr>(MLADialect::kKernelInfoAttrName))
-    plan.append("info", info);
-  plan.append("lines", ArrayAttr::get(ctx, lineAttrs));
-  return plan.getDictionary(ctx);
+LaunchPlanAttr LaunchPlanBuilder::finish() {
+  return LaunchPlanAttr::get(
+      func.getContext(), func.getSymName(),
+      func->getAttrOfType<DictionaryAttr>(MLADialect::kKernelInfoAttrName),
+      args, workspaces, launches, {});
 }
 
 void LaunchPlanBuilder::cloneBody(GridOp grid, const Captures &caps,

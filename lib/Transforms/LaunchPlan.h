@@ -1,9 +1,9 @@
 //===- LaunchPlan.h - grids -> kernels + a launch plan ----------*- C++ -*-===//
 //
 // Shared by the host and GPU outlining passes: the plan of one function with
-// mla.grid ops (its arguments with roles, workspaces with size formulas, and
-// launches in order with grid formulas), which mla-compile turns into the
-// package manifest.
+// mla.grid ops (#mla.launch_plan: its arguments with roles, workspaces with
+// size formulas, and launches in order with grid formulas), which
+// mla-compile turns into the package manifest.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLA_TRANSFORMS_LAUNCHPLAN_H
@@ -38,12 +38,14 @@ public:
   /// The grid's sizes as manifest formulas (integers or argI.D).
   mlir::FailureOr<std::string> gridSizes(GridOp grid);
 
-  /// Appends `launch ENTRY args ... grid ...<suffix>`.
+  /// Appends the launch of `entry` with `params` over `grid` (and, on GPUs,
+  /// its workgroup size and dynamic shared-memory bytes).
   void addLaunch(llvm::StringRef entry, llvm::ArrayRef<mlir::Value> params,
-                 llvm::StringRef grid, llvm::StringRef suffix = "");
+                 llvm::StringRef grid, llvm::StringRef block = "",
+                 int64_t sharedBytes = -1);
 
-  /// The plan as `{function, info?, lines}`.
-  mlir::DictionaryAttr finish();
+  /// The plan, with the function's `mla.kernel_info`.
+  LaunchPlanAttr finish();
 
   /// Clones `grid`'s body into `dest` before `insertBefore` (null: at the
   /// end), mapping params to `paramValues`, the clones and the grid's three
@@ -60,7 +62,9 @@ private:
 
   mlir::func::FuncOp func;
   llvm::DenseMap<mlir::Value, int64_t> index;
-  llvm::SmallVector<std::string> lines;
+  llvm::SmallVector<PlanArgAttr> args;
+  llvm::SmallVector<PlanWorkspaceAttr> workspaces;
+  llvm::SmallVector<PlanLaunchAttr> launches;
 };
 
 /// The host entry ABI (host kernels and emulated AMD lanes): `args` is a

@@ -239,9 +239,8 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     FailureOr<int64_t> shared = promoteToShared(kernel, arch.sharedBytes);
     if (failed(shared))
       return failure();
-    plan.addLaunch(
-        name, caps->params, *sizes,
-        (" block " + Twine(block) + ",1,1 shared " + Twine(*shared)).str());
+    plan.addLaunch(name, caps->params, *sizes, (Twine(block) + ",1,1").str(),
+                   *shared);
   }
   plans.push_back(plan.finish());
   func.erase();

@@ -7,8 +7,8 @@
 //     args[j] (a pointer to a memref descriptor or to a scalar) and calls it;
 //   * top-level memref.alloc/dealloc pairs become runtime-provided workspace;
 //   * the function itself is replaced by a module attribute
-//     `mla.launch_plans`: one dictionary per function with its kernel info
-//     and manifest lines (args, workspaces, launches with grid formulas).
+//     `mla.launch_plans`: one #mla.launch_plan per function with its kernel
+//     info, arguments, workspaces and launches with grid formulas.
 //
 //===----------------------------------------------------------------------===//
 #include "LaunchPlan.h"

@@ -743,7 +743,7 @@ module attributes {mla.kernel_info = {kernel = "decode"}} {
 
 // -----
 
-// expected-error @+1 {{'mla.launch_plans' must be an array of launch plans, got "x"}}
+// expected-error @+1 {{'mla.launch_plans' must be an array of #mla.launch_plan, got "x"}}
 module attributes {mla.launch_plans = "x"} {
 }
 
@@ -777,4 +777,37 @@ func.func @grid_block_size() {
   ^bb0(%x: index, %y: index, %z: index):
   }
   return
+}
+
+// -----
+
+// The plan's indices: arguments in order, workspaces after them, launches
+// naming only those.
+// expected-error @+1 {{launch plan argument 0 has index 1}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<1, "q", "memref", "bf16", "?">] workspaces [] launches []>]} {
+}
+
+// -----
+
+// expected-error @+1 {{launch plan workspace 0 has index 3, expected 1}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?">] workspaces [<3, "f32", "16">] launches []>]} {
+}
+
+// -----
+
+// expected-error @+1 {{launch of 'f_k0' names plan index 2 of 2}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?">] workspaces [<1, "f32", "16">] launches [<"f_k0", [0, 2], "1,1,1">]>]} {
+}
+
+// -----
+
+// expected-error @+2 {{plan argument 0 must be 'memref' or 'scalar', got 'tensor'}}
+// expected-error @+1 {{failed to parse MLA_LaunchPlanAttr parameter 'args'}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "tensor", "bf16", "?">] workspaces [] launches []>]} {
+}
+
+// -----
+
+// expected-error @+1 {{max_bytes <5, 100> names no buffer of the plan}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?">] workspaces [] launches [] max_bytes [<5, 100>]>]} {
 }

@@ -3,8 +3,7 @@
 // Every global memref argument is wrapped once in a bounds-checked fat raw
 // buffer; the masked page read loses its branch: the page lookup is hoisted
 // and the first index is sent one past the end (num_pages) when masked.
-// CHECK: "max-bytes 0 2147483648"
-// CHECK-SAME: "max-bytes 1 4294893567"
+// CHECK: max_bytes [<0, 2147483648>, <1, 4294893567>]
 // CHECK-LABEL: gpu.func @k(
 // CHECK-SAME: %[[BT:[a-z0-9]+]]: memref<?x?xi32>, %[[KV:[a-z0-9]+]]: memref<?x64x576xbf16>
 // CHECK-DAG: %[[FBT:.*]] = amdgpu.fat_raw_buffer_cast %[[BT]] resetOffset : memref<?x?xi32> to memref<?x?xi32, #amdgpu.address_space<fat_raw_buffer>>
@@ -15,7 +14,7 @@
 // CHECK: %[[N:.*]] = memref.dim %[[FKV]], %c0
 // CHECK: %[[SEL:.*]] = arith.select %{{.*}}, %[[P]], %[[N]] : index
 // CHECK: vector.load %[[FKV]][%[[SEL]], %{{.*}}, %{{.*}}] : memref<?x64x576xbf16, #amdgpu.address_space<fat_raw_buffer>>, vector<8xbf16>
-module attributes {mla.launch_plans = [{function = "f", lines = ["arg 0 block_table memref i32 ?,?", "arg 1 kv memref bf16 ?,64,576", "launch k args 0,1 grid 1,1,1 block 64,1,1 shared 1024"]}]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "block_table", "memref", "i32", "?,?">, <1, "kv", "memref", "bf16", "?,64,576">] workspaces [] launches [<"k", [0, 1], "1,1,1" block "64,1,1" shared 1024>]>]} {
   gpu.module @mla_kernels {
     gpu.func @k(%bt: memref<?x?xi32>, %kv: memref<?x64x576xbf16>, %t: index, %end: index, %tile: memref<4x576xbf16, #gpu.address_space<workgroup>>) kernel {
       %c0 = arith.constant 0 : index

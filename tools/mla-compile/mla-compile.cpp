@@ -252,15 +252,17 @@ checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
   return success();
 }
 
-/// Manifest header and argument lines of a launch plan.
-static std::string manifestHeader(DictionaryAttr plan) {
+/// Manifest header and argument lines of a launch plan. (The manifest's
+/// line syntax is the runtime's; writePackageFor parses this text with the
+/// runtime's parser and writes it with its printer.)
+static std::string manifestHeader(mla::LaunchPlanAttr plan) {
   std::string out = "mla-manifest 1\n";
-  DictionaryAttr info = plan.getAs<DictionaryAttr>("info");
+  DictionaryAttr info = plan.getInfo();
   out += "kernel " +
          (info && info.get("kernel") ? info.getAs<StringAttr>("kernel").str()
                                      : std::string("custom")) +
          "\n";
-  out += "function " + plan.getAs<StringAttr>("function").str() + "\n";
+  out += "function " + plan.getFunction().str() + "\n";
   if (info) {
     for (NamedAttribute a : info) {
       if (a.getName() == "kernel" || a.getName() == "config")
@@ -273,23 +275,43 @@ static std::string manifestHeader(DictionaryAttr plan) {
       out += a.getName().str() + " " + value + "\n";
     }
   }
-  for (Attribute l : plan.getAs<ArrayAttr>("lines"))
-    if (cast<StringAttr>(l).getValue().starts_with("arg "))
-      out += cast<StringAttr>(l).str() + "\n";
+  for (mla::PlanArgAttr arg : plan.getArgs()) {
+    out += "arg " + std::to_string(arg.getIndex()) + " " + arg.getRole().str() +
+           " " + arg.getKind().str() + " " + arg.getDtype().str();
+    if (arg.getKind() == "memref")
+      out += " " + arg.getDims().str();
+    out += "\n";
+  }
   return out;
 }
 
-/// One target's block: its config, workspaces and launches. (The text is
-/// parsed and written again by the runtime's printer: writePackageFor.)
-static std::string manifestTarget(DictionaryAttr plan, StringRef targetName) {
+/// One target's block: its config, workspaces, launches and byte bounds.
+static std::string manifestTarget(mla::LaunchPlanAttr plan,
+                                  StringRef targetName) {
   std::string out =
       ("target " + targetName + " code." + targetName + "\n").str();
-  if (auto info = plan.getAs<DictionaryAttr>("info"))
+  if (DictionaryAttr info = plan.getInfo())
     if (auto cfg = info.getAs<StringAttr>("config"))
       out += "config " + cfg.str() + "\n";
-  for (Attribute l : plan.getAs<ArrayAttr>("lines"))
-    if (!cast<StringAttr>(l).getValue().starts_with("arg "))
-      out += cast<StringAttr>(l).str() + "\n";
+  for (mla::PlanWorkspaceAttr ws : plan.getWorkspaces())
+    out += "workspace " + std::to_string(ws.getIndex()) + " " +
+           ws.getDtype().str() + " " + ws.getDims().str() + "\n";
+  for (mla::PlanLaunchAttr launch : plan.getLaunches()) {
+    out +=
+        "launch " + launch.getEntry().str() + " args " +
+        llvm::join(llvm::map_range(launch.getArgs(),
+                                   [](int64_t i) { return std::to_string(i); }),
+                   ",") +
+        " grid " + launch.getGrid().str();
+    if (!launch.getBlock().empty())
+      out += " block " + launch.getBlock().str();
+    if (launch.getShared() >= 0)
+      out += " shared " + std::to_string(launch.getShared());
+    out += "\n";
+  }
+  for (mla::PlanMaxBytesAttr bound : plan.getMaxBytes())
+    out += "max-bytes " + std::to_string(bound.getIndex()) + " " +
+           std::to_string(bound.getBytes()) + "\n";
   out += "end-target\n";
   return out;
 }
@@ -309,21 +331,30 @@ static LogicalResult writeText(StringRef text, StringRef outPath) {
 /// What one target's compilation produced: the stage --emit names (the
 /// module's text for mlir, else the code), and the launch plan.
 struct TargetOutput {
-  DictionaryAttr plan;
+  mla::LaunchPlanAttr plan;
   std::vector<uint8_t> bytes;
+};
+
+/// The options every target's compilation reads, read once: in-process lld
+/// resets llvm::cl options when it links, so a later target must not read
+/// them again.
+struct Knobs {
+  std::string outPath, emitKind, perfConfig;
+  int emuDropBarrier;
 };
 
 /// Compiles a copy of `module` for `arch` up to the stage `emitKind` names
 /// (package: the code object).
 static FailureOr<TargetOutput> compileFor(MLIRContext &context, ModuleOp module,
                                           const mla::ArchInfo &arch,
+                                          const Knobs &knobs,
                                           StringRef emitKind) {
   OwningOpRef<ModuleOp> copy = module.clone();
   bool host = arch.kind == mla::TargetKind::Host;
   mla::PipelineOptions options;
   options.target = arch.name.str();
-  options.perfConfig = perfConfig;
-  options.emuDropBarrier = emuDropBarrier;
+  options.perfConfig = knobs.perfConfig;
+  options.emuDropBarrier = knobs.emuDropBarrier;
   PassManager pm(&context);
   if (host)
     mla::buildHostKernelPipeline(pm, options);
@@ -337,7 +368,7 @@ static FailureOr<TargetOutput> compileFor(MLIRContext &context, ModuleOp module,
     return error("the input must hold exactly one function with mla ops "
                  "(found " +
                  Twine(plans ? plans.size() : 0) + ")");
-  TargetOutput out{cast<DictionaryAttr>(plans[0]), {}};
+  TargetOutput out{cast<mla::LaunchPlanAttr>(plans[0]), {}};
   if (emitKind == "mlir") {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -377,12 +408,13 @@ static FailureOr<TargetOutput> compileFor(MLIRContext &context, ModuleOp module,
 /// object each, and the manifest.
 static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
                                      ArrayRef<const mla::ArchInfo *> archs,
-                                     StringRef outPath) {
+                                     const Knobs &knobs) {
   std::string header;
   std::string targetBlocks;
   mla::rt::CodeSections sections;
   for (const mla::ArchInfo *arch : archs) {
-    FailureOr<TargetOutput> out = compileFor(context, module, *arch, "package");
+    FailureOr<TargetOutput> out =
+        compileFor(context, module, *arch, knobs, "package");
     if (failed(out))
       return failure();
     std::string targetName = arch->kind == mla::TargetKind::Host
@@ -405,7 +437,7 @@ static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
                  "not parse: " +
                  manifest.status().message());
   mla::rt::Status st = mla::rt::writePackage(
-      outPath.str(), mla::rt::printManifest(*manifest), sections);
+      knobs.outPath, mla::rt::printManifest(*manifest), sections);
   if (!st.ok())
     return error(st.message());
   return success();
@@ -425,10 +457,10 @@ int main(int argc, char **argv) {
   SmallVector<const mla::ArchInfo *> archs;
   if (failed(checkOptions(archs)))
     return 1;
-  // In-process lld resets llvm::cl options when it links: keep what the
-  // linking stage still needs.
-  const std::string outPath = outputFile.getValue();
-  const std::string emitKind = emit.getValue();
+  // In-process lld resets llvm::cl options when it links: read what every
+  // target's compilation needs once.
+  const Knobs knobs{outputFile.getValue(), emit.getValue(),
+                    perfConfig.getValue(), emuDropBarrier.getValue()};
 
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -444,14 +476,14 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
-  if (emitKind == "package")
-    return failed(writePackageFor(context, *module, archs, outPath)) ? 1 : 0;
+  if (knobs.emitKind == "package")
+    return failed(writePackageFor(context, *module, archs, knobs)) ? 1 : 0;
   // One target (checkOptions): one stage of it, text or the code object.
   FailureOr<TargetOutput> out =
-      compileFor(context, *module, *archs.front(), emitKind);
+      compileFor(context, *module, *archs.front(), knobs, knobs.emitKind);
   if (failed(out))
     return 1;
   StringRef bytes(reinterpret_cast<const char *>(out->bytes.data()),
                   out->bytes.size());
-  return failed(writeText(bytes, outPath)) ? 1 : 0;
+  return failed(writeText(bytes, knobs.outPath)) ? 1 : 0;
 }

@@ -126,9 +126,10 @@ def MLAOutlineHostKernels : Pass<"mla-outline-host-kernels",
     `<func>_k<i>_entry(!llvm.ptr args, i64 x, i64 y, i64 z)` that unpacks
     an array of pointers (memref descriptors, scalars) and calls it once per
     workgroup. Top-level `memref.alloc`s become workspace the runtime
-    provides. The function is replaced by an `mla.launch_plan` attribute
-    (arguments, workspaces, launches in order with grid formulas) from which
-    `mla-compile` writes the package manifest.
+    provides. The function is replaced by a `#mla.launch_plan` in the
+    module's `mla.launch_plans` (arguments, workspaces, launches in order
+    with grid formulas) from which `mla-compile` writes the package
+    manifest.
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect",
                            "mlir::func::FuncDialect"];
@@ -204,8 +205,8 @@ def MLAOutlineGPUKernels : Pass<"mla-outline-gpu-kernels", "mlir::ModuleOp"> {
     loop counts for the whole loop; a loop whose body ends in a barrier
     ends with one).
     Top-level `memref.alloc`s become workspaces, and the function is replaced
-    by the `mla.launch_plans` module attribute, whose launch lines carry the
-    block size and the dynamic shared-memory bytes.
+    by a `#mla.launch_plan` in the module's `mla.launch_plans`, whose
+    launches carry the block size and the dynamic shared-memory bytes.
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect",
                            "mlir::memref::MemRefDialect"];
@@ -226,7 +227,8 @@ def MLAAMDGPUBufferOps : Pass<"mla-amdgpu-buffer-ops", "mlir::ModuleOp"> {
     slot check) become unconditional stores sent one past the end the same
     way, which the hardware drops.
     Because offsets are 32-bit, every buffer argument gets a byte limit in
-    the launch plan (`max-bytes INDEX BYTES`: 2^32 - 1 minus the largest
+    the launch plan (`#mla.plan_max_bytes`, `max-bytes INDEX BYTES` in the
+    manifest: 2^32 - 1 minus the largest
     masked overshoot, one slice of dim 0, or 2^31 when that slice is dynamic)
     that the runtime enforces before launching.
   }];

@@ -11,6 +11,37 @@ using namespace mla;
 
 #include "mla/Dialect/MLA/IR/MLAOpsDialect.cpp.inc"
 
+namespace mla {
+/// `[e, ...]` (possibly empty) for MLA_BracketedList parameters: integers,
+/// or attributes in their short form.
+template <typename T>
+static FailureOr<SmallVector<T>> parseBracketedList(AsmParser &parser) {
+  SmallVector<T> out;
+  if (failed(parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            FailureOr<T> e = FieldParser<T>::parse(parser);
+            if (failed(e))
+              return failure();
+            out.push_back(*e);
+            return success();
+          })))
+    return failure();
+  return out;
+}
+
+template <typename T>
+static void printBracketedList(AsmPrinter &printer, ArrayRef<T> elems) {
+  printer << '[';
+  llvm::interleaveComma(elems, printer, [&](const T &e) {
+    if constexpr (std::is_integral_v<T>)
+      printer << e;
+    else
+      printer.printStrippedAttrOrType(e);
+  });
+  printer << ']';
+}
+} // namespace mla
+
 #define GET_ATTRDEF_CLASSES
 #include "mla/Dialect/MLA/IR/MLAAttrs.cpp.inc"
 
@@ -78,9 +109,12 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
   if (name == kTargetAttrName)
     return expect(isa<ModuleOp>(op), "builtin.module", isa<TargetAttr>(value),
                   "a #mla.target");
-  if (name == kLaunchPlansAttrName)
-    return expect(isa<ModuleOp>(op), "builtin.module", isa<ArrayAttr>(value),
-                  "an array of launch plans");
+  if (name == kLaunchPlansAttrName) {
+    auto plans = dyn_cast<ArrayAttr>(value);
+    return expect(isa<ModuleOp>(op), "builtin.module",
+                  plans && llvm::all_of(plans, llvm::IsaPred<LaunchPlanAttr>),
+                  "an array of #mla.launch_plan");
+  }
   if (name == kKernelInfoAttrName)
     return expect(op->getName().getStringRef() == "func.func", "func.func",
                   isa<DictionaryAttr>(value), "a dictionary");

@@ -73,4 +73,122 @@ def MLA_TargetAttr : AttrDef<MLA_Dialect, "Target"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// The launch plan: what the outliners tell mla-compile (and the runtime,
+// through the package manifest) about one function's kernels.
+//===----------------------------------------------------------------------===//
+
+// A list printed in square brackets, possibly empty (MLADialect.cpp); the
+// optional form is left out where empty.
+class MLA_BracketedList<string elem, string desc = "">
+    : ArrayRefParameter<elem, desc> {
+  let parser = "::mla::parseBracketedList<" # elem # ">($_parser)";
+  let printer = "::mla::printBracketedList($_printer, $_self)";
+}
+class MLA_OptionalBracketedList<string elem, string desc = "">
+    : OptionalArrayRefParameter<elem, desc> {
+  let parser = "::mla::parseBracketedList<" # elem # ">($_parser)";
+  let printer = "::mla::printBracketedList($_printer, $_self)";
+}
+
+def MLA_PlanArgAttr : AttrDef<MLA_Dialect, "PlanArg"> {
+  let mnemonic = "plan_arg";
+  let summary = "One argument of a planned function";
+  let description = [{
+    Argument `index` of the function: its `role` (`mla.role`, or `argI`),
+    `memref` or `scalar`, its element type as the runtime names it (`bf16`,
+    `f16`, `f32`, `i32`, `i64`) and, for a memref, its dims as manifest
+    size formulas (`?` for a size the launcher reads from the tensor).
+    Example: `#mla.plan_arg<0, "q", "memref", "bf16", "?,16">`.
+  }];
+  let parameters = (ins "int64_t":$index, StringRefParameter<"role">:$role,
+                        StringRefParameter<"memref or scalar">:$kind,
+                        StringRefParameter<"element type">:$dtype,
+                        StringRefParameter<"dims", "\"\"">:$dims);
+  let assemblyFormat = "`<` $index `,` $role `,` $kind `,` $dtype (`,` $dims^)? `>`";
+  let genVerifyDecl = 1;
+}
+
+def MLA_PlanWorkspaceAttr : AttrDef<MLA_Dialect, "PlanWorkspace"> {
+  let mnemonic = "plan_workspace";
+  let summary = "A workspace the launcher allocates for a planned function";
+  let description = [{
+    Buffer `index` (numbered after the arguments): a top-level `memref.alloc`
+    of the function, with its element type and dims as size formulas.
+    Example: `#mla.plan_workspace<3, "f32", "arg0.0,16">`.
+  }];
+  let parameters = (ins "int64_t":$index, StringRefParameter<"element type">:$dtype,
+                        StringRefParameter<"dims">:$dims);
+  let assemblyFormat = "`<` $index `,` $dtype `,` $dims `>`";
+}
+
+def MLA_PlanLaunchAttr : AttrDef<MLA_Dialect, "PlanLaunch"> {
+  let mnemonic = "plan_launch";
+  let summary = "One kernel launch of a planned function";
+  let description = [{
+    The kernel `entry`, the plan indices (arguments and workspaces) of its
+    parameters in order, its grid as three size formulas and, on GPUs, its
+    workgroup size and dynamic shared-memory bytes.
+    Example: `#mla.plan_launch<"f_k0", [0, 1], "arg0.0,1,1" block "64,1,1"
+    shared 1024>`.
+  }];
+  let parameters = (ins StringRefParameter<"entry">:$entry,
+                        MLA_BracketedList<"int64_t", "parameters">:$args,
+                        StringRefParameter<"grid">:$grid,
+                        StringRefParameter<"block", "\"\"">:$block,
+                        DefaultValuedParameter<"int64_t", "-1">:$shared);
+  let assemblyFormat = [{
+    `<` $entry `,` $args `,` $grid
+    (`block` $block^)? (`shared` $shared^)? `>`
+  }];
+}
+
+def MLA_PlanMaxBytesAttr : AttrDef<MLA_Dialect, "PlanMaxBytes"> {
+  let mnemonic = "plan_max_bytes";
+  let summary = "The largest byte size the runtime accepts for a buffer";
+  let description = [{
+    `mla-amdgpu-buffer-ops` bounds every buffer argument its code reads
+    through a 32-bit buffer descriptor; the runtime refuses larger tensors.
+    Example: `#mla.plan_max_bytes<1, 4294966143>`.
+  }];
+  let parameters = (ins "int64_t":$index, "int64_t":$bytes);
+  let assemblyFormat = "`<` $index `,` $bytes `>`";
+}
+
+def MLA_LaunchPlanAttr : AttrDef<MLA_Dialect, "LaunchPlan"> {
+  let mnemonic = "launch_plan";
+  let summary = "How to launch the kernels of one outlined function";
+  let description = [{
+    Written by `mla-outline-host-kernels` / `mla-outline-gpu-kernels` (one
+    per function with `mla.grid` ops, in the module's `mla.launch_plans`),
+    amended by `mla-amdgpu-buffer-ops` (`max_bytes`), and turned by
+    mla-compile into the package manifest: the function's name, its kernel
+    info (`mla.kernel_info`: kind, shape, config), its arguments, the
+    workspaces to allocate and the launches in order. Elements print in
+    their short form. Example:
+    `#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?,16">]
+    workspaces [] launches [<"f_k0", [0], "arg0.0,1,1" block "64,1,1"
+    shared 0>]>`.
+  }];
+  let parameters = (ins
+    StringRefParameter<"function">:$function,
+    OptionalParameter<"::mlir::DictionaryAttr">:$info,
+    MLA_BracketedList<"PlanArgAttr">:$args,
+    MLA_BracketedList<"PlanWorkspaceAttr">:$workspaces,
+    MLA_BracketedList<"PlanLaunchAttr">:$launches,
+    MLA_OptionalBracketedList<"PlanMaxBytesAttr">:$max_bytes);
+  let assemblyFormat = [{
+    `<` $function (`info` $info^)?
+    `args` $args `workspaces` $workspaces `launches` $launches
+    (`max_bytes` $max_bytes^)? `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The launch of kernel `entry`, or null.
+    PlanLaunchAttr findLaunch(::llvm::StringRef entry) const;
+    /// This plan with `max_bytes` replaced.
+    LaunchPlanAttr withMaxBytes(::llvm::ArrayRef<PlanMaxBytesAttr> bounds) const;
+  }];
+}
+
 #endif // MLA_ATTRS_TD

@@ -34,7 +34,8 @@ def MLA_Dialect : Dialect {
     // verified by verifyOperationAttribute / verifyRegionArgAttribute:
     /// builtin.module: the compilation target (#mla.target; mla-select-config).
     static constexpr ::llvm::StringLiteral kTargetAttrName = "mla.target";
-    /// builtin.module: the launch plans (array of dictionaries; the outliners).
+    /// builtin.module: the launch plans (array of #mla.launch_plan; the
+    /// outliners, amended by mla-amdgpu-buffer-ops).
     static constexpr ::llvm::StringLiteral kLaunchPlansAttrName =
         "mla.launch_plans";
     /// func.func: what the kernel is, for the manifest (dictionary; mla-tile).
