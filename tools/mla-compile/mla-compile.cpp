@@ -218,6 +218,14 @@ checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
   if (inputFile.empty() == kernel.empty())
     return error("give either an input .mlir file or --kernel=KIND (not "
                  "both)");
+  // The flags that describe a --kernel: an .mlir input has its own shapes.
+  for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+           &heads, &latentDim, &ropeDim, &pageSize, &qLen, &qkDim, &vDim,
+           &causal, &parts, &dtype, &oDtype})
+    if (!inputFile.empty() && flag->getNumOccurrences() > 0)
+      return error("--" + flag->ArgStr +
+                   " describes a --kernel; the input .mlir file '" + inputFile +
+                   "' gives its own shapes and types");
   if (!kernel.empty() &&
       !llvm::is_contained({"decode", "prefill", "merge", "append_kv"},
                           StringRef(kernel)))
