@@ -15,7 +15,7 @@ config.substitutions.append(("%mla_src_root", config.mla_src_root))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 tool_dirs = [config.mla_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["mla-opt", "mla-compile", "mla-run"], tool_dirs)
+llvm_config.add_tool_substitutions(["mla-opt", "mla-compile", "mla-run", "mla-bench"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.mla_tools_dir, append_path=True)
 

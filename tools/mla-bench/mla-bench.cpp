@@ -17,6 +17,7 @@
 
 #include "mla/runtime/Kinds.h"
 #include "mla/runtime/Runtime.h"
+#include "mla/runtime/mla_runtime.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -60,6 +61,7 @@ options:
   --page-size N        page size when the package's is dynamic (default 64)
   --threads N          host worker threads (default: all cores)
   --help               print this help and exit
+  --version            print the mla version and package format and exit
 Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
 
 Prints one line, "mla-bench: key=value ...", with time in microseconds
@@ -91,6 +93,7 @@ struct Options {
   int64_t pageSize = 0;
   unsigned threads = 0;
   bool help = false;
+  bool version = false;
 };
 
 Status usageError(const std::string &message) {
@@ -140,6 +143,10 @@ Expected<Options> parseOptions(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       options.help = true;
+      return options;
+    }
+    if (arg == "--version") {
+      options.version = true;
       return options;
     }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
@@ -729,6 +736,11 @@ int main(int argc, char **argv) {
   Status status = options.ok() ? Status::success() : options.status();
   if (status.ok() && options->help) {
     std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (status.ok() && options->version) {
+    std::printf("mla-bench (mla %s, package format %u)\n", mla_version_string(),
+                mla_package_format_version());
     return 0;
   }
   if (status.ok())

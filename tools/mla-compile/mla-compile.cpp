@@ -19,6 +19,7 @@
 #include "mla/Transforms/Passes.h"
 #include "mla/runtime/Manifest.h"
 #include "mla/runtime/Package.h"
+#include "mla/runtime/mla_runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -30,6 +31,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -454,6 +456,10 @@ static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(cat);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "mla-compile (mla " << mla_version_string() << ", package format "
+       << mla_package_format_version() << ", LLVM " LLVM_VERSION_STRING ")\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "mla-compile: compile mla attention kernels into code-object packages\n\n"

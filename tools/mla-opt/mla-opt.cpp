@@ -8,8 +8,16 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
+
+// The version macros only (the runtime library is not linked).
+#include "mla/runtime/mla_runtime.h"
 
 int main(int argc, char **argv) {
+  llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
+    os << "mla " << MLA_RUNTIME_VERSION_MAJOR << "."
+       << MLA_RUNTIME_VERSION_MINOR << "." << MLA_RUNTIME_VERSION_PATCH << "\n";
+  });
   mlir::registerAllPasses();
   mla::registerMLAPasses();
   mla::registerPipelines();

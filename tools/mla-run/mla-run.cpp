@@ -14,6 +14,7 @@
 
 #include "mla/runtime/Kinds.h"
 #include "mla/runtime/Runtime.h"
+#include "mla/runtime/mla_runtime.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -55,6 +56,7 @@ options:
   --repeat=N       run the kernel N >= 1 times and report the median time
                    (default: 1)
   --help           print this help and exit
+  --version        print the mla version and package format and exit
 Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
 
 files for a decode kernel (B batch, Sq query length, H heads, D = latent_dim
@@ -207,6 +209,7 @@ struct Options {
   unsigned threads = 0;
   int repeat = 1;
   bool help = false;
+  bool version = false;
 };
 
 Status usageError(const std::string &message) {
@@ -230,6 +233,10 @@ Expected<Options> parseOptions(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       options.help = true;
+      return options;
+    }
+    if (arg == "--version") {
+      options.version = true;
       return options;
     }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
@@ -644,6 +651,11 @@ int main(int argc, char **argv) {
   Status status = options.ok() ? Status::success() : options.status();
   if (status.ok() && options->help) {
     std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (status.ok() && options->version) {
+    std::printf("mla-run (mla %s, package format %u)\n", mla_version_string(),
+                mla_package_format_version());
     return 0;
   }
   if (status.ok())
