@@ -213,6 +213,15 @@ TEST_F(MlaRunTest, FortranOrderInput) {
                          "supported (save the array in C order)");
 }
 
+TEST_F(MlaRunTest, SubnormalScaleIsFinite) {
+  // 1e-45 underflows to float's smallest subnormal: a finite scale.
+  std::vector<std::string> args = standardArgs();
+  args.back() = "1e-45";
+  ToolResult result = run(args);
+  EXPECT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+}
+
 TEST_F(MlaRunTest, CommandLineErrors) {
   std::vector<std::string> args = standardArgs();
   args.push_back("--fast");
@@ -230,6 +239,10 @@ TEST_F(MlaRunTest, CommandLineErrors) {
   args = standardArgs();
   args.back() = "0.1x";
   expectFailure(args, "--scale '0.1x' is not a finite number");
+
+  args = standardArgs();
+  args.back() = "1e39";
+  expectFailure(args, "--scale '1e39' is not a finite number");
 
   args = standardArgs();
   args.push_back("--threads=0");

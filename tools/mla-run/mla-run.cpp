@@ -267,10 +267,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
     } else if (name == "--device") {
       options.device = value;
     } else if (name == "--scale") {
+      // Underflow (a subnormal or zero result, ERANGE) is a finite scale;
+      // overflow gives infinity.
       char *end = nullptr;
-      errno = 0;
       float scale = std::strtof(value.c_str(), &end);
-      if (*end || errno || !std::isfinite(scale))
+      if (end == value.c_str() || *end || !std::isfinite(scale))
         return usageError("--scale '" + value + "' is not a finite number");
       options.scale = scale;
     } else {
