@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 using namespace mla::rt;
@@ -211,6 +212,30 @@ TEST_F(MlaRunTest, FortranOrderInput) {
   expectFailure(standardArgs(),
                 inputs + "/seq_lens.npy: Fortran-order arrays are not "
                          "supported (save the array in C order)");
+}
+
+TEST_F(MlaRunTest, AFailedWriteKeepsThePreviousResults) {
+  ToolResult first = run(standardArgs());
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  auto slurp = [](const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string oldO = slurp(outputs + "/o.npy");
+  ASSERT_FALSE(oldO.empty());
+  // The second output's partial file cannot be written: the run fails
+  // after o's was, and neither the old o.npy nor a partial file is lost
+  // or left.
+  std::filesystem::create_directory(outputs + "/.lse.npy.partial");
+  std::vector<std::string> args = standardArgs();
+  args.back() = "0.5";
+  ToolResult second = run(args);
+  EXPECT_NE(second.exitCode, 0);
+  EXPECT_NE(second.err.find(".lse.npy.partial"), std::string::npos)
+      << second.err;
+  EXPECT_EQ(slurp(outputs + "/o.npy"), oldO);
+  EXPECT_FALSE(std::filesystem::exists(outputs + "/.o.npy.partial"));
+  std::filesystem::remove(outputs + "/.lse.npy.partial");
 }
 
 TEST_F(MlaRunTest, SubnormalScaleIsFinite) {

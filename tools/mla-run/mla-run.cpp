@@ -385,8 +385,10 @@ Status makeDirectory(const std::string &dir) {
 }
 
 /// Writes every output as float32 (floats) or as is (integers). Conversions
-/// happen before the first write; if a write fails, the files already
-/// written are removed.
+/// happen before the first write; each output goes to a hidden partial file
+/// (`.ROLE.npy.partial`) and all of them are renamed into place only when
+/// every write succeeded, so a failed run leaves the previous results as
+/// they were and no partial file behind.
 Status writeOutputs(const std::string &dir,
                     std::vector<std::pair<std::string, HostTensor>> outputs) {
   for (auto &[role, tensor] : outputs) {
@@ -405,16 +407,28 @@ Status writeOutputs(const std::string &dir,
   }
   if (Status status = makeDirectory(dir); !status.ok())
     return status;
-  std::vector<std::string> written;
+  std::vector<std::pair<std::string, std::string>> partials; // (tmp, final)
+  auto removePartials = [&]() {
+    for (const auto &[tmp, final] : partials)
+      ::unlink(tmp.c_str());
+  };
   for (const auto &[role, tensor] : outputs) {
-    std::string path = dir + "/" + role + ".npy";
-    if (Status status = writeNpy(path, tensor.view()); !status.ok()) {
-      for (const std::string &done : written)
-        ::unlink(done.c_str());
+    std::string tmp = dir + "/." + role + ".npy.partial";
+    if (Status status = writeNpy(tmp, tensor.view()); !status.ok()) {
+      ::unlink(tmp.c_str());
+      removePartials();
       return status;
     }
-    written.push_back(path);
+    partials.emplace_back(tmp, dir + "/" + role + ".npy");
   }
+  for (const auto &[tmp, final] : partials)
+    if (std::rename(tmp.c_str(), final.c_str()) != 0) {
+      Status status =
+          Status::error(ErrorCode::IOError,
+                        final + ": cannot write: " + std::strerror(errno));
+      removePartials();
+      return status;
+    }
   return Status::success();
 }
 
