@@ -4,6 +4,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <limits>
 #include <string>
 
 namespace mla {
@@ -21,9 +22,26 @@ static const MatrixInstrId kCdna4[] = {
     I::MfmaF32M16N16K16BF16, I::MfmaF32M16N16K16F16,  I::MfmaF32M32N32K8BF16,
     I::MfmaF32M32N32K8F16,   I::MfmaF32M16N16K32BF16, I::MfmaF32M16N16K32F16};
 
+// Grid limits, in workgroups per dim and work-items per dim.
+// The host's thread pool counts workgroups in int64_t.
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr std::array<int64_t, 3> kHostGrid = {kI64Max, kI64Max, kI64Max};
+// CUDA: gridDim.x up to 2^31-1, gridDim.y and gridDim.z up to 65535 (the
+// CUDA C++ Programming Guide's compute-capability table, sm_30 onwards);
+// no separate work-item limit.
+constexpr std::array<int64_t, 3> kCudaGrid = {(int64_t{1} << 31) - 1, 65535,
+                                              65535};
+// HSA: the AQL dispatch packet's grid_size_x/y/z are 32-bit counts of
+// work-items, so workgroups x workgroup size <= 2^32-1 along each dim
+// (HIP's gridDim is a 32-bit count of workgroups).
+constexpr int64_t kHsaGridItems = (int64_t{1} << 32) - 1;
+constexpr std::array<int64_t, 3> kHsaGrid = {kHsaGridItems, kHsaGridItems,
+                                             kHsaGridItems};
+
 static const ArchInfo kArchs[] = {
     // name, kind, warp, shared bytes, matrix instructions, workgroups that
-    // fill the chip, triple, cpu, features
+    // fill the chip, triple, cpu, features, grid limits (workgroups per
+    // dim, work-items per dim)
     {"host",
      TargetKind::Host,
      1,
@@ -32,39 +50,41 @@ static const ArchInfo kArchs[] = {
      0,
      "x86_64-unknown-linux-gnu",
      "x86-64-v3",
-     ""},
+     "",
+     kHostGrid,
+     0},
     // Ampere: 163 KB of shared memory per block (opt-in above 48 KB);
     // mma.sync m16n8k16.
     // Workgroups to fill: two per SM (108 SMs on A100).
     {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, kAmpere, 216,
-     "nvptx64-nvidia-cuda", "sm_80", "+ptx80"},
+     "nvptx64-nvidia-cuda", "sm_80", "+ptx80", kCudaGrid, 0},
     // Hopper: 227 KB per block; mma.sync m16n8k16 and warpgroup MMA
     // (wgmma, used by the fused attention step).
     // 256 workgroups (about two per SM of an H100/H200) measured best for
     // decode on the H200 (docs/Performance.md).
     {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, kHopper, 256,
-     "nvptx64-nvidia-cuda", "sm_90a", "+ptx80"},
+     "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", kCudaGrid, 0},
     // CDNA2 (MI200): wave64, 64 KB LDS, v_mfma_f32_16x16x16bf16_1k.
     // One LDS-bound workgroup per CU: 110 CUs per MI250X die.
     {"gfx90a", TargetKind::AMD, 64, 64 * 1024, kCdna23, 110,
-     "amdgcn-amd-amdhsa", "gfx90a", ""},
+     "amdgcn-amd-amdhsa", "gfx90a", "", kHsaGrid, kHsaGridItems},
     // CDNA3 (MI300): wave64, 64 KB LDS, v_mfma_f32_16x16x16_bf16.
     // 304 CUs on MI300X.
     {"gfx942", TargetKind::AMD, 64, 64 * 1024, kCdna23, 304,
-     "amdgcn-amd-amdhsa", "gfx942", ""},
+     "amdgcn-amd-amdhsa", "gfx942", "", kHsaGrid, kHsaGridItems},
     // CDNA4 (MI350): wave64, 160 KB LDS.
     // 256 CUs on MI355X.
     {"gfx950", TargetKind::AMD, 64, 160 * 1024, kCdna4, 256,
-     "amdgcn-amd-amdhsa", "gfx950", ""},
+     "amdgcn-amd-amdhsa", "gfx950", "", kHsaGrid, kHsaGridItems},
     // The emulation targets: the chip's module exactly as before ROCDL
     // conversion, run as host code by the runtime's AMD emulator
     // (docs/AMD.md). Every field but the name is the chip's.
     {"gfx90a-emu", TargetKind::AMD, 64, 64 * 1024, kCdna23, 110,
-     "amdgcn-amd-amdhsa", "gfx90a", "", "gfx90a"},
+     "amdgcn-amd-amdhsa", "gfx90a", "", kHsaGrid, kHsaGridItems, "gfx90a"},
     {"gfx942-emu", TargetKind::AMD, 64, 64 * 1024, kCdna23, 304,
-     "amdgcn-amd-amdhsa", "gfx942", "", "gfx942"},
+     "amdgcn-amd-amdhsa", "gfx942", "", kHsaGrid, kHsaGridItems, "gfx942"},
     {"gfx950-emu", TargetKind::AMD, 64, 160 * 1024, kCdna4, 256,
-     "amdgcn-amd-amdhsa", "gfx950", "", "gfx950"},
+     "amdgcn-amd-amdhsa", "gfx950", "", kHsaGrid, kHsaGridItems, "gfx950"},
 };
 
 const ArchInfo *lookupArch(llvm::StringRef name) {

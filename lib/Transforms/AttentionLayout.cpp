@@ -4,6 +4,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <limits>
 
 using namespace mlir;
 using namespace mla;
@@ -28,6 +32,15 @@ int64_t mla::swizzledTileBytes(int64_t bytes) {
 
 int64_t mla::paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes) {
   return alignedBytes(rows * (cols * elemBytes + kTileRowPadBytes));
+}
+
+int64_t mla::stepOperandBytes(int64_t queryRows, int64_t keyRows, int64_t dim,
+                              int64_t elemBytes) {
+  uint64_t rows = llvm::SaturatingAdd<uint64_t>(queryRows, keyRows);
+  uint64_t bytes = llvm::SaturatingMultiply<uint64_t>(
+      llvm::SaturatingMultiply<uint64_t>(rows, dim), elemBytes);
+  return static_cast<int64_t>(
+      std::min<uint64_t>(bytes, std::numeric_limits<int64_t>::max()));
 }
 
 namespace {

@@ -33,6 +33,18 @@ int64_t paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes);
 /// placement granule.
 int64_t alignedBytes(int64_t bytes);
 
+/// The fewest rows of a query or key tile that mla-select-config picks (one
+/// mma.sync M tile; tiles are halved down to it).
+constexpr int64_t kMinTileRows = 16;
+
+/// A lower bound on the fast-memory bytes of any lowering of an attention
+/// step over `queryRows` queries and `keyRows` keys of `dim` elements of
+/// `elemBytes`: its query tile and one key tile, unpadded (every lowering
+/// keeps both in shared memory / LDS). Saturates at INT64_MAX instead of
+/// overflowing.
+int64_t stepOperandBytes(int64_t queryRows, int64_t keyRows, int64_t dim,
+                         int64_t elemBytes);
+
 /// Alignment of a tile in the 128-byte swizzled layout of warpgroup MMA
 /// (the swizzle repeats every 8 rows of 128 bytes; NVIDIA/Wgmma.h).
 constexpr int64_t kSwizzledTileAlign = 1024;

@@ -200,6 +200,26 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
   return total;
 }
 
+/// Refuses a grid whose constant extent along a dim exceeds what the
+/// target launches (ArchInfo::maxWorkgroups; the workgroup's `block`
+/// work-items lie along x). Extents computed at launch are the launcher's
+/// to check.
+LogicalResult checkGridLimits(GridOp grid, const ArchInfo &arch,
+                              int64_t block) {
+  const char *names[] = {"x", "y", "z"};
+  Value sizes[] = {grid.getGridX(), grid.getGridY(), grid.getGridZ()};
+  for (unsigned d = 0; d < 3; ++d) {
+    std::optional<int64_t> n = getConstantIntValue(sizes[d]);
+    int64_t limit = arch.maxWorkgroups(d, d == 0 ? block : 1);
+    if (n && *n > limit)
+      return grid.emitError()
+             << "grid dim " << names[d] << " has " << *n
+             << " workgroups, more than the " << limit << " that " << arch.name
+             << " launches along " << names[d];
+  }
+  return success();
+}
+
 LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
                               const ArchInfo &arch,
                               SmallVectorImpl<Attribute> &plans) {
@@ -213,6 +233,8 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
       return grid.emitError()
              << "grid has no block_size; run mla-distribute first";
     int64_t block = blockAttr.getInt();
+    if (failed(checkGridLimits(grid, arch, block)))
+      return failure();
     FailureOr<std::string> sizes = plan.gridSizes(grid);
     FailureOr<LaunchPlanBuilder::Captures> caps = plan.captures(grid);
     if (failed(sizes) || failed(caps))

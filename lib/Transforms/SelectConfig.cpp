@@ -269,6 +269,28 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch, bool wgmmaOk) {
   return cfg;
 }
 
+/// Refuses `op` on a GPU when even its smallest tiles (`queryRows` query
+/// rows and kMinTileRows keys of `dim` elements) exceed the chip's shared
+/// memory. Checked before any tile is built: lowering such tiles (NVIDIA's
+/// fused step unrolls them) would run for minutes and out of memory long
+/// before mla-outline-gpu-kernels counts their bytes.
+LogicalResult checkSmallestTiles(Operation *op, const ArchInfo &arch,
+                                 int64_t queryRows, int64_t dim, Type elem,
+                                 StringRef dimName) {
+  if (!arch.isGPU())
+    return success();
+  int64_t bytes = stepOperandBytes(queryRows, kMinTileRows, dim,
+                                   elem.getIntOrFloatBitWidth() / 8);
+  if (bytes <= arch.sharedBytes)
+    return success();
+  return op->emitError() << "the smallest tiles of this " << op->getName()
+                         << " (" << queryRows << " query rows and "
+                         << kMinTileRows << " keys, " << dimName << " " << dim
+                         << ") need at least " << bytes
+                         << " bytes of shared memory, more than " << arch.name
+                         << "'s " << arch.sharedBytes;
+}
+
 /// Applies `field=value,...` overrides; reports errors at `op`.
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
   SmallVector<StringRef> items;
@@ -377,6 +399,10 @@ struct SelectConfigPass
     };
     WalkResult result = getOperation().walk([&](Operation *o) {
       if (auto op = dyn_cast<PrefillOp>(o)) {
+        if (failed(checkSmallestTiles(op, *arch, kMinTileRows, op.getQkDim(),
+                                      op.getQ().getType().getElementType(),
+                                      "qk head dim")))
+          return WalkResult::interrupt();
         ConfigAttr attr =
             select(op, prefillConfig(op, *arch, wgmmaOk), op.getConfigAttr());
         if (!attr)
@@ -401,6 +427,10 @@ struct SelectConfigPass
       auto op = dyn_cast<DecodeOp>(o);
       if (!op)
         return WalkResult::advance();
+      if (failed(checkSmallestTiles(op, *arch, op.getQLen(), op.getHeadDim(),
+                                    op.getQ().getType().getElementType(),
+                                    "head dim")))
+        return WalkResult::interrupt();
       ConfigFields cfg = arch->kind == TargetKind::Host
                              ? hostDecodeConfig(op)
                              : gpuDecodeConfig(op, *arch, wgmmaOk);

@@ -65,10 +65,12 @@ LogicalResult tilePrefill(PrefillOp op) {
   const int64_t vw = vectorWidthFor(dv);
 
   Value c1 = indexConst(b, 1);
-  Value numQTiles = arith::CeilDivSIOp::create(b, dimValue(b, op.getQ(), 0),
-                                               indexConst(b, tileQ));
+  // Folded where the extents are static: the launch plan takes constants
+  // or formulas of dynamic dims, not arithmetic on constants.
+  Value numQTiles = b.createOrFold<arith::CeilDivSIOp>(
+      dimValue(b, op.getQ(), 0), indexConst(b, tileQ));
   Value batch =
-      arith::SubIOp::create(b, dimValue(b, op.getCuSeqlensQ(), 0), c1);
+      b.createOrFold<arith::SubIOp>(dimValue(b, op.getCuSeqlensQ(), 0), c1);
   auto [grid, ids] = createGrid(b, numQTiles, indexConst(b, heads), batch);
   grid.setConfigAttr(cfg);
   {

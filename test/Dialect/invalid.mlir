@@ -25,8 +25,18 @@ func.func @kv_dtype(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xf16>, %bt:
 // -----
 
 func.func @o_dtype(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xf16>, %lse: memref<?x1x16xf32>) {
-  // expected-error @+1 {{o element type must be the q element type ('bf16') or f32, got 'f16'}}
+  // expected-error @+1 {{operand 'o' element type must be the q element type ('bf16'), got 'f16'}}
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
+// The runtime's decode kind takes o in the kernel's dtype only: an f32 o
+// of f16 inputs cannot be packaged (prefill's o may be f32).
+func.func @o_f32(%q: memref<?x4x1x288xf16>, %kv: memref<?x?x288xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x1x256xf32>, %lse: memref<?x4x1xf32>) {
+  // expected-error @+1 {{operand 'o' element type must be the q element type ('f16'), got 'f32'}}
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x4x1x288xf16>, memref<?x?x288xf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x1x256xf32>, memref<?x4x1xf32>
   return
 }
 

@@ -13,8 +13,8 @@ func.func @decode_deepseek(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf1
 // an f16 kernel, and an explicit config.
 // CHECK-LABEL: func @decode_small_mtp
 // CHECK: mla.decode {{.*}} {config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 1, warps = 4, stages = 2, min_workgroups = 64>} : memref<?x4x1x288xf16>, memref<?x?x288xf16>
-func.func @decode_small_mtp(%q: memref<?x4x1x288xf16>, %kv: memref<?x?x288xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x1x256xf32>, %lse: memref<?x4x1xf32>) {
-  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 1, warps = 4, stages = 2, min_workgroups = 64>} : memref<?x4x1x288xf16>, memref<?x?x288xf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x1x256xf32>, memref<?x4x1xf32>
+func.func @decode_small_mtp(%q: memref<?x4x1x288xf16>, %kv: memref<?x?x288xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x1x256xf16>, %lse: memref<?x4x1xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 1, warps = 4, stages = 2, min_workgroups = 64>} : memref<?x4x1x288xf16>, memref<?x?x288xf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x1x256xf16>, memref<?x4x1xf32>
   return
 }
 

@@ -7,6 +7,8 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 
 namespace mla {
@@ -26,11 +28,24 @@ struct ArchInfo {
   llvm::StringRef triple;   ///< LLVM target triple
   llvm::StringRef cpu;      ///< LLVM CPU name
   llvm::StringRef features; ///< LLVM target features
+  /// The most workgroups one launch may have along grid x, y, z.
+  std::array<int64_t, 3> maxGrid;
+  /// The most work-items (workgroups x workgroup size) along one grid
+  /// dim; 0: no such limit.
+  int64_t maxGridItems;
   /// Emulation targets (gfx942-emu, ...): the AMD chip whose module they
   /// run on the host emulator; empty for real targets.
   llvm::StringRef emulates = "";
 
   bool isEmulation() const { return !emulates.empty(); }
+
+  /// The most workgroups along grid dim `dim` (0: x, 1: y, 2: z) for
+  /// workgroups of `block` work-items along it.
+  int64_t maxWorkgroups(unsigned dim, int64_t block) const {
+    int64_t n = maxGrid[dim];
+    return maxGridItems > 0 && block > 0 ? std::min(n, maxGridItems / block)
+                                         : n;
+  }
 
   // Capability questions: passes ask these instead of comparing vendors.
   bool isGPU() const { return kind != TargetKind::Host; }

@@ -143,9 +143,12 @@ LogicalResult DecodeOp::verify() {
     return emitOpError() << "kv element type " << kv.getElementType()
                          << " differs from q element type "
                          << q.getElementType();
-  if (o.getElementType() != q.getElementType() && !o.getElementType().isF32())
-    return emitOpError() << "o element type must be the q element type ("
-                         << q.getElementType() << ") or f32, got "
+  // The runtime's decode kind takes o in the kernel's dtype only
+  // (runtime/lib/DecodeKind.cpp), unlike prefill's (q's or f32).
+  if (o.getElementType() != q.getElementType())
+    return emitOpError() << "operand 'o' element type must be the q element "
+                            "type ("
+                         << q.getElementType() << "), got "
                          << o.getElementType();
   if (!ShapedType::isDynamic(kv.getDimSize(1)) && kv.getDimSize(1) < 1)
     return emitOpError() << "page size (kv dim 1) must be >= 1";
