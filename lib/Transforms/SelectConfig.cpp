@@ -9,6 +9,7 @@
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Debug.h"
 
@@ -293,11 +294,19 @@ LogicalResult checkSmallestTiles(Operation *op, const ArchInfo &arch,
 
 /// Applies `field=value,...` overrides; reports errors at `op`.
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
+  if (spec.trim().empty())
+    return success();
   SmallVector<StringRef> items;
-  spec.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  spec.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
+  llvm::StringSet<> seen;
   for (StringRef item : items) {
     auto [key, value] = item.split('=');
     key = key.trim();
+    if (item.trim().empty())
+      return op->emitError() << "perf-config: empty field in '" << spec << "'";
+    if (!seen.insert(key).second)
+      return op->emitError()
+             << "perf-config: field '" << key << "' is given twice";
     int64_t v;
     if (value.trim().getAsInteger(10, v))
       return op->emitError() << "perf-config: '" << item

@@ -2,6 +2,8 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,kv_splits=2" | FileCheck %s --check-prefix=OVERRIDE
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=48" 2>&1 | FileCheck %s --check-prefix=BADTILE
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tiles=4" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,,stages=2" 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,tile_kv=64" 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx1200" 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a" | FileCheck %s --check-prefix=SM90
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_80" | FileCheck %s --check-prefix=SM80
@@ -22,6 +24,8 @@
 // OVERRIDE-LABEL: func @deepseek_tp8
 // OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 16, warps = 1, stages = 1>
 // BADTILE: error: perf-config: tile_kv must be a power of two in [8, 256], got 48
+// EMPTY: error: perf-config: empty field in 'tile_kv=32,,stages=2'
+// TWICE: error: perf-config: field 'tile_kv' is given twice
 // UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma)
 // TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)
 func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
