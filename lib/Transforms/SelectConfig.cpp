@@ -467,7 +467,19 @@ struct SelectConfigPass
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
+      return signalPassFailure();
+    // Overrides that no op takes (a module of append_kv or merge kernels
+    // only) are an error, not silently ignored.
+    bool configured = false;
+    getOperation().walk(
+        [&](Operation *o) { configured |= isa<DecodeOp, PrefillOp>(o); });
+    if (!StringRef(perfConfig).trim().empty() && !configured) {
+      getOperation().emitError()
+          << "perf-config: '" << perfConfig
+          << "' applies to mla.decode and mla.prefill, and this module has "
+             "neither";
       signalPassFailure();
+    }
   }
 };
 } // namespace
