@@ -67,13 +67,6 @@ struct MatrixInstr {
   int64_t m, n, k;
   MatrixType type;
   FragLayout a, b, c; ///< A: M x K, B: K x N, C: M x N (f32)
-
-  /// Whether `type` (bf16 when `isBF16`, f16 when `isF16`, else another
-  /// float) is an operand type of this instruction.
-  bool takes(bool isBF16, bool isF16) const {
-    return type == MatrixType::Any || (type == MatrixType::BF16 && isBF16) ||
-           (type == MatrixType::F16 && isF16);
-  }
 };
 
 const MatrixInstr &matrixInstr(MatrixInstrId id);

@@ -89,12 +89,6 @@ public:
   /// registers across the loop (lowerMatmul's hoisting).
   virtual bool keepsAccumulatorsInLoops() const { return false; }
 
-  /// `x` reduced over the lanes that share its accumulator row.
-  mlir::Value rowReduce(mlir::ImplicitLocOpBuilder &b, mlir::Value x,
-                        bool isMax) const {
-    return reduceAcrossRow(b, instr, ti.warpSize, x, isMax);
-  }
-
   /// The lane part of a fragment coordinate (element terms left out), or
   /// null when it has none.
   mlir::Value laneCoord(mlir::ImplicitLocOpBuilder &b,
