@@ -34,6 +34,20 @@ int64_t mla::paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes) {
   return alignedBytes(rows * (cols * elemBytes + kTileRowPadBytes));
 }
 
+int64_t mla::registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
+                                   int64_t dv, int64_t elemBytes,
+                                   int64_t stages, bool separateValues,
+                                   int64_t extra) {
+  int64_t q = paddedTileBytes(rows, dim, elemBytes);
+  int64_t kv = stages * paddedTileBytes(keys, dim, elemBytes);
+  if (separateValues)
+    kv += stages * paddedTileBytes(keys, dv, elemBytes);
+  int64_t acc = paddedTileBytes(rows, dv, 4);
+  int64_t operands = stages == 1 ? std::max({q, kv, acc}) : q + kv + acc;
+  return operands + 3 * alignedBytes(rows * 4) +
+         alignedBytes(stages * keys * 4) + alignedBytes(extra);
+}
+
 int64_t mla::stepOperandBytes(int64_t queryRows, int64_t keyRows, int64_t dim,
                               int64_t elemBytes) {
   uint64_t rows = llvm::SaturatingAdd<uint64_t>(queryRows, keyRows);

@@ -45,6 +45,17 @@ constexpr int64_t kMinTileRows = 16;
 int64_t stepOperandBytes(int64_t queryRows, int64_t keyRows, int64_t dim,
                          int64_t elemBytes);
 
+/// The tiles of an attention workgroup (mla-tile's allocateTiles and the
+/// paging's page numbers) whose step runs in registers: the query tile,
+/// `stages` key (and, when `separateValues`, value) tiles, the f32
+/// accumulator and the row state, plus `extra` bytes of the step's own
+/// scratch. With one stage the query tile (read into registers before the
+/// key loop) and the accumulator (written after it) share the key tiles'
+/// memory.
+int64_t registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
+                              int64_t dv, int64_t elemBytes, int64_t stages,
+                              bool separateValues, int64_t extra);
+
 /// Alignment of a tile in the 128-byte swizzled layout of warpgroup MMA
 /// (the swizzle repeats every 8 rows of 128 bytes; NVIDIA/Wgmma.h).
 constexpr int64_t kSwizzledTileAlign = 1024;

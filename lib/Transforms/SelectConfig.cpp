@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "AttentionLayout.h"
+#include "GPU/RegisterStep.h"
 #include "NVIDIA/NVIDIA.h"
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
@@ -128,6 +129,52 @@ LogicalResult checkWgmmaRequest(Operation *op, Type elem, bool masked,
                          << warps << " warps) cannot use: " << why;
 }
 
+/// The register step (GPU/RegisterStep.h) of `shape`, when the chip's
+/// matrix instructions take it and the workgroup's tiles fit its shared
+/// memory / LDS.
+FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch,
+                                         const StepShape &shape, bool values,
+                                         int64_t *bytes) {
+  FailureOr<RegisterStepPlan> p =
+      planRegisterStep(shape, arch.matrixInstrs, arch.warpSize);
+  if (failed(p))
+    return failure();
+  *bytes = registerStepTileBytes(shape.rows, shape.tile, shape.dim, shape.dv,
+                                 shape.elem.getIntOrFloatBitWidth() / 8,
+                                 /*stages=*/1, values, p->combineBytes());
+  if (*bytes > arch.sharedBytes)
+    return failure();
+  return p;
+}
+
+/// Decode on the register step (AMD): all H x Sq query rows of a request in
+/// one workgroup where the tiles fit (up to 64 rows, so that the KV range
+/// is read ceil(H·Sq / rows) times), then the largest key tile, then the
+/// most waves. On gfx942 (64 KiB LDS) the f32 accumulator tile limits a
+/// workgroup to 16 rows of 512 values; gfx950 (160 KiB) takes 64.
+std::optional<ConfigFields> registerStepDecodeConfig(DecodeOp op,
+                                                     const ArchInfo &arch) {
+  if (!op.getMask().empty())
+    return std::nullopt;
+  Type elem = op.getQ().getType().getElementType();
+  const int64_t sq = op.getQLen();
+  for (int64_t group = op.getNumHeads(); group >= 1; --group) {
+    if (op.getNumHeads() % group != 0 || group * sq > 64)
+      continue;
+    for (int64_t tileKv : {64, 32, 16})
+      for (int64_t waves : {8, 4, 2, 1}) {
+        int64_t bytes;
+        if (succeeded(registerPlan(arch,
+                                   {elem, group * sq, op.getHeadDim(), tileKv,
+                                    op.getLatentDim(), waves},
+                                   /*values=*/false, &bytes)))
+          return ConfigFields{tileKv,       /*kvSplits=*/8,    group, waves,
+                              /*stages=*/1, arch.minWorkgroups};
+      }
+  }
+  return std::nullopt;
+}
+
 /// GPU heuristics. NVIDIA, 16-bit floats: up to 64 query rows (Sq x
 /// head_group) per workgroup, two warps per 16-row block (each owns half
 /// of the value columns: mla-distribute's register-fused step), 32-key
@@ -178,6 +225,8 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
         return cfg;
     }
   }
+  if (std::optional<ConfigFields> reg = registerStepDecodeConfig(op, arch))
+    return *reg;
   // NVIDIA: 16 query rows (one mma.sync M tile) measured faster than 32 at
   // 128 heads on the H200 without fusion; AMD: up to 32.
   int64_t rowsCap = std::max<int64_t>(
@@ -257,6 +306,20 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch, bool wgmmaOk) {
   if (arch.hasRegisterFusedStep() && succeeded(plan(64, 64, 4, false)))
     return {/*tileKv=*/64, 1, 1,           /*warps=*/4,
             /*stages=*/1,  0, /*tileQ=*/64};
+  // The register step (AMD): 64 query rows (32 per wave on 32x32x8) over
+  // 64-key tiles where they fit, else smaller.
+  if (op.getMask().empty())
+    for (auto [tileQ, tileKv, warps] :
+         {std::tuple<int64_t, int64_t, int64_t>{64, 64, 4},
+          {64, 32, 4},
+          {32, 32, 4},
+          {32, 32, 2}}) {
+      int64_t bytes;
+      if (succeeded(registerPlan(
+              arch, {elem, tileQ, op.getQkDim(), tileKv, op.getVDim(), warps},
+              /*values=*/true, &bytes)))
+        return {tileKv, 1, 1, warps, /*stages=*/1, 0, tileQ};
+    }
   ConfigFields cfg{/*tileKv=*/32, 1, 1, /*warps=*/4, 1, 0,
                    /*tileQ=*/32};
   while (prefillTileBytes(op, cfg.tileQ, cfg.tileKv) > arch.sharedBytes) {

@@ -103,6 +103,9 @@ TEST_P(Variants, PrefillMatchesFloat64Reference) {
 
 TEST_P(Variants, DecodeMatchesFloat64Reference) {
   const auto [name, stages] = GetParam();
+  if (std::string(MLA_E2E_TARGET) != "host" && stages > 1)
+    GTEST_SKIP() << "pipelined key tiles (stages > 1) do not fit an AMD "
+                    "chip's LDS";
   std::mt19937 rng(std::hash<std::string>()(name) + 1);
   const int64_t D = 576, Dv = 512, P = 64;
   DecodeProblem p =

@@ -81,11 +81,16 @@ public:
       bFrag = vector::FromElementsOp::create(
           kb, VectorType::get({perLane}, elem), elems);
     }
-    Value d = amdgpu::MFMAOp::create(
-        kb, acc[0].getType(), kb.getI32IntegerAttr(instr.m),
-        kb.getI32IntegerAttr(instr.n), kb.getI32IntegerAttr(instr.k),
-        kb.getI32IntegerAttr(1), a, bFrag, acc[0]);
-    return {d};
+    return {multiply(kb, a, bFrag, acc[0])};
+  }
+
+  bool multipliesFragments() const override { return true; }
+  Value multiply(ImplicitLocOpBuilder &b, Value a, Value bFrag,
+                 Value acc) override {
+    return amdgpu::MFMAOp::create(
+        b, acc.getType(), b.getI32IntegerAttr(instr.m),
+        b.getI32IntegerAttr(instr.n), b.getI32IntegerAttr(instr.k),
+        b.getI32IntegerAttr(1), a, bFrag, acc);
   }
 
 private:

@@ -24,6 +24,7 @@
 #include "../Utils.h"
 #include "GPUCommon.h"
 #include "MatrixEmitter.h"
+#include "RegisterStep.h"
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 
@@ -216,10 +217,14 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       // strategies is feasible, decomposed into parallel phases otherwise.
       SmallVector<AttentionStepOp> steps;
       grid.walk([&](AttentionStepOp step) { steps.push_back(step); });
-      for (AttentionStepOp step : steps)
-        if (!arch->hasRegisterFusedStep() ||
-            failed(nvidia::fuseAttentionStep(step, ti)))
-          expandOnlineSoftmax(decomposeAttentionStep(step));
+      for (AttentionStepOp step : steps) {
+        if (arch->hasRegisterFusedStep() &&
+            succeeded(nvidia::fuseAttentionStep(step, ti)))
+          continue;
+        if (succeeded(registerAttentionStep(step, ti, arch->matrixInstrs)))
+          continue;
+        expandOnlineSoftmax(decomposeAttentionStep(step));
+      }
       SmallVector<OnlineSoftmaxOp> softmaxes;
       grid.walk([&](OnlineSoftmaxOp sm) { softmaxes.push_back(sm); });
       for (OnlineSoftmaxOp sm : softmaxes)

@@ -12,6 +12,43 @@ using namespace mlir;
 using namespace mla;
 
 namespace mla {
+LogicalResult checkStepLoop(AttentionStepOp op,
+                            SmallVectorImpl<Operation *> &pure,
+                            std::string &why) {
+  auto fail = [&](const char *reason) {
+    why = reason;
+    return failure();
+  };
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop)
+    return fail("the step is not directly in an scf.for key loop");
+  for (Operation *next = op->getNextNode();
+       next != loop.getBody()->getTerminator(); next = next->getNextNode()) {
+    if (!isPure(next) || next->getNumRegions() != 0)
+      return fail("ops with effects follow the step in its loop");
+    pure.push_back(next);
+  }
+  for (Value tile :
+       {op.getQ(), op.getK(), op.getV(), op.getAcc(), op.getM(), op.getL()})
+    if (!gridTile(tile))
+      return fail("an operand is not a tile of the grid");
+  SmallVector<memref::AllocaOp> roots = {
+      gridTile(op.getAcc()), gridTile(op.getM()), gridTile(op.getL())};
+  bool otherUse = false;
+  loop.walk([&](Operation *user) {
+    if (user == op.getOperation() || isa<memref::SubViewOp>(user))
+      return;
+    for (Value operand : user->getOperands())
+      if (isa<MemRefType>(operand.getType()))
+        if (memref::AllocaOp r = gridTile(operand))
+          if (llvm::is_contained(roots, r))
+            otherUse = true;
+  });
+  if (otherUse)
+    return fail("another op of the loop touches the step's state");
+  return success();
+}
+
 bool isWorkgroup(Value memref) {
   auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(
       cast<MemRefType>(memref.getType()).getMemorySpace());

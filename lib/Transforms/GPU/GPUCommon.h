@@ -15,6 +15,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <string>
+
 namespace mla {
 
 /// The threads of one workgroup, as mla-distribute builds them.
@@ -25,6 +27,22 @@ struct ThreadInfo {
   bool wgmma = false; ///< warpgroup MMA allowed for the fused attention step
   int64_t warps() const { return threads / warpSize; }
 };
+
+/// The shape of an attention step (mla.attention_step's tiles) and the
+/// warps / waves of its workgroup, for planning before or while lowering it.
+struct StepShape {
+  mlir::Type elem;
+  int64_t rows, dim, tile, dv, warps;
+};
+
+/// The IR conditions of a register-resident attention step: the step ends
+/// its scf.for key loop's body (the pure ops after it, returned in `pure`,
+/// may move in front), its operands are tiles of the grid, and nothing
+/// else in the loop touches its state (acc, m, l). Fails with the reason in
+/// `why`.
+mlir::LogicalResult
+checkStepLoop(AttentionStepOp op,
+              llvm::SmallVectorImpl<mlir::Operation *> &pure, std::string &why);
 
 /// Whether `memref` lives in workgroup memory (shared memory / LDS).
 bool isWorkgroup(mlir::Value memref);

@@ -16,7 +16,9 @@
 using namespace mlir;
 using namespace mla;
 
-void MatrixEmitter::begin(ImplicitLocOpBuilder &b, MatmulOp) {
+void MatrixEmitter::begin(ImplicitLocOpBuilder &b, MatmulOp) { beginLanes(b); }
+
+void MatrixEmitter::beginLanes(ImplicitLocOpBuilder &b) {
   if (groupSize() == 1) {
     group = ti.tid;
     lane = Value();
@@ -99,16 +101,18 @@ AccTile MatrixEmitter::accTile(ImplicitLocOpBuilder &b, Value tile, int64_t m,
   return t;
 }
 
-Value mla::reduceAcrossRow(ImplicitLocOpBuilder &b, const MatrixInstr &instr,
-                           int64_t warpSize, Value x, bool isMax) {
-  // The lane bits some row term reads; shuffles cross the others.
+Value mla::reduceAcrossLanes(ImplicitLocOpBuilder &b,
+                             const LayoutTerm (&terms)[FragLayout::kMaxTerms],
+                             int64_t lanes, int64_t warpSize, Value x,
+                             bool isMax) {
+  // The lane bits some term reads; shuffles cross the others.
   uint64_t used = 0;
-  for (const LayoutTerm &t : instr.c.row)
+  for (const LayoutTerm &t : terms)
     if (t.mod != 0 && t.source == LayoutTerm::L && t.mul != 0)
       for (int64_t bit = llvm::Log2_64(t.div);
            bit < llvm::Log2_64(int64_t(t.div) * t.mod); ++bit)
         used |= uint64_t(1) << bit;
-  for (int64_t off = 1; off < std::min(instr.lanes, warpSize); off *= 2) {
+  for (int64_t off = 1; off < std::min(lanes, warpSize); off *= 2) {
     if (used & uint64_t(off))
       continue;
     Value other = gpu::ShuffleOp::create(b, x, int32_t(off), warpSize,

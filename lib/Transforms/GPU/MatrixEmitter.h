@@ -33,12 +33,20 @@ struct AccTile {
   llvm::SmallVector<mlir::Value> extra;
 };
 
-/// `x` reduced (max or sum) over the lanes that share its row of `instr`'s
-/// C layout: XOR shuffles (within a warp of `warpSize`) across the lane
-/// bits the row does not depend on.
-mlir::Value reduceAcrossRow(mlir::ImplicitLocOpBuilder &b,
-                            const MatrixInstr &instr, int64_t warpSize,
-                            mlir::Value x, bool isMax);
+/// `x` reduced (max or sum) over the lanes of one instruction (`lanes`)
+/// that agree on the coordinate `terms` gives: XOR shuffles (within a warp
+/// of `warpSize`) across the lane bits the coordinate does not depend on.
+mlir::Value reduceAcrossLanes(mlir::ImplicitLocOpBuilder &b,
+                              const LayoutTerm (&terms)[FragLayout::kMaxTerms],
+                              int64_t lanes, int64_t warpSize, mlir::Value x,
+                              bool isMax);
+
+/// `x` reduced over the lanes that share its row of `instr`'s C layout.
+inline mlir::Value reduceAcrossRow(mlir::ImplicitLocOpBuilder &b,
+                                   const MatrixInstr &instr, int64_t warpSize,
+                                   mlir::Value x, bool isMax) {
+  return reduceAcrossLanes(b, instr.c.row, instr.lanes, warpSize, x, isMax);
+}
 
 class MatrixEmitter {
 public:
@@ -57,6 +65,8 @@ public:
   /// Before the lowering of `op` (at `b`, in front of it): this thread's
   /// group and lane, and what the implementation reads per op.
   virtual void begin(mlir::ImplicitLocOpBuilder &b, MatmulOp op);
+  /// This thread's group and lane (what begin sets for every op).
+  void beginLanes(mlir::ImplicitLocOpBuilder &b);
   mlir::Value group, lane;
 
   /// The C fragment of tile `tile` (row-major over the ceil(M / m) x N / n
@@ -84,6 +94,16 @@ public:
                                               MatmulOp op, const AccTile &t,
                                               mlir::Value k0,
                                               mlir::ValueRange acc) = 0;
+
+  /// Whether the instruction takes whole register fragments (`multiply`):
+  /// A and B as vectors of the operand type in the layouts' element order,
+  /// the accumulators as one vector of f32.
+  virtual bool multipliesFragments() const { return false; }
+  /// acc + A · B on register fragments (multipliesFragments only).
+  virtual mlir::Value multiply(mlir::ImplicitLocOpBuilder &b, mlir::Value a,
+                               mlir::Value bFrag, mlir::Value acc) {
+    return {};
+  }
 
   /// Whether a product accumulating in a loop keeps its accumulators in
   /// registers across the loop (lowerMatmul's hoisting).

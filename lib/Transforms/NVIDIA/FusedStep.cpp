@@ -66,40 +66,6 @@ LogicalResult refuse(AttentionStepOp op, const Twine &why) {
   return refuse(op.getLoc(), why);
 }
 
-/// The IR conditions of the fused step: the step ends its key loop's body
-/// (pure ops after it move in front), its operands are tiles of the grid,
-/// and nothing else in the loop touches its state.
-LogicalResult checkIR(AttentionStepOp op, SmallVectorImpl<Operation *> &pure) {
-  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
-  if (!loop)
-    return refuse(op, "the step is not directly in an scf.for key loop");
-  for (Operation *next = op->getNextNode();
-       next != loop.getBody()->getTerminator(); next = next->getNextNode()) {
-    if (!isPure(next) || next->getNumRegions() != 0)
-      return refuse(op, "ops with effects follow the step in its loop");
-    pure.push_back(next);
-  }
-  for (Value tile :
-       {op.getQ(), op.getK(), op.getV(), op.getAcc(), op.getM(), op.getL()})
-    if (!gridTile(tile))
-      return refuse(op, "an operand is not a tile of the grid");
-  SmallVector<memref::AllocaOp> roots = {
-      gridTile(op.getAcc()), gridTile(op.getM()), gridTile(op.getL())};
-  bool otherUse = false;
-  loop.walk([&](Operation *user) {
-    if (user == op.getOperation() || isa<memref::SubViewOp>(user))
-      return;
-    for (Value operand : user->getOperands())
-      if (isa<MemRefType>(operand.getType()))
-        if (memref::AllocaOp r = gridTile(operand))
-          if (llvm::is_contained(roots, r))
-            otherUse = true;
-  });
-  if (otherUse)
-    return refuse(op, "another op of the loop touches the step's state");
-  return success();
-}
-
 /// Whether the query, key and value tiles can move to the swizzled layout
 /// warpgroup MMA reads (whole 64-column blocks at 8-row aligned offsets).
 bool canUseSwizzledOperands(AttentionStepOp op,
@@ -739,8 +705,10 @@ LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
                      op.getTileKeys(), op.getValueDim(), ti.warps()},
                     ti.wgmma, op.getLoc());
   SmallVector<Operation *> pure;
-  if (failed(plan) || failed(checkIR(op, pure)))
+  if (failed(plan))
     return failure();
+  if (std::string why; failed(checkStepLoop(op, pure, why)))
+    return refuse(op, why);
   SmallVector<memref::AllocaOp> swizzleRoots;
   if (plan->wgmma && !canUseSwizzledOperands(op, swizzleRoots)) {
     LLVM_DEBUG(llvm::dbgs()

@@ -31,13 +31,6 @@ prefetchWaits(llvm::ArrayRef<mlir::scf::ParallelOp> pars,
 /// Marks 16-byte aligned vector loads and stores of global memory.
 void markGlobalVectorAlignment(GridOp grid);
 
-/// The shape of an attention step (mla.attention_step's tiles) and the
-/// warps of its workgroup, for planning before or while lowering it.
-struct StepShape {
-  mlir::Type elem;
-  int64_t rows, dim, tile, dv, warps;
-};
-
 /// The fused strategy of one step: how warps share rows, value columns and
 /// key columns, and which matrix instruction computes the products.
 struct StepPlan {

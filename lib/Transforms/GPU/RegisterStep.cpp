@@ -1,0 +1,586 @@
+//===- RegisterStep.cpp - mla.attention_step in registers, from data ------===//
+//
+// See RegisterStep.h. The plan checks, by enumerating the instruction's
+// lanes, that its layouts allow the transposed form; the emitter then
+// derives every address and every cross-lane reduction from the same
+// layouts, so that any such instruction (MFMA 16x16x16, 32x32x8, 16x16x32)
+// goes through one code path.
+//
+//===----------------------------------------------------------------------===//
+#include "RegisterStep.h"
+#include "../Utils.h"
+#include "MatrixEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Debug.h"
+
+#include <limits>
+
+#define DEBUG_TYPE "mla-distribute"
+
+using namespace mlir;
+using namespace mla;
+
+int64_t RegisterStepPlan::laneRegisters() const {
+  const int64_t ce = instr->c.elems, be = instr->b.elems;
+  int64_t o = dvBlocks() * qBlocks * ce, s = sBlocks() * qBlocks * ce;
+  int64_t q = (qBlocks * kSteps() * be + 1) / 2; // 16-bit elements
+  return o + s + q;
+}
+
+int64_t RegisterStepPlan::registerBudget() const {
+  int64_t perSimd = llvm::divideCeil(shape.warps, kSimdsPerCU);
+  return kLaneRegisters / perSimd - kTemporaryRegisters;
+}
+
+int64_t RegisterStepPlan::combineBytes() const {
+  return keyWaves > 1 ? keyWaves * 2 * paddedRows() * 4 : 0;
+}
+
+std::tuple<int64_t, int64_t, int64_t> RegisterStepPlan::rank() const {
+  return {shape.rows - paddedRows(), instr->m * instr->n * instr->k, -keyWaves};
+}
+
+namespace {
+
+/// Why `mi`'s layouts do not allow the transposed form over `keys` keys per
+/// wave, or empty when they do.
+std::string transposedFormRefusal(const MatrixInstr &mi, int64_t keys) {
+  const FragLayout &a = mi.a, &b = mi.b, &c = mi.c;
+  if (a.elems == 0 || a.elems != b.elems)
+    return "its A and B fragments differ in size";
+  for (int64_t l = 0; l < mi.lanes; ++l) {
+    for (int64_t e = 0; e < b.elems; ++e) {
+      if (b.colOf(l, e) != b.colOf(l, 0) || a.rowOf(l, e) != a.rowOf(l, 0))
+        return "a lane's A or B fragment spans several rows or columns";
+      if (b.rowOf(l, e) != b.rowOf(l, 0) + e)
+        return "a lane's B elements are not consecutive in k";
+      if (a.colOf(l, e) != b.rowOf(l, e))
+        return "its A and B fragments differ in their k layout";
+    }
+    for (int64_t e = 0; e < c.elems; ++e)
+      if (c.colOf(l, e) != b.colOf(l, 0))
+        return "a lane's C columns are not its B column (P cannot be the B "
+               "operand of the second product)";
+  }
+  if (keys % mi.m != 0 || keys % mi.k != 0)
+    return "the keys of a wave are not a multiple of the instruction's M "
+           "and K";
+  const int64_t steps = keys / mi.k;
+  if (steps * b.elems != (keys / mi.m) * c.elems)
+    return "a lane's scores do not fill its B fragments";
+  // The P element of B slot (lane, e) of step s is the lane's C element
+  // s * |B| + e; its key must depend on k alone, every key exactly once.
+  llvm::DenseSet<int64_t> seen;
+  for (int64_t s = 0; s < steps; ++s) {
+    llvm::DenseMap<int64_t, int64_t> keyOfK;
+    for (int64_t l = 0; l < mi.lanes; ++l)
+      for (int64_t e = 0; e < b.elems; ++e) {
+        int64_t j = s * b.elems + e;
+        int64_t key = (j / c.elems) * mi.m + c.rowOf(l, j % c.elems);
+        auto [it, fresh] = keyOfK.try_emplace(b.rowOf(l, e), key);
+        if (!fresh && it->second != key)
+          return "the keys of the scores do not line up with the B "
+                 "operand's k";
+      }
+    for (auto [k, key] : keyOfK)
+      if (!seen.insert(key).second)
+        return "a key would enter the second product twice";
+  }
+  if (int64_t(seen.size()) != keys)
+    return "the scores do not cover every key";
+  return "";
+}
+
+/// The plan on `mi` for `shape`, or the reason there is none.
+FailureOr<RegisterStepPlan> planOn(const MatrixInstr &mi,
+                                   const StepShape &shape, int64_t waveSize,
+                                   std::string &why) {
+  if (mi.lanes != waveSize) {
+    why = "it is not a whole-wave instruction";
+    return failure();
+  }
+  if (shape.dim % mi.k != 0 || shape.dv % mi.m != 0) {
+    why = "the head dims are not multiples of its K and M";
+    return failure();
+  }
+  FailureOr<RegisterStepPlan> best = failure();
+  why = "no split of the " + std::to_string(shape.warps) +
+        " waves over rows and keys fits";
+  for (int64_t rowWaves = 1; rowWaves <= shape.warps; ++rowWaves) {
+    if (shape.warps % rowWaves != 0 || shape.rows % rowWaves != 0)
+      continue;
+    RegisterStepPlan p;
+    p.instr = &mi;
+    p.shape = shape;
+    p.rowWaves = rowWaves;
+    p.keyWaves = shape.warps / rowWaves;
+    int64_t rows = shape.rows / rowWaves;
+    // Padded query rows only where one wave holds them all.
+    if (rows % mi.n != 0 && (rowWaves > 1 || rows > mi.n))
+      continue;
+    p.qBlocks = llvm::divideCeil(rows, mi.n);
+    if (shape.tile % p.keyWaves != 0)
+      continue;
+    p.keysPerWave = shape.tile / p.keyWaves;
+    if (std::string r = transposedFormRefusal(mi, p.keysPerWave); !r.empty()) {
+      why = r;
+      continue;
+    }
+    if (p.laneRegisters() > p.registerBudget()) {
+      why = "its state needs " + std::to_string(p.laneRegisters()) +
+            " registers per lane, more than the " +
+            std::to_string(p.registerBudget()) + " " +
+            std::to_string(shape.warps) + " waves leave";
+      continue;
+    }
+    if (failed(best) || p.rank() > best->rank())
+      best = p;
+  }
+  return best;
+}
+
+} // namespace
+
+FailureOr<RegisterStepPlan>
+mla::planRegisterStep(const StepShape &shape, ArrayRef<MatrixInstrId> instrs,
+                      int64_t waveSize, std::string *whyNot) {
+  MatrixType type = shape.elem.isBF16()  ? MatrixType::BF16
+                    : shape.elem.isF16() ? MatrixType::F16
+                                         : MatrixType::Any;
+  FailureOr<RegisterStepPlan> best = failure();
+  std::string reasons;
+  for (MatrixInstrId id : instrs) {
+    const MatrixInstr &mi = matrixInstr(id);
+    if (mi.type != type || mi.type == MatrixType::Any)
+      continue;
+    std::string why;
+    FailureOr<RegisterStepPlan> p = planOn(mi, shape, waveSize, why);
+    if (failed(p)) {
+      reasons += (reasons.empty() ? "" : "; ") + mi.mnemonic.str() + ": " + why;
+      continue;
+    }
+    if (failed(best) || p->rank() > best->rank())
+      best = p;
+  }
+  if (failed(best)) {
+    if (reasons.empty())
+      reasons = "the chip has no matrix instruction for the operand type";
+    LLVM_DEBUG(llvm::dbgs()
+               << "mla-distribute: no register step for " << shape.rows
+               << " rows, " << shape.tile << "-key tiles on " << shape.warps
+               << " waves: " << reasons << "\n");
+    if (whyNot)
+      *whyNot = reasons;
+  }
+  return best;
+}
+
+namespace {
+
+Value addConst(ImplicitLocOpBuilder &b, Value v, int64_t c) {
+  if (!v)
+    return indexConst(b, c);
+  return c == 0 ? v : arith::AddIOp::create(b, v, indexConst(b, c)).getResult();
+}
+
+/// The emitter of one register step (see RegisterStep.h).
+class RegisterStep {
+public:
+  RegisterStep(AttentionStepOp op, const ThreadInfo &ti,
+               const RegisterStepPlan &plan, MatrixEmitter &em)
+      : op(op), ti(ti), p(plan), mi(*plan.instr), em(em),
+        loop(cast<scf::ForOp>(op->getParentOp())) {}
+
+  LogicalResult emit();
+
+private:
+  void setUp(ImplicitLocOpBuilder &b);
+  SmallVector<Value> initialState(ImplicitLocOpBuilder &b);
+  SmallVector<Value> step(ImplicitLocOpBuilder &b, ArrayRef<BlockArgument> st);
+  void writeBack(ImplicitLocOpBuilder &b, ValueRange st);
+  void storeAcc(ImplicitLocOpBuilder &b, ValueRange o, Value factor[],
+                bool add);
+
+  /// Index of output block (md, nb) among the loop-carried vectors.
+  int64_t oIndex(int64_t md, int64_t nb) const { return md * p.qBlocks + nb; }
+  int64_t nO() const { return p.dvBlocks() * p.qBlocks; }
+  /// Row of C element `e` (within its tile) for this lane.
+  Value cRowOf(ImplicitLocOpBuilder &b, int64_t e) {
+    return addConst(b, cRow, MatrixEmitter::elemCoord(mi.c.row, e));
+  }
+
+  AttentionStepOp op;
+  const ThreadInfo &ti;
+  RegisterStepPlan p;
+  const MatrixInstr &mi;
+  MatrixEmitter &em;
+  scf::ForOp loop;
+  // setUp: the lane's coordinates and what is loop-invariant.
+  Value wave, keyWave, aRow, kLane, cRow, owner, firstKeyWave, negInf;
+  Value keyOff; ///< this wave's first key in the tile
+  SmallVector<Value> query, queryOk, regionRow; ///< per query block
+  SmallVector<SmallVector<Value>> qFrag;        ///< [nb][ks]
+  SmallVector<SmallVector<Value>> vKey;         ///< [s][e]: key of A slot e
+};
+
+void RegisterStep::setUp(ImplicitLocOpBuilder &b) {
+  em.beginLanes(b);
+  wave = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  Value rowWave = arith::RemUIOp::create(b, wave, indexConst(b, p.rowWaves));
+  keyWave = arith::DivUIOp::create(b, wave, indexConst(b, p.rowWaves));
+  aRow = em.laneCoord(b, mi.a.row);
+  kLane = em.laneCoord(b, mi.b.row);
+  cRow = em.laneCoord(b, mi.c.row);
+  Value bCol = em.laneCoord(b, mi.b.col);
+  if (!aRow)
+    aRow = indexConst(b, 0);
+  if (!bCol)
+    bCol = indexConst(b, 0);
+  Value zero = indexConst(b, 0);
+  owner = cRow ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq, cRow, zero)
+                     .getResult()
+               : arith::ConstantIntOp::create(b, 1, 1).getResult();
+  firstKeyWave =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyWave, zero);
+  keyOff = arith::MulIOp::create(b, keyWave, indexConst(b, p.keysPerWave));
+  negInf = f32Const(b, -std::numeric_limits<double>::infinity());
+  Value qBase =
+      arith::MulIOp::create(b, rowWave, indexConst(b, p.rowsPerWave()));
+  Value rows = indexConst(b, p.shape.rows);
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
+    Value qr = arith::AddIOp::create(b, addConst(b, qBase, nb * mi.n), bCol);
+    query.push_back(qr);
+    if (!p.padded()) {
+      queryOk.push_back(arith::ConstantIntOp::create(b, 1, 1));
+      regionRow.push_back(qr);
+      continue;
+    }
+    queryOk.push_back(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, qr, rows));
+    // Padded rows evaluate the element region on the last real row; their
+    // results are never stored.
+    regionRow.push_back(
+        arith::MinUIOp::create(b, qr, indexConst(b, p.shape.rows - 1)));
+  }
+  // Qᵀ as B fragments, kept in registers for the whole loop.
+  const int64_t be = mi.b.elems;
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
+    qFrag.emplace_back();
+    for (int64_t ks = 0; ks < p.kSteps(); ++ks)
+      qFrag.back().push_back(loadPair(b, op.getQ(), query[nb],
+                                      addConst(b, kLane, ks * mi.k),
+                                      queryOk[nb], be));
+  }
+  // Every wave has its query fragments before the key loop's copies may
+  // reuse the query tile's memory.
+  gpu::BarrierOp::create(b);
+  // The key of each A slot of the second product (the lane's own C rows).
+  const int64_t ce = mi.c.elems;
+  for (int64_t s = 0; s < p.pvSteps(); ++s) {
+    vKey.emplace_back();
+    for (int64_t e = 0; e < mi.a.elems; ++e) {
+      int64_t j = s * be + e;
+      vKey.back().push_back(arith::AddIOp::create(
+          b, keyOff, addConst(b, cRowOf(b, j % ce), (j / ce) * mi.m)));
+    }
+  }
+}
+
+SmallVector<Value> RegisterStep::initialState(ImplicitLocOpBuilder &b) {
+  const int64_t ce = mi.c.elems;
+  auto vecType = VectorType::get({ce}, b.getF32Type());
+  Value zeroF = f32Const(b, 0.0);
+  SmallVector<Value> init;
+  bool zeroAcc = false;
+  if (scf::ParallelOp fill = zeroFillBefore(loop, gridTile(op.getAcc()))) {
+    fill.erase();
+    zeroAcc = true;
+  }
+  for (int64_t md = 0; md < p.dvBlocks(); ++md)
+    for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
+      if (zeroAcc) {
+        init.push_back(arith::ConstantOp::create(
+            b, vecType, DenseElementsAttr::get(vecType, b.getF32FloatAttr(0))));
+        continue;
+      }
+      // The initial accumulators belong to the first key wave.
+      Value ok = arith::AndIOp::create(b, firstKeyWave, queryOk[nb]);
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < ce; ++e) {
+        Value col = addConst(b, cRowOf(b, e), md * mi.m);
+        elems.push_back(
+            guardedValue(b, ok, zeroF, [&](ImplicitLocOpBuilder &ib) {
+              return memref::LoadOp::create(ib, op.getAcc(),
+                                            ValueRange{query[nb], col});
+            }));
+      }
+      init.push_back(vector::FromElementsOp::create(b, vecType, elems));
+    }
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+    init.push_back(
+        guardedValue(b, queryOk[nb], negInf, [&](ImplicitLocOpBuilder &ib) {
+          return memref::LoadOp::create(ib, op.getM(), ValueRange{query[nb]});
+        }));
+  // l is kept as per-lane partial sums: the initial sum on one lane.
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
+    Value ok = arith::AndIOp::create(
+        b, arith::AndIOp::create(b, firstKeyWave, owner), queryOk[nb]);
+    init.push_back(guardedValue(b, ok, zeroF, [&](ImplicitLocOpBuilder &ib) {
+      return memref::LoadOp::create(ib, op.getL(), ValueRange{query[nb]});
+    }));
+  }
+  return init;
+}
+
+SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
+                                      ArrayRef<BlockArgument> st) {
+  const int64_t ce = mi.c.elems, be = mi.b.elems, sb = p.sBlocks();
+  auto vecType = VectorType::get({ce}, b.getF32Type());
+  Value zeroVec = arith::ConstantOp::create(
+      b, vecType, DenseElementsAttr::get(vecType, b.getF32FloatAttr(0)));
+  Value zeroF = f32Const(b, 0.0);
+  // Sᵀ = K · Qᵀ: independent accumulator chains interleaved per k step.
+  SmallVector<Value> s(sb * p.qBlocks, zeroVec);
+  SmallVector<Value> kRow;
+  for (int64_t t = 0; t < sb; ++t)
+    kRow.push_back(
+        arith::AddIOp::create(b, keyOff, addConst(b, aRow, t * mi.m)));
+  Value always = arith::ConstantIntOp::create(b, 1, 1);
+  for (int64_t ks = 0; ks < p.kSteps(); ++ks) {
+    Value col = addConst(b, kLane, ks * mi.k);
+    for (int64_t t = 0; t < sb; ++t) {
+      Value a = loadPair(b, op.getK(), kRow[t], col, always, mi.a.elems);
+      for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+        s[t * p.qBlocks + nb] =
+            em.multiply(b, a, qFrag[nb][ks], s[t * p.qBlocks + nb]);
+    }
+  }
+  // The element function and the online softmax on the accumulators.
+  SmallVector<Value> m(st.begin() + nO(), st.begin() + nO() + p.qBlocks);
+  SmallVector<Value> l(st.begin() + nO() + p.qBlocks, st.end());
+  SmallVector<Value> corr(p.qBlocks);
+  // prob[nb][j]: P of the lane's C element j = t * |C| + e.
+  SmallVector<SmallVector<Value>> prob(p.qBlocks);
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
+    SmallVector<Value> x, vis;
+    Value mx = negInf;
+    for (int64_t t = 0; t < sb; ++t)
+      for (int64_t e = 0; e < ce; ++e) {
+        Value score = vector::ExtractOp::create(b, s[t * p.qBlocks + nb],
+                                                ArrayRef<int64_t>{e});
+        Value key = arith::AddIOp::create(b, keyOff,
+                                          addConst(b, cRowOf(b, e), t * mi.m));
+        SmallVector<Value> r =
+            inlineRegion(b, op.getBody(), {regionRow[nb], key, score});
+        x.push_back(r[0]);
+        vis.push_back(r[1]);
+        mx = arith::MaximumFOp::create(
+            b, mx, arith::SelectOp::create(b, r[1], r[0], negInf));
+      }
+    mx = reduceAcrossLanes(b, mi.c.col, mi.lanes, ti.warpSize, mx, true);
+    Value mNew = arith::MaximumFOp::create(b, m[nb], mx);
+    Value isInf =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
+    Value ref = arith::SelectOp::create(b, isInf, zeroF, mNew);
+    corr[nb] = math::Exp2Op::create(b, arith::SubFOp::create(b, m[nb], ref));
+    Value sum = zeroF;
+    for (size_t j = 0; j < x.size(); ++j) {
+      Value pj = arith::SelectOp::create(
+          b, vis[j],
+          math::Exp2Op::create(b, arith::SubFOp::create(b, x[j], ref)), zeroF);
+      prob[nb].push_back(pj);
+      sum = arith::AddFOp::create(b, sum, pj);
+    }
+    m[nb] = mNew;
+    l[nb] = math::FmaOp::create(b, l[nb], corr[nb], sum);
+  }
+  // Oᵀ = diag(corr) · Oᵀ + Vᵀ · Pᵀ.
+  SmallVector<Value> o(st.begin(), st.begin() + nO());
+  for (int64_t md = 0; md < p.dvBlocks(); ++md)
+    for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+      o[oIndex(md, nb)] = arith::MulFOp::create(
+          b, o[oIndex(md, nb)],
+          vector::BroadcastOp::create(b, vecType, corr[nb]));
+  Type elem = op.getElementType();
+  auto fragType = VectorType::get({be}, elem);
+  SmallVector<SmallVector<Value>> pFrag(p.qBlocks);
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+    for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2) {
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < be; ++e)
+        elems.push_back(castFloat(b, prob[nb][st2 * be + e], elem));
+      pFrag[nb].push_back(vector::FromElementsOp::create(b, fragType, elems));
+    }
+  for (int64_t md = 0; md < p.dvBlocks(); ++md) {
+    Value vCol = addConst(b, aRow, md * mi.m);
+    for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2) {
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < mi.a.elems; ++e)
+        elems.push_back(memref::LoadOp::create(b, op.getV(),
+                                               ValueRange{vKey[st2][e], vCol}));
+      Value a = vector::FromElementsOp::create(b, fragType, elems);
+      for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+        o[oIndex(md, nb)] =
+            em.multiply(b, a, pFrag[nb][st2], o[oIndex(md, nb)]);
+    }
+  }
+  // The next iteration's copies overwrite the K and V tiles.
+  gpu::BarrierOp::create(b);
+  SmallVector<Value> next = o;
+  llvm::append_range(next, m);
+  llvm::append_range(next, l);
+  return next;
+}
+
+/// acc[q][dv] (+)= factor[nb] · O for this lane's elements.
+void RegisterStep::storeAcc(ImplicitLocOpBuilder &b, ValueRange o,
+                            Value factor[], bool add) {
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+    guarded(b, queryOk[nb], [&](ImplicitLocOpBuilder &gb) {
+      for (int64_t md = 0; md < p.dvBlocks(); ++md)
+        for (int64_t e = 0; e < mi.c.elems; ++e) {
+          Value col = addConst(gb, cRowOf(gb, e), md * mi.m);
+          Value v = vector::ExtractOp::create(gb, o[oIndex(md, nb)],
+                                              ArrayRef<int64_t>{e});
+          if (factor)
+            v = arith::MulFOp::create(gb, v, factor[nb]);
+          if (add)
+            v = arith::AddFOp::create(
+                gb, v,
+                memref::LoadOp::create(gb, op.getAcc(),
+                                       ValueRange{query[nb], col}));
+          memref::StoreOp::create(gb, v, op.getAcc(),
+                                  ValueRange{query[nb], col});
+        }
+    });
+}
+
+void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
+  ValueRange o = st.take_front(nO());
+  SmallVector<Value> m(st.begin() + nO(), st.begin() + nO() + p.qBlocks);
+  SmallVector<Value> l;
+  for (Value part : st.take_back(p.qBlocks))
+    l.push_back(
+        reduceAcrossLanes(b, mi.c.col, mi.lanes, ti.warpSize, part, false));
+  if (p.keyWaves == 1) {
+    for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+      guarded(b, arith::AndIOp::create(b, owner, queryOk[nb]),
+              [&](ImplicitLocOpBuilder &gb) {
+                memref::StoreOp::create(gb, m[nb], op.getM(), query[nb]);
+                memref::StoreOp::create(gb, l[nb], op.getL(), query[nb]);
+              });
+    storeAcc(b, o, nullptr, /*add=*/false);
+    gpu::BarrierOp::create(b);
+    return;
+  }
+  // The key waves' states meet: m and l of each through a small buffer,
+  // then the accumulators scaled to the common maximum, one wave at a time.
+  ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(), loop->getBlock());
+  Value buf = memref::AllocaOp::create(
+      top, MemRefType::get({p.keyWaves, 2, p.paddedRows()}, b.getF32Type()));
+  Value c0 = indexConst(b, 0), c1 = indexConst(b, 1);
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+    guarded(b, owner, [&](ImplicitLocOpBuilder &gb) {
+      memref::StoreOp::create(gb, m[nb], buf,
+                              ValueRange{keyWave, c0, query[nb]});
+      memref::StoreOp::create(gb, l[nb], buf,
+                              ValueRange{keyWave, c1, query[nb]});
+    });
+  gpu::BarrierOp::create(b);
+  Value zeroF = f32Const(b, 0.0);
+  SmallVector<Value> factor(p.qBlocks);
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
+    SmallVector<Value> mw, lw;
+    Value mAll = negInf;
+    for (int64_t w = 0; w < p.keyWaves; ++w) {
+      Value wi = indexConst(b, w);
+      mw.push_back(
+          memref::LoadOp::create(b, buf, ValueRange{wi, c0, query[nb]}));
+      lw.push_back(
+          memref::LoadOp::create(b, buf, ValueRange{wi, c1, query[nb]}));
+      mAll = arith::MaximumFOp::create(b, mAll, mw.back());
+    }
+    Value isInf =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mAll, negInf);
+    Value ref = arith::SelectOp::create(b, isInf, zeroF, mAll);
+    Value lAll = zeroF;
+    for (int64_t w = 0; w < p.keyWaves; ++w)
+      lAll = math::FmaOp::create(
+          b, lw[w],
+          math::Exp2Op::create(b, arith::SubFOp::create(b, mw[w], ref)), lAll);
+    factor[nb] = math::Exp2Op::create(b, arith::SubFOp::create(b, m[nb], ref));
+    Value writes = arith::AndIOp::create(
+        b, arith::AndIOp::create(b, firstKeyWave, owner), queryOk[nb]);
+    guarded(b, writes, [&](ImplicitLocOpBuilder &gb) {
+      memref::StoreOp::create(gb, mAll, op.getM(), query[nb]);
+      memref::StoreOp::create(gb, lAll, op.getL(), query[nb]);
+    });
+  }
+  for (int64_t w = 0; w < p.keyWaves; ++w) {
+    Value mine = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyWave,
+                                       indexConst(b, w));
+    guarded(b, mine, [&](ImplicitLocOpBuilder &gb) {
+      storeAcc(gb, o, factor.data(), /*add=*/w > 0);
+    });
+    gpu::BarrierOp::create(b);
+  }
+}
+
+LogicalResult RegisterStep::emit() {
+  ImplicitLocOpBuilder b(loop.getLoc(), loop);
+  setUp(b);
+  SmallVector<Value> init = initialState(b);
+  IRRewriter rewriter(loop.getContext());
+  FailureOr<LoopLikeOpInterface> newLoop = loop.replaceWithAdditionalYields(
+      rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
+        ImplicitLocOpBuilder ib(loc, op);
+        return step(ib, args);
+      });
+  if (failed(newLoop))
+    return failure();
+  op.erase();
+  ImplicitLocOpBuilder ab((*newLoop)->getLoc(), (*newLoop)->getContext());
+  ab.setInsertionPointAfter(*newLoop);
+  writeBack(ab, (*newLoop)->getResults().take_back(init.size()));
+  return success();
+}
+
+} // namespace
+
+LogicalResult mla::registerAttentionStep(AttentionStepOp op,
+                                         const ThreadInfo &ti,
+                                         ArrayRef<MatrixInstrId> instrs) {
+  FailureOr<RegisterStepPlan> plan =
+      planRegisterStep({op.getElementType(), op.getRows(), op.getHeadDim(),
+                        op.getTileKeys(), op.getValueDim(), ti.warps()},
+                       instrs, ti.warpSize);
+  if (failed(plan))
+    return failure();
+  SmallVector<Operation *> pure;
+  if (std::string why; failed(checkStepLoop(op, pure, why))) {
+    LLVM_DEBUG(llvm::dbgs() << "mla-distribute: no register step at "
+                            << op.getLoc() << ": " << why << "\n");
+    return failure();
+  }
+  std::unique_ptr<MatrixEmitter> em = createMatrixEmitter(*plan->instr, ti);
+  if (!em->multipliesFragments())
+    return failure();
+  for (Operation *pureOp : pure)
+    pureOp->moveBefore(op);
+  LLVM_DEBUG(llvm::dbgs() << "mla-distribute: register step at " << op.getLoc()
+                          << " (" << plan->instr->mnemonic << ", "
+                          << plan->rowWaves << " row x " << plan->keyWaves
+                          << " key waves)\n");
+  RegisterStep step(op, ti, *plan, *em);
+  return step.emit();
+}

@@ -1,0 +1,150 @@
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=2" | FileCheck %s --check-prefix=KEYS
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=4" | FileCheck %s --check-prefix=ROWS
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=PAD
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx950 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=K32
+
+// The register step (lib/Transforms/GPU/RegisterStep.cpp) from hand-written
+// blockwise IR: mla.attention_step as the transposed products Sᵀ = K·Qᵀ
+// and Oᵀ += Vᵀ·Pᵀ on MFMA, the softmax on the accumulators, P handed to
+// the second product in registers.
+
+// Two waves split the 32 keys (16 each, 16x16x16): Q in registers before
+// the loop, then in the loop only the K and V tiles are read from LDS; the
+// row maximum crosses the lanes of one column (XOR 16, 32); after the loop
+// the two waves' (m, l, O) meet in a 2x2x16 buffer.
+// KEYS-LABEL: func @step
+// KEYS-NOT: mla.attention_step
+// KEYS: memref.alloca() : memref<2x2x16xf32, #gpu.address_space<workgroup>>
+// KEYS: vector.load {{.*}} : memref<16x64xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
+// KEYS: gpu.barrier
+// KEYS: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, f32, f32)
+// KEYS-NOT: memref.store
+// KEYS-NOT: vector.store
+// KEYS: vector.load {{.*}} : memref<32x64xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
+// KEYS: amdgpu.mfma 16x16x16
+// KEYS: gpu.shuffle xor %{{.*}}, %c16_i32
+// KEYS: gpu.shuffle xor %{{.*}}, %c32_i32
+// KEYS: llvm.call_intrinsic "llvm.amdgcn.exp2.f32"
+// KEYS: arith.truncf %{{.*}} : f32 to bf16
+// KEYS: amdgpu.mfma 16x16x16
+// KEYS: gpu.barrier
+// KEYS-NEXT: scf.yield
+//   After the loop: partial sums across the lanes of a column, then the
+//   waves combine.
+// KEYS: gpu.shuffle xor
+// KEYS: memref.store {{.*}} : memref<2x2x16xf32, #gpu.address_space<workgroup>>
+// KEYS: gpu.barrier
+// KEYS: memref.store {{.*}} : memref<16x32xf32, strided<[36, 1]>, #gpu.address_space<workgroup>>
+// KEYS: gpu.barrier
+// ROWS-LABEL: func @step
+// PAD-LABEL: func @step
+// K32-LABEL: func @step
+// K32: amdgpu.mfma 16x16x32
+// K32-NOT: memref<1x2x16xf32
+func.func @step(%n: index, %scale: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %q = memref.alloca() : memref<16x64xbf16>
+    %k = memref.alloca() : memref<32x64xbf16>
+    %v = memref.subview %k[0, 0] [32, 32] [1, 1] : memref<32x64xbf16> to memref<32x32xbf16, strided<[64, 1]>>
+    %accb = memref.alloca() : memref<16x36xf32>
+    %acc = memref.subview %accb[0, 0] [16, 32] [1, 1] : memref<16x36xf32> to memref<16x32xf32, strided<[36, 1]>>
+    %m = memref.alloca() : memref<16xf32>
+    %l = memref.alloca() : memref<16xf32>
+    scf.for %t = %c0 to %n step %c32 {
+      mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16, strided<[64, 1]>>, memref<16x32xf32, strided<[36, 1]>>, memref<16xf32>, memref<16xf32> {
+      ^bb0(%r: index, %c: index, %s: f32):
+        %sx = arith.mulf %s, %scale : f32
+        %key = arith.addi %t, %c : index
+        %vis = arith.cmpi ult, %key, %n : index
+        mla.yield %sx, %vis : f32, i1
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// 64 rows on four waves: two row waves of 32 rows on 32x32x8 (one 32-lane
+// column per query: the row maximum crosses lane bit 5 only), two key waves
+// of 32 keys.
+// ROWS-LABEL: func @rows64
+// ROWS: memref.alloca() : memref<2x2x64xf32, #gpu.address_space<workgroup>>
+// ROWS: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, f32, f32)
+// ROWS-NOT: memref.store
+// ROWS: amdgpu.mfma 32x32x8
+// ROWS-NOT: gpu.shuffle xor %{{.*}}, %c16_i32
+// ROWS: gpu.shuffle xor %{{.*}}, %c32_i32
+// ROWS-NOT: memref.store
+// ROWS: scf.yield
+// KEYS-LABEL: func @rows64
+// PAD-LABEL: func @rows64
+// K32-LABEL: func @rows64
+func.func @rows64(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %q = memref.alloca() : memref<64x64xbf16>
+    %k = memref.alloca() : memref<64x64xbf16>
+    %v = memref.alloca() : memref<64x64xbf16>
+    %acc = memref.alloca() : memref<64x64xf32>
+    %m = memref.alloca() : memref<64xf32>
+    %l = memref.alloca() : memref<64xf32>
+    scf.for %t = %c0 to %n step %c64 {
+      mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<64x64xbf16>, memref<64x64xbf16>, memref<64x64xbf16>, memref<64x64xf32>, memref<64xf32>, memref<64xf32> {
+      ^bb0(%r: index, %c: index, %s: f32):
+        %key = arith.addi %t, %c : index
+        %vis = arith.cmpi ule, %key, %r : index
+        mla.yield %s, %vis : f32, i1
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Eight rows on one wave: the 16-query MFMA column block is padded; the
+// padded queries read zeros, evaluate the element region on the last real
+// row and store nothing. One wave: no combine buffer.
+// PAD-LABEL: func @padded
+// PAD-NOT: memref.alloca() : memref<1x2
+// PAD: arith.cmpi ult, %{{.*}}, %c8
+// PAD: arith.minui %{{.*}}, %c7
+// PAD: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, f32, f32)
+// PAD: amdgpu.mfma 16x16x16
+// PAD: scf.yield
+// PAD: scf.if
+// PAD: memref.store {{.*}} : memref<8xf32, #gpu.address_space<workgroup>>
+// KEYS-LABEL: func @padded
+// ROWS-LABEL: func @padded
+// K32-LABEL: func @padded
+func.func @padded(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %q = memref.alloca() : memref<8x64xbf16>
+    %k = memref.alloca() : memref<32x64xbf16>
+    %v = memref.subview %k[0, 0] [32, 32] [1, 1] : memref<32x64xbf16> to memref<32x32xbf16, strided<[64, 1]>>
+    %acc = memref.alloca() : memref<8x32xf32>
+    %m = memref.alloca() : memref<8xf32>
+    %l = memref.alloca() : memref<8xf32>
+    scf.for %t = %c0 to %n step %c32 {
+      mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<8x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16, strided<[64, 1]>>, memref<8x32xf32>, memref<8xf32>, memref<8xf32> {
+      ^bb0(%r: index, %c: index, %s: f32):
+        %key = arith.addi %t, %c : index
+        %vis = arith.cmpi ult, %key, %n : index
+        mla.yield %s, %vis : f32, i1
+      }
+    }
+  }
+  return
+}
