@@ -93,8 +93,8 @@ def MLAExpandSoftmax : Pass<"mla-expand-softmax", "mlir::ModuleOp"> {
     and their sums, the new row sums. Each phase evaluates the op's element
     function inline. The host pipeline runs it before `mla-lower-host`;
     `mla-distribute` applies the same decomposition and expansion to every
-    attention step it does not fuse into registers (AMD, f32 tiles, shapes
-    no fused strategy takes).
+    attention step it does not fuse into registers (f32 tiles, masked key
+    loops, shapes no register-resident strategy takes).
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::math::MathDialect",
@@ -157,9 +157,16 @@ def MLADistribute : Pass<"mla-distribute", "mlir::ModuleOp"> {
     descriptor, and several warpgroups issue their scores in turn (named
     barriers: ping-pong). The fused lowering is NVIDIA/FusedStep.cpp; with
     `-debug-only=mla-distribute` (a build with LLVM debug output) it says
-    which strategy it took or why none is feasible. Every other step (AMD,
-    f32, shapes no strategy takes) is decomposed and expanded into parallel
-    phases as by `mla-expand-softmax`.
+    which strategy it took or why none is feasible. On AMD, a step that
+    ends its key loop's body on 16-bit grid tiles runs in registers through
+    the register step (GPU/RegisterStep.cpp): the transposed products
+    Sᵀ = K·Qᵀ and Oᵀ += Vᵀ·Pᵀ on MFMA (16x16x16, 32x32x8 or 16x16x32, the
+    best whose layouts allow it, from the matrix-instruction data), Q, S, P
+    and the output accumulators in registers, the softmax's row maxima by
+    XOR shuffles across the lanes of an accumulator column, waves splitting
+    rows and key tiles and combining once after the loop. Every other step
+    (f32, masked loops, shapes no strategy takes) is decomposed and
+    expanded into parallel phases as by `mla-expand-softmax`.
     The copies before a step with `stages > 1` in its loop (pipelined key
     loops) leave their cp.async groups in flight, down to those the loop
     reads next.

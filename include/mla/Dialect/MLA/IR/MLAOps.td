@@ -464,7 +464,8 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
 
     Lowerings: `mla-distribute` emits the step in registers where the
     target and the shapes allow one of its fused strategies (NVIDIA:
-    mma.sync or wgmma, whole or split scores; `-debug-only=mla-distribute`
+    mma.sync or wgmma, whole or split scores; AMD: the transposed products
+    on MFMA with waves splitting rows and keys; `-debug-only=mla-distribute`
     says why a strategy is refused); otherwise, and everywhere on the host
     (`mla-expand-softmax`), the op is decomposed into `mla.matmul` (Q·Kᵀ),
     `mla.online_softmax` and `mla.matmul ... scale ... {accumulate}` (P·V)
