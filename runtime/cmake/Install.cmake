@@ -6,6 +6,8 @@
 #   lib/cmake/mla_runtime/    find_package(mla_runtime CONFIG): mla::runtime
 #                             (shared, C API), mla::runtime_static (static)
 #   lib/pkgconfig/mla_runtime.pc
+#   lib/pythonX.Y/site-packages/mla/   the Python package (ctypes over the
+#                             shared library; InstallPython.cmake)
 # The paths follow GNUInstallDirs (CMAKE_INSTALL_LIBDIR, ...); everything is
 # relative to the prefix, so `cmake --install BUILD --prefix DIR` may pick
 # another one.
@@ -46,3 +48,5 @@ configure_file("${CMAKE_CURRENT_SOURCE_DIR}/cmake/mla_runtime.pc.in"
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/mla_runtime.pc"
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
+
+include(${CMAKE_CURRENT_LIST_DIR}/InstallPython.cmake)
