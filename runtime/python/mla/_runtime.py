@@ -80,14 +80,15 @@ def _string(function, handle, *args):
 
 
 class Device(_Handle):
-    """A device: "host", "cuda" / "cuda:N", "hip" / "hip:N", the AMD
-    emulator "emu" (also "emu:reverse", "emu:random[:SEED]"), or "auto"
-    (cuda, else hip, else host). `threads`: worker threads of the host and
-    the emulator (0: one per core)."""
+    """A device: "host" (the default: numpy arrays are host memory), the AMD
+    emulator "emu" (also "emu:reverse", "emu:random[:SEED]"), "cuda" /
+    "cuda:N", "hip" / "hip:N", or "auto" (cuda, else hip, else host; GPU
+    kernels do not take numpy arrays yet). `threads`: worker threads of the
+    host and the emulator (0: one per core)."""
 
     _close = "mla_device_close"
 
-    def __init__(self, name="auto", threads=0):
+    def __init__(self, name="host", threads=0):
         super().__init__()
         options = _capi.DeviceOptions(threads)
         _capi.call("mla_device_open", _capi.text(name), ctypes.byref(options),
