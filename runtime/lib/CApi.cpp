@@ -1,8 +1,8 @@
 //===- CApi.cpp - The C API (mla_runtime.h) over the C++ runtime ----------===//
 //
-// Errors, versions, devices, packages and kernel queries; launching is in
-// CApiLaunch.cpp, the page pool in CApiPagePool.cpp, what they share in
-// CApiInternal.h.
+// Errors, versions, devices, packages and kernel queries; the kind table and
+// dtype conversion are in CApiKinds.cpp, launching in CApiLaunch.cpp, the
+// page pool in CApiPagePool.cpp, what they share in CApiInternal.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,22 +19,6 @@ using namespace mla::rt::capi;
 namespace {
 
 thread_local std::string lastError;
-
-mla_dtype fromDType(DType dtype) {
-  switch (dtype) {
-  case DType::BF16:
-    return MLA_DTYPE_BF16;
-  case DType::F16:
-    return MLA_DTYPE_F16;
-  case DType::F32:
-    return MLA_DTYPE_F32;
-  case DType::I32:
-    return MLA_DTYPE_I32;
-  case DType::I64:
-    return MLA_DTYPE_I64;
-  }
-  return MLA_DTYPE_F32;
-}
 
 /// Copies a manifest argument into the C description.
 Status describeArg(const ManifestArg &arg, mla_arg_info *out) {
@@ -81,6 +65,22 @@ mla_status mla::rt::capi::toCStatus(ErrorCode code) {
 mla_status mla::rt::capi::record(mla_status code, std::string message) {
   lastError = std::move(message);
   return code;
+}
+
+mla_dtype mla::rt::capi::fromDType(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+    return MLA_DTYPE_BF16;
+  case DType::F16:
+    return MLA_DTYPE_F16;
+  case DType::F32:
+    return MLA_DTYPE_F32;
+  case DType::I32:
+    return MLA_DTYPE_I32;
+  case DType::I64:
+    return MLA_DTYPE_I64;
+  }
+  return MLA_DTYPE_F32;
 }
 
 DType mla::rt::capi::toDType(mla_dtype dtype) {
@@ -184,6 +184,16 @@ extern "C" mla_status mla_device_name(const mla_device *device,
     MLA_REQUIRE("mla_device_name", device);
     MLA_REQUIRE("mla_device_name", out);
     *out = device->name.c_str();
+    return Status::success();
+  });
+}
+
+extern "C" mla_status mla_device_uses_host_memory(const mla_device *device,
+                                                  int32_t *out) {
+  return guarded("mla_device_uses_host_memory", [&]() -> Status {
+    MLA_REQUIRE("mla_device_uses_host_memory", device);
+    MLA_REQUIRE("mla_device_uses_host_memory", out);
+    *out = device->device.getBackend().usesHostMemory() ? 1 : 0;
     return Status::success();
   });
 }

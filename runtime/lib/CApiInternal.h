@@ -1,8 +1,8 @@
 //===- CApiInternal.h - What the C API's files share ------------*- C++ -*-===//
 //
 // The handles behind mla_runtime.h's opaque types and the error plumbing of
-// CApi.cpp, CApiLaunch.cpp and CApiPagePool.cpp: every entry point runs
-// inside `guarded`, which turns a Status into an mla_status plus the
+// CApi.cpp, CApiKinds.cpp, CApiLaunch.cpp and CApiPagePool.cpp: every entry
+// point runs inside `guarded`, which turns a Status into an mla_status plus the
 // thread-local message and catches any C++ exception (out of host memory)
 // at the C boundary.
 //
@@ -87,8 +87,9 @@ inline bool validDType(int dtype) {
   return dtype >= MLA_DTYPE_BF16 && dtype <= MLA_DTYPE_I64;
 }
 
-/// The runtime dtype of a valid mla_dtype.
+/// The runtime dtype of a valid mla_dtype, and back.
 DType toDType(mla_dtype dtype);
+mla_dtype fromDType(DType dtype);
 
 } // namespace mla::rt::capi
 

@@ -1,14 +1,15 @@
 //===- CApiLaunch.cpp - The C API's argument binding and launches ---------===//
 //
-// mla_launch, its validation and workspace queries, and the per-kind
-// convenience launchers (mla_launch_decode, ...), which bind their kind's
-// Kinds.def roles in table order and take mla_launch's path.
+// mla_launch, its validation, workspace and output-shape queries, and the
+// per-kind convenience launchers (mla_launch_decode, ...), which bind their
+// kind's Kinds.def roles in table order and take mla_launch's path.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CApiInternal.h"
 
 #include "mla/runtime/Kinds.h"
+#include "mla/runtime/OutputShapes.h"
 
 #include <algorithm>
 #include <cassert>
@@ -227,6 +228,49 @@ extern "C" mla_status mla_kernel_workspace_bytes(const mla_kernel *kernel,
     if (!bytes.ok())
       return bytes.status();
     *out = *bytes;
+    return Status::success();
+  });
+}
+
+extern "C" mla_status
+mla_kernel_output_shape(const mla_kernel *kernel, const char *role,
+                        const mla_arg *args, size_t num_args, mla_tensor *out) {
+  return guarded("mla_kernel_output_shape", [&]() -> Status {
+    MLA_REQUIRE("mla_kernel_output_shape", kernel);
+    MLA_REQUIRE("mla_kernel_output_shape", role);
+    MLA_REQUIRE("mla_kernel_output_shape", out);
+    if (!args && num_args)
+      return invalid("args is null (num_args is " + std::to_string(num_args) +
+                     ")");
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < num_args; ++i) {
+      if (!args[i].role)
+        return invalid("args[" + std::to_string(i) + "].role is null");
+      std::underlying_type_t<mla_arg_kind> kind;
+      std::memcpy(&kind, &args[i].kind, sizeof(kind));
+      if (kind != MLA_ARG_TENSOR)
+        continue;
+      TensorView view;
+      if (Status status = toView(args[i].tensor, args[i].role, view);
+          !status.ok())
+        return status;
+      shapes[args[i].role] = std::move(view.shape);
+    }
+    const Manifest &manifest = kernel->kernel.getManifest();
+    Expected<std::vector<int64_t>> shape = outputShape(manifest, role, shapes);
+    if (!shape.ok())
+      return shape.status();
+    if (shape->size() > MLA_MAX_RANK)
+      return Status::error(ErrorCode::Unsupported,
+                           std::string(role) + ": rank " +
+                               std::to_string(shape->size()) +
+                               " exceeds MLA_MAX_RANK");
+    mla_tensor tensor;
+    std::memset(&tensor, 0, sizeof(tensor));
+    tensor.dtype = fromDType(manifest.findArg(role)->dtype);
+    tensor.rank = static_cast<int32_t>(shape->size());
+    std::copy(shape->begin(), shape->end(), tensor.shape);
+    *out = tensor;
     return Status::success();
   });
 }

@@ -165,7 +165,7 @@ TEST(CApiTest, VersionsAndNames) {
   EXPECT_EQ(mla_version(), MLA_RUNTIME_VERSION_MAJOR * 10000 +
                                MLA_RUNTIME_VERSION_MINOR * 100 +
                                MLA_RUNTIME_VERSION_PATCH);
-  EXPECT_STREQ(mla_version_string(), "1.0.0");
+  EXPECT_STREQ(mla_version_string(), "1.1.0");
   EXPECT_EQ(mla_package_format_version(), kPackageFormatVersion);
   EXPECT_STREQ(mla_status_name(MLA_OK), "ok");
   EXPECT_STREQ(mla_status_name(MLA_ERROR_INVALID_ARGUMENT), "invalid argument");

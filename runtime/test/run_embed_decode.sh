@@ -1,8 +1,9 @@
 #!/bin/sh
 # run_embed_decode.sh EXAMPLE MLA_COMPILE WORK_DIR
 #
-# Runs docs/examples/embed_decode on a host decode package with page size 16:
-# $MLA_EMBED_PACKAGE when set, else one MLA_COMPILE writes into WORK_DIR.
+# Runs examples/find-package/embed_decode on a host decode package with page
+# size 16: $MLA_EMBED_PACKAGE when set, else one MLA_COMPILE writes into
+# WORK_DIR.
 # Exits 77 (ctest: skipped) with a one-line reason when neither exists, as
 # when the runtime is built alone.
 example=$1

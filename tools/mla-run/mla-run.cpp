@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/runtime/Kinds.h"
+#include "mla/runtime/OutputShapes.h"
 #include "mla/runtime/Runtime.h"
 #include "mla/runtime/mla_runtime.h"
 
@@ -111,47 +112,6 @@ On any error it prints one line "mla-run: error: MESSAGE" on stderr, exits
 with status 1 and writes no output file.
 )help";
 
-/// Where a dynamic output dim comes from: dim `dim` of input `role`
-/// (nullptr: the manifest must fix the dim).
-struct DimSource {
-  const char *role;
-  int dim;
-};
-
-/// How mla-run sizes one output role of a kind (Kinds.def lists the kinds'
-/// roles; this adds what mla-run needs beyond them).
-struct OutputDims {
-  KernelKind kind;
-  const char *role;
-  /// One per dim of the output.
-  std::vector<DimSource> dims;
-};
-
-const OutputDims kOutputDims[] = {
-    {KernelKind::Decode,
-     roles::kO,
-     {{roles::kQ, 0}, {roles::kQ, 1}, {roles::kQ, 2}, {nullptr, 3}}},
-    {KernelKind::Decode,
-     roles::kLse,
-     {{roles::kQ, 0}, {roles::kQ, 1}, {roles::kQ, 2}}},
-    {KernelKind::Prefill,
-     roles::kO,
-     {{roles::kQ, 0}, {roles::kQ, 1}, {roles::kV, 2}}},
-    {KernelKind::Prefill, roles::kLse, {{roles::kQ, 1}, {roles::kQ, 0}}},
-    {KernelKind::Merge,
-     roles::kO,
-     {{roles::kOParts, 1}, {roles::kOParts, 2}, {roles::kOParts, 3}}},
-    {KernelKind::Merge,
-     roles::kLse,
-     {{roles::kOParts, 2}, {roles::kOParts, 1}}},
-};
-
-struct OutputFile {
-  const char *role;
-  /// One per dim of the output.
-  std::vector<DimSource> dims;
-};
-
 /// How mla-run feeds a kernel kind: which roles are read from files, which
 /// inputs the kernel updates (written back to --outputs), which outputs are
 /// allocated and written, and which scalar role --scale sets (nullptr: the
@@ -159,13 +119,15 @@ struct OutputFile {
 struct KindFiles {
   std::vector<const char *> inputs;
   std::vector<const char *> updated;
-  std::vector<OutputFile> outputs;
+  std::vector<const char *> outputs;
   const char *scaleRole = nullptr;
 };
 
-/// The files of `kind` from its Kinds.def roles; nullopt when mla-run
+/// The files of `kind` from its Kinds.def roles; nullopt when the runtime
 /// cannot size one of its outputs.
 std::optional<KindFiles> kindFiles(KernelKind kind) {
+  if (!canSizeOutputs(kind))
+    return std::nullopt;
   KindFiles files;
   for (const KindRole &role : kindRoles(kind)) {
     if (role.argKind == ArgKind::Scalar) {
@@ -177,15 +139,8 @@ std::optional<KindFiles> kindFiles(KernelKind kind) {
       files.inputs.push_back(role.name);
     if (role.use == RoleUse::InOut)
       files.updated.push_back(role.name);
-    if (role.use != RoleUse::Output)
-      continue;
-    const OutputDims *dims = nullptr;
-    for (const OutputDims &candidate : kOutputDims)
-      if (candidate.kind == kind && candidate.role == std::string(role.name))
-        dims = &candidate;
-    if (!dims)
-      return std::nullopt;
-    files.outputs.push_back({role.name, dims->dims});
+    if (role.use == RoleUse::Output)
+      files.outputs.push_back(role.name);
   }
   return files;
 }
@@ -193,8 +148,7 @@ std::optional<KindFiles> kindFiles(KernelKind kind) {
 /// Every role `files` names: inputs, outputs, then the scale.
 std::vector<const char *> kindRoleNames(const KindFiles &files) {
   std::vector<const char *> names = files.inputs;
-  for (const OutputFile &output : files.outputs)
-    names.push_back(output.role);
+  names.insert(names.end(), files.outputs.begin(), files.outputs.end());
   if (files.scaleRole)
     names.push_back(files.scaleRole);
   return names;
@@ -343,34 +297,17 @@ Expected<HostTensor> readInput(const std::string &dir, const ManifestArg &arg) {
 }
 
 /// An output of the manifest's shape, dynamic dims taken from the inputs
-/// the kind's table names.
+/// (outputShape, the runtime's table).
 Expected<HostTensor>
-allocateOutput(const ManifestArg &arg, const OutputFile &file,
+allocateOutput(const Manifest &manifest, const char *role,
                const std::map<std::string, HostTensor> &inputs) {
-  std::vector<int64_t> shape = arg.dims;
-  if (shape.size() != file.dims.size())
-    return Status::error(ErrorCode::Unsupported,
-                         "cannot size output '" + arg.role + "': it has rank " +
-                             std::to_string(shape.size()) + ", expected " +
-                             std::to_string(file.dims.size()));
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] != kDynamicDim)
-      continue;
-    DimSource source = file.dims[d];
-    if (!source.role)
-      return Status::error(ErrorCode::Unsupported,
-                           "cannot size output '" + arg.role + "': dim " +
-                               std::to_string(d) +
-                               " is dynamic in the manifest");
-    const std::vector<int64_t> &from = inputs.at(source.role).getShape();
-    if (static_cast<size_t>(source.dim) >= from.size())
-      return Status::error(ErrorCode::InvalidArgument,
-                           "cannot size output '" + arg.role + "': '" +
-                               source.role + "' has no dim " +
-                               std::to_string(source.dim));
-    shape[d] = from[source.dim];
-  }
-  return HostTensor::allocate(arg.dtype, shape);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto &[name, tensor] : inputs)
+    shapes.emplace(name, tensor.getShape());
+  Expected<std::vector<int64_t>> shape = outputShape(manifest, role, shapes);
+  if (!shape.ok())
+    return shape.status();
+  return HostTensor::allocate(manifest.findArg(role)->dtype, *shape);
 }
 
 Status makeDirectory(const std::string &dir) {
@@ -512,13 +449,12 @@ Status readArgs(const Manifest &manifest, const KindFiles &files,
   if (files.scaleRole)
     host.args.emplace(files.scaleRole,
                       Scalar::ofFloat(scaleType, *options.scale));
-  for (const OutputFile &file : files.outputs) {
-    Expected<HostTensor> output =
-        allocateOutput(*manifest.findArg(file.role), file, host.inputs);
+  for (const char *role : files.outputs) {
+    Expected<HostTensor> output = allocateOutput(manifest, role, host.inputs);
     if (!output.ok())
       return output.status();
-    host.args.emplace(file.role, output->view());
-    host.outputs.emplace_back(file.role, output.take());
+    host.args.emplace(role, output->view());
+    host.outputs.emplace_back(role, output.take());
   }
   return Status::success();
 }

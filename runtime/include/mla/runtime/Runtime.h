@@ -25,6 +25,7 @@
 #include "mla/runtime/KernelParams.h"
 #include "mla/runtime/Manifest.h"
 #include "mla/runtime/Npy.h"
+#include "mla/runtime/OutputShapes.h"
 #include "mla/runtime/Package.h"
 #include "mla/runtime/PagedKVCache.h"
 #include "mla/runtime/Status.h"

@@ -53,9 +53,12 @@
 extern "C" {
 #endif
 
-/* Version of this API: MAJOR changes break source or binary compatibility. */
+/* Version of this API: MAJOR changes break source or binary compatibility
+ * (it is the shared library's SONAME version, libmla_runtime.so.MAJOR);
+ * MINOR adds functions. 1.1 added the kind table (mla_num_kinds, ...),
+ * mla_kernel_output_shape, mla_convert and mla_device_uses_host_memory. */
 #define MLA_RUNTIME_VERSION_MAJOR 1
-#define MLA_RUNTIME_VERSION_MINOR 0
+#define MLA_RUNTIME_VERSION_MINOR 1
 #define MLA_RUNTIME_VERSION_PATCH 0
 
 /* Most dims a tensor of the C API has. */
@@ -121,6 +124,51 @@ uint32_t mla_package_format_version(void);
 size_t mla_dtype_size(mla_dtype dtype);
 const char *mla_dtype_name(mla_dtype dtype);
 
+/* Converts `count` elements of src_dtype at `src` into dst_dtype at `dst`:
+ * floating types among themselves (bf16 and f16 round to nearest even, NaN
+ * stays NaN, f16 overflows to infinity), integer types among themselves
+ * (an i64 that does not fit in i32 is an error naming the element); mixing
+ * the two is MLA_ERROR_INVALID_ARGUMENT. src and dst must not overlap
+ * unless the dtypes and the pointers are equal. NULL is allowed when count
+ * is 0. */
+mla_status mla_convert(const void *src, mla_dtype src_dtype, void *dst,
+                       mla_dtype dst_dtype, size_t count);
+
+/* ---- Kernel kinds ----------------------------------------------------- *
+ * The kernel kinds and the roles of their arguments, in kernel-argument
+ * order: the runtime's kind table (Kinds.def), for bindings that build their
+ * launchers from it. A kernel may have more arguments than its kind (the
+ * inputs of variant regions, e.g. "sinks"): mla_kernel_arg lists them all. */
+
+typedef enum mla_role_use {
+  MLA_ROLE_INPUT = 0,
+  MLA_ROLE_OUTPUT = 1,
+  /* An input the kernel updates (append_kv's kv). */
+  MLA_ROLE_INOUT = 2
+} mla_role_use;
+
+/* One argument of a kind. */
+typedef struct mla_role_info {
+  /* "q", "scale", ...; static storage. */
+  const char *role;
+  /* 1 for a scalar, 0 for a tensor. */
+  int32_t is_scalar;
+  /* Tensors: the rank; 0 for a scalar. */
+  int32_t rank;
+  mla_role_use use;
+} mla_role_info;
+
+/* The number of kinds, and the name of kind `index` ("decode", "prefill",
+ * "merge", "append_kv"; static storage; NULL when index >= mla_num_kinds()). */
+size_t mla_num_kinds(void);
+const char *mla_kind_name(size_t index);
+
+/* The number of arguments of `kind`, and argument `index` of it, in
+ * kernel-argument order. An unknown kind is MLA_ERROR_INVALID_ARGUMENT
+ * naming the known ones. */
+mla_status mla_kind_num_roles(const char *kind, size_t *out);
+mla_status mla_kind_role(const char *kind, size_t index, mla_role_info *out);
+
 /* ---- Devices ---------------------------------------------------------- */
 
 typedef struct mla_device_options {
@@ -142,6 +190,11 @@ void mla_device_close(mla_device *device);
 
 /* The device's name ("host", "cuda:0", "hip:1"). */
 mla_status mla_device_name(const mla_device *device, const char **out);
+
+/* 1 when tensors of the device live in host memory (the host and the
+ * emulator: host pointers are valid tensor data), 0 for GPUs (device
+ * addresses only). */
+mla_status mla_device_uses_host_memory(const mla_device *device, int32_t *out);
 
 /* Waits for the work enqueued on `stream` (NULL: the whole device). For
  * tools and tests: the launch path never needs it. No-op on the host. */
@@ -290,6 +343,16 @@ mla_status mla_kernel_validate(const mla_kernel *kernel, const mla_arg *args,
 mla_status mla_kernel_workspace_bytes(const mla_kernel *kernel,
                                       const mla_arg *args, size_t num_args,
                                       size_t *out);
+
+/* The shape and dtype of output `role` ("o", "lse"; MLA_ROLE_OUTPUT roles
+ * of the kernel's kind) of a launch with these input arguments, written to
+ * *out with data NULL: the manifest's dims, each dynamic one taken from an
+ * input's dims (decode o: q's dims 0-2, then latent_dim). Only the shapes of
+ * the tensor args are read (data may be NULL) and args the output does not
+ * depend on may be left out; args without a tensor are ignored. */
+mla_status mla_kernel_output_shape(const mla_kernel *kernel, const char *role,
+                                   const mla_arg *args, size_t num_args,
+                                   mla_tensor *out);
 
 /* Sets aside at least `bytes` of workspace for launches without a caller
  * workspace (GPU: one buffer, grown never shrunk, shared by all launches of

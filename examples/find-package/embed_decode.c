@@ -9,8 +9,10 @@
  * o and lse against a double-precision reference computed here. Prints the
  * largest errors; exits 0 when they are within tolerance, 1 otherwise.
  *
- * Uses only mla_runtime.h. Build: cc -std=c99 embed_decode.c -lmla_runtime
- * -lstdc++ -lm -ldl -lpthread (or link with a C++ compiler driver). */
+ * Uses only mla_runtime.h. Build against an installed runtime with this
+ * directory's CMakeLists.txt (find_package(mla_runtime CONFIG)), or
+ * cc -std=c99 embed_decode.c $(pkg-config --cflags --libs mla_runtime) -lm
+ * (the shared library), or link the static archive with a C++ driver. */
 
 #include "mla/runtime/mla_runtime.h"
 

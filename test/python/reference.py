@@ -1,0 +1,105 @@
+"""float64 numpy references of the kernel kinds, and random inputs."""
+
+import numpy as np
+
+import mla
+
+
+def random_input(rng, shape, dtype):
+    """Values in [-1, 1) held in `dtype` ("bf16", "f16", "f32"), and the
+    same values as float64."""
+    values = rng.uniform(-1.0, 1.0, shape)
+    if dtype == "bf16":
+        bits = mla.to_bf16(values)
+        return bits, mla.from_bf16(bits).astype(np.float64)
+    array = values.astype(mla.numpy_dtype(dtype))
+    return array, array.astype(np.float64)
+
+
+def as_float(array, dtype):
+    """A kernel output as float64."""
+    if dtype == "bf16":
+        return mla.from_bf16(array).astype(np.float64)
+    return array.astype(np.float64)
+
+
+def _attend(q, k, v, visible, scale):
+    """o and lse (natural log) of queries q [M, D] over keys k [N, D],
+    values v [N, Dv], where visible [M, N] says which keys each sees."""
+    scores = np.where(visible, q @ k.T * scale, -np.inf)
+    peak = scores.max(axis=1, keepdims=True, initial=-np.inf)
+    safe = np.where(np.isfinite(peak), peak, 0.0)
+    weights = np.exp(scores - safe)
+    total = weights.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        o = np.where(total > 0, weights @ v / total, 0.0)
+        lse = np.where(total[:, 0] > 0, np.log(total[:, 0]) + safe[:, 0],
+                       -np.inf)
+    return o, lse
+
+
+def decode(q, kv, block_table, seq_lens, scale, latent_dim):
+    """q [B, Sq, H, D], kv [pages, P, D] -> o [B, Sq, H, Dv], lse [B, Sq, H];
+    query i of a request of length L sees keys t < L - Sq + i + 1."""
+    batch, q_len, heads, _ = q.shape
+    page_size = kv.shape[1]
+    o = np.zeros((batch, q_len, heads, latent_dim))
+    lse = np.full((batch, q_len, heads), -np.inf)
+    for b in range(batch):
+        length = int(seq_lens[b])
+        pages = block_table[b, :(length + page_size - 1) // page_size]
+        rows = kv[pages].reshape(-1, kv.shape[2])[:length]
+        for i in range(q_len):
+            visible = np.arange(length)[None, :] < length - q_len + i + 1
+            visible = np.repeat(visible, heads, axis=0)
+            o[b, i], lse[b, i] = _attend(q[b, i], rows, rows[:, :latent_dim],
+                                         visible, scale)
+    return o, lse
+
+
+def prefill(q, k, v, cu_q, cu_k, scale, causal):
+    """q [T, H, Dqk], k [Tk, H, Dqk], v [Tk, H, Dv] -> o [T, H, Dv],
+    lse [H, T]; causal: query i sees keys j <= i + Lk - Lq."""
+    rows, heads, _ = q.shape
+    o = np.zeros((rows, heads, v.shape[2]))
+    lse = np.full((heads, rows), -np.inf)
+    for b in range(len(cu_q) - 1):
+        q0, q1, k0, k1 = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
+        lq, lk = q1 - q0, k1 - k0
+        visible = np.ones((lq, lk), bool)
+        if causal:
+            visible = np.arange(lk)[None, :] <= np.arange(lq)[:, None] + lk - lq
+        for h in range(heads):
+            o[q0:q1, h], lse[h, q0:q1] = _attend(q[q0:q1, h], k[k0:k1, h],
+                                                 v[k0:k1, h], visible, scale)
+    return o, lse
+
+
+def merge(o_parts, lse_parts):
+    """o_parts [N, T, H, Dv], lse_parts [N, H, T] -> o [T, H, Dv],
+    lse [H, T]; parts with lse -inf count nothing."""
+    peak = lse_parts.max(axis=0)
+    safe = np.where(np.isfinite(peak), peak, 0.0)
+    weights = np.exp(lse_parts - safe)  # [N, H, T]
+    total = weights.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lse = np.where(total > 0, np.log(total) + safe, -np.inf)
+        w = np.where(total > 0, weights / total, 0.0)  # [N, H, T]
+    o = np.einsum("nht,nthd->thd", w, o_parts)
+    return o, lse
+
+
+def paged_cache(rng, lengths, page_size, row, dtype, spare_pages=3):
+    """A page pool holding sequences of `lengths` tokens on shuffled pages:
+    (kv, kv as float64, block_table int32, seq_lens int32)."""
+    needs = [(n + page_size - 1) // page_size for n in lengths]
+    num_pages = sum(needs) + spare_pages
+    kv, kv64 = random_input(rng, (num_pages, page_size, row), dtype)
+    order = rng.permutation(num_pages).astype(np.int32)
+    width = max(max(needs), 1) + 1
+    table = rng.integers(0, num_pages, (len(lengths), width)).astype(np.int32)
+    start = 0
+    for b, need in enumerate(needs):
+        table[b, :need] = order[start:start + need]
+        start += need
+    return kv, kv64, table, np.array(lengths, np.int32)

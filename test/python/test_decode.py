@@ -1,0 +1,81 @@
+"""Decode through mla.Kernel.decode against the float64 reference: page
+sizes 1, 3, 16, 64 and one chosen at run time, ragged lengths (0 included),
+odd head counts, MTP, bf16 and f32, caller outputs, and the AMD emulator."""
+
+import numpy as np
+import pytest
+
+import mla
+import reference
+
+LATENT, ROPE = 32, 16
+TOLERANCE = {"bf16": 2e-2, "f32": 1e-4}
+
+
+def run_decode(kernel, rng, lengths, page_size, heads, q_len, dtype,
+               scale=0.3, **kwargs):
+    row = LATENT + ROPE
+    kv, kv64, table, lens = reference.paged_cache(rng, lengths, page_size,
+                                                  row, dtype)
+    q, q64 = reference.random_input(rng, (len(lengths), q_len, heads, row),
+                                    dtype)
+    o, lse = kernel.decode(q, kv, table, lens, scale, **kwargs)
+    ref_o, ref_lse = reference.decode(q64, kv64, table, lens, scale, LATENT)
+    assert o.shape == ref_o.shape and lse.shape == ref_lse.shape
+    assert o.dtype == mla.numpy_dtype(dtype) and lse.dtype == np.float32
+    np.testing.assert_allclose(reference.as_float(o, dtype), ref_o,
+                               atol=TOLERANCE[dtype], rtol=0)
+    np.testing.assert_allclose(lse, ref_lse, atol=1e-3, rtol=0)
+    return o, lse
+
+
+@pytest.mark.parametrize("page_size", [1, 3, 16, 64])
+def test_page_sizes(compile_package, host, rng, page_size):
+    path = compile_package("decode", heads=3, latent_dim=LATENT,
+                           rope_dim=ROPE, page_size=page_size, q_len=1,
+                           dtype="bf16")
+    kernel = host.load(path)
+    assert (kernel.kind, kernel.target) == ("decode", "host-x86_64")
+    assert kernel.args["q"].shape == (None, 1, 3, LATENT + ROPE)
+    o, lse = run_decode(kernel, rng, [0, 1, 37, 130], page_size, 3, 1,
+                        "bf16")
+    # An empty sequence: o = 0, lse = -inf.
+    assert not reference.as_float(o, "bf16")[0].any()
+    assert np.isneginf(lse[0]).all()
+
+
+def test_mtp_f32_five_heads(compile_package, host, rng):
+    path = compile_package("decode", heads=5, latent_dim=LATENT,
+                           rope_dim=ROPE, page_size=16, q_len=2, dtype="f32")
+    run_decode(host.load(path), rng, [2, 45, 17], 16, 5, 2, "f32", scale=0.2)
+
+
+def test_page_size_chosen_at_run_time(compile_package, host, rng):
+    path = compile_package("decode", heads=3, latent_dim=LATENT,
+                           rope_dim=ROPE, page_size=0, q_len=1, dtype="bf16")
+    kernel = host.load(path)
+    assert kernel.header_int("page_size") == 0
+    for page_size in (5, 64):
+        run_decode(kernel, rng, [70, 3], page_size, 3, 1, "bf16")
+
+
+def test_caller_outputs_and_skipped_validation(compile_package, host, rng):
+    path = compile_package("decode", heads=3, latent_dim=LATENT,
+                           rope_dim=ROPE, page_size=16, q_len=1, dtype="bf16")
+    kernel = host.load(path)
+    out = np.full((2, 1, 3, LATENT), 7, np.uint16)
+    lse = np.full((2, 1, 3), 7, np.float32)
+    o2, lse2 = run_decode(kernel, rng, [9, 33], 16, 3, 1, "bf16", out=out,
+                          lse=lse, validate=False)
+    assert o2 is out and lse2 is lse
+
+
+def test_emulator(compile_package, rng):
+    path = compile_package("decode", heads=3, latent_dim=LATENT,
+                           rope_dim=ROPE, page_size=3, q_len=1, dtype="bf16",
+                           target="gfx942-emu")
+    emu = mla.Device("emu", threads=2)
+    assert emu.uses_host_memory
+    kernel = emu.load(path)
+    assert kernel.target == "gfx942-emu"
+    run_decode(kernel, rng, [4, 29, 0], 3, 3, 1, "bf16")
