@@ -42,10 +42,13 @@ static const ArchInfo kArchs[] = {
     // name, kind, warp, shared bytes, matrix instructions, workgroups that
     // fill the chip, triple, cpu, features, grid limits (workgroups per
     // dim, work-items per dim)
+    // host: a workgroup's tiles live on the stack of the thread that runs
+    // it (the caller's or a pool worker's; Linux's default thread stack is
+    // 8 MiB): at most half of that.
     {"host",
      TargetKind::Host,
      1,
-     0,
+     4 * 1024 * 1024,
      {},
      0,
      "x86_64-unknown-linux-gnu",

@@ -519,6 +519,25 @@ struct SelectConfigPass
                        << op.getNumHeads();
         return WalkResult::interrupt();
       }
+      if (arch->kind == TargetKind::Host) {
+        // Host tiles are stack arrays: a workgroup whose tiles exceed the
+        // budget would compile and then overflow the thread's stack.
+        int64_t bytes =
+            decodeTileBytes(op, attr.getTileKv(), attr.getHeadGroup());
+        if (bytes > arch->sharedBytes) {
+          op.emitError() << "the tiles of one host workgroup of this decode ("
+                         << attr.getHeadGroup() * op.getQLen()
+                         << " query rows: q_len " << op.getQLen()
+                         << " x head_group " << attr.getHeadGroup()
+                         << ", tile_kv " << attr.getTileKv() << ") need "
+                         << bytes << " bytes, more than the host's "
+                         << arch->sharedBytes
+                         << " (they live on the stack of the thread running "
+                            "the workgroup); use fewer query tokens per "
+                            "request (q_len)";
+          return WalkResult::interrupt();
+        }
+      }
       if (wgmma == 1 &&
           failed(checkWgmmaRequest(
               op, op.getQ().getType().getElementType(), !op.getMask().empty(),
