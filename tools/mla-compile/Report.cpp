@@ -84,7 +84,7 @@ void fillKvReads(const rt::Manifest &m, const rt::TargetSpec &t,
     k.kvReads = ceilDiv(m.heads, *group);
     k.kvReadsNote = "config: " + std::to_string(m.heads) + " heads / " +
                     "head_group " + std::to_string(*group) +
-                    ", each head group's workgroups read the request's KV "
+                    "; each head group's workgroups read the request's KV "
                     "range";
     return;
   }

@@ -223,12 +223,12 @@ void rooflineJson(json::OStream &j, const Report &r) {
 //===----------------------------------------------------------------------===//
 
 std::string countsText(const IsaCounts &c) {
-  return std::to_string(c.instructions) + " instructions, " +
-         std::to_string(c.mfma) + " MFMA, " + std::to_string(c.bufferLoads) +
-         " buffer loads (" + std::to_string(c.bufferLoadBytes) + " B/lane), " +
-         std::to_string(c.ldsReads) + " LDS reads (" +
+  return plural(c.instructions, "instruction") + ", " + std::to_string(c.mfma) +
+         " MFMA, " + plural(c.bufferLoads, "buffer load") + " (" +
+         std::to_string(c.bufferLoadBytes) + " B/lane), " +
+         plural(c.ldsReads, "LDS read") + " (" +
          std::to_string(c.ldsReadBytes) + " B/lane), " +
-         std::to_string(c.ldsWrites) + " LDS writes (" +
+         plural(c.ldsWrites, "LDS write") + " (" +
          std::to_string(c.ldsWriteBytes) + " B/lane), " +
          std::to_string(c.barriers) + " s_barrier, " +
          std::to_string(c.waitcnt) + " s_waitcnt (" +
@@ -316,9 +316,9 @@ void kernelText(const KernelReport &k, llvm::raw_ostream &os) {
   occupancyText(k, os);
   os << "    KV reads    ";
   if (k.kvReads)
-    os << *k.kvReads << ": " << k.kvReadsNote << "\n";
+    os << *k.kvReads << " (" << k.kvReadsNote << ")\n";
   else
-    os << "unknown: " << k.kvReadsNote << "\n";
+    os << "unknown (" << k.kvReadsNote << ")\n";
   loopText(k, os);
 }
 
