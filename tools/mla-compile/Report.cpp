@@ -93,10 +93,17 @@ void fillKvReads(const rt::Manifest &m, const rt::TargetSpec &t,
                     "ceil(query tokens / tile_q), known at run time";
     return;
   }
-  k.kvReads = 0;
-  k.kvReadsNote = m.kernel == rt::kernels::kAppendKv
-                      ? "writes KV rows, reads none"
-                      : "reads no KV rows";
+  if (m.kernel == rt::kernels::kAppendKv) {
+    k.kvReads = 0;
+    k.kvReadsNote = "writes KV rows, reads none";
+  } else if (m.kernel == rt::kernels::kDecode ||
+             m.kernel == rt::kernels::kPrefill ||
+             m.kernel == rt::kernels::kMerge) {
+    k.kvReads = 0;
+    k.kvReadsNote = "reads no KV rows";
+  } else {
+    k.kvReadsNote = "not known for a kernel of kind '" + m.kernel + "'";
+  }
 }
 
 /// Whether the launch streams keys (a key loop to report).
