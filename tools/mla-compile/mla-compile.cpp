@@ -8,8 +8,11 @@
 //   mla-compile --kernel=merge --heads=16 --v-dim=128 --parts=2 -o m.mlapkg
 //   mla-compile --kernel=append_kv --latent-dim=512 --rope-dim=64 \
 //               --page-size=64 --dtype=bf16 --target=host -o a.mlapkg
+//   mla-compile --kernel=decode --target=gfx942,sm_90a --report[=json]
 //
 //===----------------------------------------------------------------------===//
+#include "Report.h"
+
 #include "mla/Dialect/MLA/IR/MLA.h"
 #include "mla/Kernels/Builders.h"
 #include "mla/Pipelines/Pipelines.h"
@@ -118,6 +121,14 @@ static cl::opt<std::string>
                   "passes; for gfx942-emu the same module as gfx942), llvm "
                   "(optimised LLVM IR), asm, obj (the code object)"),
          cl::init("package"), cl::cat(cat));
+static cl::opt<std::string> report(
+    "report", cl::ValueOptional,
+    cl::desc("Also report, per kernel of the package, what its code object "
+             "says (registers, LDS, scratch, occupancy, KV reads, the AMD key "
+             "loop's instruction counts) and a roofline floor, on standard "
+             "output: --report (text) or --report=json. The package goes to "
+             "-o as without it (no -o: the report alone)"),
+    cl::value_desc("text|json"), cl::init(""), cl::cat(cat));
 static cl::opt<int> emuDropBarrier(
     "emu-drop-barrier",
     cl::desc("AMD emulation targets: remove the N-th gpu.barrier (0-based) "
@@ -255,7 +266,19 @@ checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
                           StringRef(emit)))
     return error("--emit must be one of package, mlir, llvm, asm, obj (got '" +
                  emit + "')");
-  if ((emit == "package" || emit == "obj") && outputFile.empty())
+  if (report.getNumOccurrences() > 0) {
+    if (!llvm::is_contained({"", "text", "json"}, StringRef(report)))
+      return error("--report takes text or json (got '" + report + "')");
+    if (emit != "package")
+      return error("--report describes a package's code objects; it takes "
+                   "--emit=package (the default), not --emit=" +
+                   emit);
+    if (outputFile == "-")
+      return error("--report writes standard output; give the package a "
+                   "file with -o");
+  }
+  bool reportOnly = report.getNumOccurrences() > 0 && emit == "package";
+  if ((emit == "package" || emit == "obj") && outputFile.empty() && !reportOnly)
     return error("-o is required for --emit=" + emit);
   if (emit != "package" && archs.size() != 1)
     return error("--emit=" + emit + " shows one target; give one --target");
@@ -343,6 +366,8 @@ static LogicalResult writeText(StringRef text, StringRef outPath) {
 struct TargetOutput {
   mla::LaunchPlanAttr plan;
   std::vector<uint8_t> bytes;
+  /// With --report, for AMD: the assembly of the same module.
+  std::string assembly;
 };
 
 /// The options every target's compilation reads, read once: in-process lld
@@ -351,6 +376,8 @@ struct TargetOutput {
 struct Knobs {
   std::string outPath, emitKind, perfConfig;
   int emuDropBarrier;
+  /// --report: "" (none), "text" or "json".
+  std::string report;
 };
 
 /// Compiles a copy of `module` for `arch` up to the stage `emitKind` names
@@ -410,18 +437,45 @@ static FailureOr<TargetOutput> compileFor(MLIRContext &context, ModuleOp module,
     if (failed(text))
       return failure();
     out.bytes.assign(text->begin(), text->end());
+    // The report reads the AMD key loop from the assembly of the module
+    // the code object was built from (the same LLVM passes and options).
+    if (!knobs.report.empty() && arch.kind == mla::TargetKind::AMD &&
+        kind == mla::GPUEmit::CodeObject) {
+      FailureOr<std::string> assembly =
+          mla::compileGPU(*copy, arch, mla::GPUEmit::Assembly);
+      if (failed(assembly))
+        return failure();
+      out.assembly = std::move(*assembly);
+    }
   }
   return out;
 }
 
+/// Prints the report of the package on standard output.
+static LogicalResult printReport(const mla::rt::Manifest &manifest,
+                                 ArrayRef<mla::report::TargetCode> targets,
+                                 StringRef format) {
+  llvm::Expected<mla::report::Report> report =
+      mla::report::buildReport(manifest, targets);
+  if (!report)
+    return error("--report: " + llvm::toString(report.takeError()));
+  if (format == "json")
+    mla::report::printReportJson(*report, llvm::outs());
+  else
+    mla::report::printReportText(*report, llvm::outs());
+  llvm::outs().flush();
+  return success();
+}
+
 /// Compiles `module` for every target and writes the package: one code
-/// object each, and the manifest.
+/// object each, and the manifest; with --report, its report.
 static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
                                      ArrayRef<const mla::ArchInfo *> archs,
                                      const Knobs &knobs) {
   std::string header;
   std::string targetBlocks;
   mla::rt::CodeSections sections;
+  std::vector<mla::report::TargetCode> reportTargets;
   for (const mla::ArchInfo *arch : archs) {
     FailureOr<TargetOutput> out =
         compileFor(context, module, *arch, knobs, "package");
@@ -436,6 +490,9 @@ static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
     else if (header != thisHeader)
       return error("targets disagree on the kernel's arguments");
     targetBlocks += manifestTarget(out->plan, targetName);
+    if (!knobs.report.empty())
+      reportTargets.push_back(
+          {arch, targetName, out->bytes, std::move(out->assembly)});
     sections.push_back({"code." + targetName, std::move(out->bytes)});
   }
   // The manifest goes through the runtime's parser, which checks it as
@@ -446,11 +503,15 @@ static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
     return error("internal error: the manifest built for the package does "
                  "not parse: " +
                  manifest.status().message());
-  mla::rt::Status st = mla::rt::writePackage(
-      knobs.outPath, mla::rt::printManifest(*manifest), sections);
-  if (!st.ok())
-    return error(st.message());
-  return success();
+  if (!knobs.outPath.empty()) {
+    mla::rt::Status st = mla::rt::writePackage(
+        knobs.outPath, mla::rt::printManifest(*manifest), sections);
+    if (!st.ok())
+      return error(st.message());
+  }
+  if (knobs.report.empty())
+    return success();
+  return printReport(*manifest, reportTargets, knobs.report);
 }
 
 int main(int argc, char **argv) {
@@ -473,8 +534,12 @@ int main(int argc, char **argv) {
     return 1;
   // In-process lld resets llvm::cl options when it links: read what every
   // target's compilation needs once.
-  const Knobs knobs{outputFile.getValue(), emit.getValue(),
-                    perfConfig.getValue(), emuDropBarrier.getValue()};
+  const Knobs knobs{
+      outputFile.getValue(), emit.getValue(), perfConfig.getValue(),
+      emuDropBarrier.getValue(),
+      report.getNumOccurrences() == 0
+          ? std::string()
+          : (report.empty() ? std::string("text") : report.getValue())};
 
   DialectRegistry registry;
   registerAllDialects(registry);
