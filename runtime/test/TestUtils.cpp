@@ -93,6 +93,29 @@ void mla::rt::test::writeBytes(const std::string &path,
   EXPECT_TRUE(out.good()) << "cannot write " << path;
 }
 
+void mla::rt::test::writeF64Npy(const std::string &path,
+                                const HostTensor &tensor) {
+  // encodeNpy writes the float32 file; its header is rewritten to <f8 and
+  // its data replaced by the widened values (the header keeps its length).
+  HostTensor f32 = HostTensor::allocate(DType::F32, tensor.getShape()).take();
+  ASSERT_TRUE(convertElements(tensor.data(), tensor.getDType(), f32.data(),
+                              DType::F32, tensor.numElements())
+                  .ok());
+  Expected<std::vector<uint8_t>> bytes = encodeNpy(f32.view());
+  ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+  std::vector<uint8_t> out(bytes->begin(), bytes->end() - f32.sizeInBytes());
+  std::string text(out.begin(), out.end());
+  size_t descr = text.find("'<f4'");
+  ASSERT_NE(descr, std::string::npos);
+  out[descr + 3] = '8';
+  for (int64_t i = 0; i < f32.numElements(); ++i) {
+    double value = f32.dataAs<float>()[i];
+    const auto *raw = reinterpret_cast<const uint8_t *>(&value);
+    out.insert(out.end(), raw, raw + sizeof(value));
+  }
+  writeBytes(path, out);
+}
+
 std::vector<uint8_t> mla::rt::test::testKernelCode() {
   static const std::vector<uint8_t> code = readBytes(MLA_TEST_KERNEL_PATH);
   return code;

@@ -61,10 +61,10 @@ Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
 
 files for a decode kernel (B batch, Sq query length, H heads, D = latent_dim
 + rope_dim, Dv = latent_dim, all C-order little-endian .npy version 1.0/2.0):
-  inputs   q.npy            [B, Sq, H, D]          float32 or float16
-           kv.npy           [pages, page_size, D]  float32 or float16
-           block_table.npy  [B, max_pages]         int32
-           seq_lens.npy     [B]                    int32
+  inputs   q.npy            [B, Sq, H, D]          float
+           kv.npy           [pages, page_size, D]  float
+           block_table.npy  [B, max_pages]         int
+           seq_lens.npy     [B]                    int
   outputs  o.npy            [B, Sq, H, Dv]         float32
            lse.npy          [B, Sq, H]             float32 (natural log)
 Every used block_table entry (pages below ceil(seq_len / page_size)) must
@@ -72,11 +72,11 @@ lie in [0, pages), and each seq_len in [0, max_pages * page_size].
 
 files for a prefill kernel (T query rows, Tk key rows, B requests, H heads,
 Dqk = qk_dim, Dv = v_dim):
-  inputs   q.npy            [T, H, Dqk]            float32 or float16
-           k.npy            [Tk, H, Dqk]           float32 or float16
-           v.npy            [Tk, H, Dv]            float32 or float16
-           cu_seqlens_q.npy [B + 1]                int32
-           cu_seqlens_k.npy [B + 1]                int32
+  inputs   q.npy            [T, H, Dqk]            float
+           k.npy            [Tk, H, Dqk]           float
+           v.npy            [Tk, H, Dv]            float
+           cu_seqlens_q.npy [B + 1]                int
+           cu_seqlens_k.npy [B + 1]                int
   outputs  o.npy            [T, H, Dv]             float32
            lse.npy          [H, T]                 float32 (natural log)
 Request b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] of q, its
@@ -85,15 +85,15 @@ at 0, never decrease and end at T (resp. Tk). Causal kernels align the mask
 bottom-right; a query that sees no key gets o = 0, lse = -inf.
 
 files for a merge kernel (N = parts partial results of T query rows):
-  inputs   o_parts.npy      [N, T, H, Dv]          float32
-           lse_parts.npy    [N, H, T]              float32 (-inf: empty part)
+  inputs   o_parts.npy      [N, T, H, Dv]          float
+           lse_parts.npy    [N, H, T]              float (-inf: empty part)
   outputs  o.npy            [T, H, Dv]             float32
            lse.npy          [H, T]                 float32
 
 files for an append_kv kernel (T new tokens, D = latent_dim + rope_dim):
-  inputs   kv_new.npy       [T, D]                 float32 or float16
-           slot_mapping.npy [T]                    int32
-           kv.npy           [pages, page_size, D]  float32 or float16
+  inputs   kv_new.npy       [T, D]                 float
+           slot_mapping.npy [T]                    int
+           kv.npy           [pages, page_size, D]  float
   outputs  kv.npy           [pages, page_size, D]  float32: kv with row t of
                                                    kv_new at slot_mapping[t]
 Slot s is row s % page_size of page s / page_size; -1 skips the token; any
@@ -103,7 +103,11 @@ Any other memref argument of the kernel (the inputs of a variant's regions,
 e.g. the per-head logits of an attention sink, role "sinks") is read from
 ROLE.npy as well; docs/Variants.md lists them for the examples.
 
-Float inputs are converted to the kernel's dtype (round to nearest even).
+Input types: "float" is float64 (numpy's default), float32 or float16,
+converted to the argument's dtype, rounded once to nearest even; "int" is
+int64 (numpy's default) or int32, converted to the argument's integer type
+(an int64 value outside the int32 range is an error naming the file, the
+element and the value).
 Dims fixed by the package's manifest must match it exactly.
 
 On success mla-run prints one line: "kernel time: T ms (median of N runs)".
@@ -299,47 +303,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
   return options;
 }
 
-const char *npyTypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "float32";
-  case DType::F16:
-    return "float16";
-  case DType::I32:
-    return "int32";
-  case DType::I64:
-    return "int64";
-  case DType::BF16:
-    return "bfloat16";
-  }
-  return "?";
-}
-
 /// Reads DIR/<role>.npy and converts it to the argument's dtype: floats
-/// from float32/float16, integers only from the same integer type.
+/// from float64/float32/float16, integers from int64/int32 (int64 to int32
+/// only when every value fits).
 Expected<HostTensor> readInput(const std::string &dir, const ManifestArg &arg) {
-  std::string path = dir + "/" + arg.role + ".npy";
-  Expected<HostTensor> file = readNpy(path);
-  if (!file.ok())
-    return file;
-  DType have = file->getDType();
-  if (isFloatingPoint(arg.dtype) ? !isFloatingPoint(have) : have != arg.dtype)
-    return usageError(path + ": expected " +
-                      (isFloatingPoint(arg.dtype)
-                           ? std::string("float32 or float16")
-                           : std::string(npyTypeName(arg.dtype))) +
-                      " data, got " + npyTypeName(have));
-  if (have == arg.dtype)
-    return file;
-  Expected<HostTensor> converted =
-      HostTensor::allocate(arg.dtype, file->getShape());
-  if (!converted.ok())
-    return converted;
-  if (Status status = convertElements(file->data(), have, converted->data(),
-                                      arg.dtype, file->numElements());
-      !status.ok())
-    return status.withContext(path);
-  return converted;
+  return readNpyAs(dir + "/" + arg.role + ".npy", arg.dtype);
 }
 
 /// An output of the manifest's shape, dynamic dims taken from the inputs
