@@ -131,6 +131,8 @@ static Status validateDecodeArgs(const Manifest &m,
   const TensorView &seqLens = tensorOf(m, args, roles::kSeqLens);
   const TensorView &o = tensorOf(m, args, roles::kO);
   const TensorView &lse = tensorOf(m, args, roles::kLse);
+  if (Status s = checkScale(m, args); !s.ok())
+    return s;
 
   int64_t batch = q.shape[0];
   std::pair<const char *, const TensorView *> batched[] = {

@@ -6,6 +6,7 @@
 #include "KernelKinds.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 using namespace mla::rt;
@@ -449,6 +450,9 @@ Kernel::bindDecode(const DecodeArgs &args) const {
     return Status::error(ErrorCode::Unsupported,
                          "launchDecode needs a 'decode' kernel, this one is '" +
                              manifest.kernel + "'");
+  if (std::isnan(args.scale))
+    return argError("scale: not set (DecodeArgs::scale starts as NaN, not a "
+                    "default value: set the softmax scale the model uses)");
   // The decode rules guarantee a floating-point scale.
   Scalar scale =
       Scalar::ofFloat(manifest.findArg(roles::kScale)->dtype, args.scale);

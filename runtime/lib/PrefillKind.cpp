@@ -72,6 +72,8 @@ Status mla::rt::checkPrefillManifest(const Manifest &m) {
 Status mla::rt::validatePrefillArgs(const Manifest &m,
                                     const std::vector<ArgValue> &args,
                                     const std::vector<const void *> &hostData) {
+  if (Status s = checkScale(m, args); !s.ok())
+    return s;
   std::vector<RoleRule> roles = prefillRoles(m);
   for (const RoleRule &rule : roles)
     if (kindRoles(KernelKind::Prefill).find(rule.role)->argKind ==

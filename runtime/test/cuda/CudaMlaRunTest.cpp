@@ -119,7 +119,7 @@ TEST_F(CudaMlaRunTest, BenchOnTheCudaDevice) {
   ToolResult result =
       runTool(MLA_BENCH_PATH,
               {package, "--device=cuda", "--batch", "5", "--seq-len", "40",
-               "--iters=3", "--warmup=2", "--csv", csv},
+               "--iters=3", "--warmup=2", "--csv", csv, "--scale=default"},
               {std::string("MLA_CUDA_DRIVER=") + MLA_TEST_CUDA_DRIVER});
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.out.rfind("mla-bench: package=decode.mlapkg device=cuda:0 "
