@@ -166,6 +166,7 @@ private:
   Status parseLine(const Tokens &tokens);
   Status parseVersion(const Tokens &tokens);
   Status parseHeaderKey(const Tokens &tokens);
+  Status parseCompiler(const Tokens &tokens);
   Status parseConfig(const Tokens &tokens);
   Status parseArg(const Tokens &tokens);
   Status parseTarget(const Tokens &tokens);
@@ -248,6 +249,8 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
     return parseTarget(tokens);
   if (key == "config")
     return parseConfig(tokens);
+  if (key == "compiler")
+    return parseCompiler(tokens);
   if (key == "kernel" || key == "function" || findHeaderKey(key))
     return parseHeaderKey(tokens);
   if (key == "workspace" || key == "launch" || key == "max-bytes" ||
@@ -310,6 +313,18 @@ Status ManifestParser::parseHeaderKey(const Tokens &tokens) {
   if (header->field == &Manifest::causal && *count > 1)
     return error("'causal' must be 0 or 1, got " + quoted(value));
   manifest.*header->field = *count;
+  return Status::success();
+}
+
+Status ManifestParser::parseCompiler(const Tokens &tokens) {
+  auto [it, inserted] = headerLines.emplace("compiler", line);
+  if (!inserted)
+    return error("duplicate 'compiler' (first on line " +
+                 std::to_string(it->second) + ")");
+  if (tokens.size() < 2)
+    return error("expected 'compiler TEXT ...'");
+  for (size_t i = 1; i < tokens.size(); ++i)
+    manifest.compiler += (i > 1 ? " " : "") + std::string(tokens[i]);
   return Status::success();
 }
 
@@ -736,6 +751,8 @@ std::string mla::rt::printManifest(const Manifest &m) {
   std::string out = "mla-manifest " + std::to_string(kManifestVersion) + "\n";
   out += "kernel " + m.kernel + "\n";
   out += "function " + m.function + "\n";
+  if (!m.compiler.empty())
+    out += "compiler " + m.compiler + "\n";
   for (const HeaderKey &key : kHeaderKeys) {
     if (!key.field) { // dtype
       if (m.dtype)

@@ -338,6 +338,13 @@ INSTANTIATE_TEST_SUITE_P(
                     "non-negative integer nor '?'"},
         BadManifest{"arg_bad_role", edited("arg 6 lse", "arg 6 l-se"),
                     "manifest line 17: arg role 'l-se' is not an identifier"},
+        BadManifest{"compiler_without_text",
+                    edited("function decode\n", "function decode\ncompiler\n"),
+                    "manifest line 4: expected 'compiler TEXT ...'"},
+        BadManifest{"compiler_twice",
+                    edited("function decode\n",
+                           "function decode\ncompiler a 1\ncompiler b\n"),
+                    "manifest line 5: duplicate 'compiler' (first on line 4)"},
         BadManifest{"arg_duplicate_role", edited("arg 6 lse", "arg 6 o"),
                     "manifest line 17: duplicate arg role 'o' (first on line "
                     "16)"},
@@ -601,6 +608,7 @@ public:
   void manifest(const Manifest &a, const Manifest &b) {
     field("kernel", a.kernel, b.kernel);
     field("function", a.function, b.function);
+    field("compiler", a.compiler, b.compiler);
     field("dtype", a.dtype, b.dtype);
     field("heads", a.heads, b.heads);
     field("qLen", a.qLen, b.qLen);
@@ -774,6 +782,7 @@ end-target
 const char *const kCanonicalEverything = R"(mla-manifest 1
 kernel custom
 function attention
+compiler mla-compile 1.0.0 LLVM 22.1.8
 causal 0
 dtype f16
 heads 8
@@ -1014,6 +1023,8 @@ TEST(ManifestPrintTest, PrintsEveryField) {
   const std::vector<Change> changes = {
       {"kernel", [](Manifest &m) { m.kernel = "custom2"; }},
       {"function", [](Manifest &m) { m.function = "other"; }},
+      {"compiler", [](Manifest &m) { m.compiler = "mla-compile 2.0.0"; }},
+      {"no compiler", [](Manifest &m) { m.compiler.clear(); }},
       {"dtype", [](Manifest &m) { m.dtype = DType::BF16; }},
       {"no dtype", [](Manifest &m) { m.dtype.reset(); }},
       {"heads", [](Manifest &m) { m.heads = 3; }},

@@ -2,6 +2,7 @@
 //
 // mla-run PKG --inputs DIR --outputs DIR [--scale X] [--device=NAME]
 //         [--threads=N] [--repeat=N]
+// mla-run --info PKG
 //
 // Reads the kernel's input roles from DIR/<role>.npy, runs the kernel on the
 // host or a GPU (inputs uploaded, outputs downloaded), writes its output
@@ -11,6 +12,8 @@
 // file. docs/FileContract.md is the contract.
 //
 //===----------------------------------------------------------------------===//
+
+#include "PackageInfo.h"
 
 #include "mla/runtime/Kinds.h"
 #include "mla/runtime/Runtime.h"
@@ -35,6 +38,7 @@ namespace {
 
 const char *const kHelp =
     R"help(usage: mla-run PKG --inputs DIR --outputs DIR [--scale X] [options]
+       mla-run --info PKG
 
 Runs the kernel of the mla package PKG on .npy inputs and writes .npy outputs.
 Kernel kinds: decode, prefill, merge, append_kv (the package's manifest says
@@ -55,6 +59,9 @@ options:
                    cores)
   --repeat=N       run the kernel N >= 1 times and report the median time
                    (default: 1)
+  --info           print what the package's manifest says (kind, compiler,
+                   arguments, targets with their config, workspaces,
+                   launches and grids) and exit; loads and runs nothing
   --help           print this help and exit
   --version        print the mla version and package format and exit
 Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
@@ -214,6 +221,9 @@ struct Options {
   int repeat = 1;
   bool help = false;
   bool version = false;
+  bool info = false;
+  /// The value options given, for --info's check.
+  std::vector<std::string> given;
 };
 
 Status usageError(const std::string &message) {
@@ -243,6 +253,10 @@ Expected<Options> parseOptions(int argc, char **argv) {
       options.version = true;
       return options;
     }
+    if (arg == "--info") {
+      options.info = true;
+      continue;
+    }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
       if (!arg.empty() && arg[0] == '-')
         return usageError("unknown option '" + arg + "' (see --help)");
@@ -264,6 +278,7 @@ Expected<Options> parseOptions(int argc, char **argv) {
     }
     if (value.empty())
       return usageError("option " + name + " needs a value");
+    options.given.push_back(name);
     if (name == "--inputs") {
       options.inputs = value;
     } else if (name == "--outputs") {
@@ -296,6 +311,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
     return usageError("unexpected argument '" + positional[1] +
                       "' (only one package)");
   options.package = positional[0];
+  if (options.info && !options.given.empty())
+    return usageError("--info prints the package and runs nothing: " +
+                      options.given[0] + " does not apply");
+  if (options.info)
+    return options;
   if (options.inputs.empty())
     return usageError("missing required option --inputs");
   if (options.outputs.empty())
@@ -582,6 +602,10 @@ Status run(const Options &options) {
   Expected<Package> package = readPackage(options.package);
   if (!package.ok())
     return package.status();
+  if (options.info) {
+    std::fputs(describePackage(options.package, *package).c_str(), stdout);
+    return Status::success();
+  }
   const Manifest &manifest = package->manifest;
   DType scaleType;
   Expected<KindFiles> files = filesFor(manifest, options, scaleType);

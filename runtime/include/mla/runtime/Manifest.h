@@ -114,6 +114,10 @@ struct Manifest {
   std::string kernel;
   /// `function NAME`: the source-level kernel function.
   std::string function;
+  /// `compiler TEXT ...`: what wrote the package, e.g. "mla-compile 1.0.0
+  /// LLVM 22.1.8" (informational: its tokens joined by single spaces);
+  /// empty when the manifest has no such line.
+  std::string compiler;
   /// Header values; heads/qLen/latentDim/ropeDim/pageSize are -1 when the
   /// key is absent. `q_len 0` and `page_size 0` mean dynamic.
   std::optional<DType> dtype;
@@ -152,6 +156,7 @@ Expected<Manifest> parseManifest(std::string_view text);
 ///   mla-manifest 1
 ///   kernel KIND
 ///   function NAME
+///   compiler TEXT              (when m.compiler is not empty)
 ///   the header keys present, sorted by name: causal dtype heads latent_dim
 ///     page_size parts q_len qk_dim rope_dim v_dim
 ///   config KEY=VALUE ...       (when m.config is not empty; keys sorted)
