@@ -411,6 +411,7 @@ Status ManifestParser::parseTarget(const Tokens &tokens) {
   TargetSpec target;
   target.name = tokens[1];
   target.section = tokens[2];
+  target.line = line;
   manifest.targets.push_back(std::move(target));
   openTarget = &manifest.targets.back();
   openTargetLine = line;
@@ -429,6 +430,7 @@ Status ManifestParser::parseWorkspace(const Tokens &tokens) {
                  " (workspaces continue the arg numbering)");
   WorkspaceSpec workspace;
   workspace.index = static_cast<int>(*index);
+  workspace.line = line;
   Expected<DType> dtype = parseDTypeToken(tokens[2]);
   if (!dtype.ok())
     return dtype.status();
@@ -450,6 +452,7 @@ Status ManifestParser::parseLaunch(const Tokens &tokens) {
     return error("launch entry " + quoted(tokens[1]) + " is not an identifier");
   LaunchSpec launch;
   launch.entry = tokens[1];
+  launch.line = line;
   size_t numIndices = manifest.args.size() + openTarget->workspaces.size();
   for (std::string_view item : splitCommas(tokens[3])) {
     std::optional<int64_t> index = parseNonNegative(item);

@@ -76,7 +76,7 @@ std::string mla::rt::test::decodeManifest(const DecodeShape &s) {
          "\n"
          "launch " +
          entry +
-         "_k1 args 7,8,5,6 grid arg0.0,1,arg0.2\n"
+         "_k1 args 7,8,5,6 grid arg0.0,arg0.1,arg0.2\n"
          "end-target\n";
 }
 
@@ -91,6 +91,26 @@ void mla::rt::test::writeBytes(const std::string &path,
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
   EXPECT_TRUE(out.good()) << "cannot write " << path;
+}
+
+std::vector<uint8_t> mla::rt::test::rawPackageBytes(
+    const std::vector<std::pair<std::string, std::string>> &sections,
+    uint32_t version) {
+  std::vector<uint8_t> out = {'M', 'L', 'A', 'P', 'K', 'G', 0, 1};
+  auto put = [&](uint64_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i)
+      out.push_back(static_cast<uint8_t>(value >> (8 * i)));
+  };
+  put(version, 4);
+  put(sections.size(), 4);
+  for (const auto &[name, data] : sections) {
+    put(name.size(), 4);
+    out.insert(out.end(), name.begin(), name.end());
+    put(data.size(), 8);
+    out.insert(out.end(), data.begin(), data.end());
+  }
+  put(fnv1a64(out.data(), out.size()), 8);
+  return out;
 }
 
 void mla::rt::test::writeF64Npy(const std::string &path,

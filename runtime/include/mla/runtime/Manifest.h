@@ -62,6 +62,8 @@ struct WorkspaceSpec {
   int index = 0;
   DType dtype = DType::F32;
   std::vector<DimExpr> dims;
+  /// 1-based manifest line, for messages.
+  int line = 0;
 };
 
 /// Most threads a `block` may have (its product), on every GPU target.
@@ -77,6 +79,8 @@ struct LaunchSpec {
   std::array<int64_t, 3> block = {1, 1, 1};
   /// Dynamic shared memory bytes per workgroup (GPU targets).
   int64_t sharedBytes = 0;
+  /// 1-based manifest line, for messages.
+  int line = 0;
 };
 
 /// `max-bytes INDEX BYTES`: argument or workspace INDEX may span at most
@@ -95,7 +99,8 @@ struct TargetSpec {
   std::string name;
   std::string section;
   /// `config KEY=VALUE ...` inside the block: the compiler's choices for
-  /// this target (informational, like Manifest::config).
+  /// this target. The kind's plan reads some (decode: kv_splits,
+  /// head_group; prefill: tile_q), falling back to Manifest::config.
   std::map<std::string, std::string> config;
   /// Indices continue the arg numbering: workspaces[i].index ==
   /// args.size() + i.
@@ -104,6 +109,8 @@ struct TargetSpec {
   std::vector<LaunchSpec> launches;
   /// Size limits, in manifest order, at most one per index.
   std::vector<MaxBytesSpec> maxBytes;
+  /// 1-based manifest line of the `target` line, for messages.
+  int line = 0;
 
   /// nullptr when INDEX has no limit.
   const MaxBytesSpec *findMaxBytes(int index) const;
@@ -132,7 +139,8 @@ struct Manifest {
   int64_t vDim = -1;
   int64_t causal = -1;
   int64_t parts = -1;
-  /// `config key=value ...` (compiler tuning choices, informational).
+  /// `config key=value ...` (compiler tuning choices): the defaults of the
+  /// targets' configs.
   std::map<std::string, std::string> config;
   std::vector<ManifestArg> args;
   std::vector<TargetSpec> targets;
