@@ -1,10 +1,10 @@
 //===- Arch.cpp - the target table ----------------------------------------===//
 #include "mla/Target/Arch.h"
+#include "mla/runtime/GridLimits.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
-#include <limits>
 #include <string>
 
 namespace mla {
@@ -22,21 +22,19 @@ static const MatrixInstrId kCdna4[] = {
     I::MfmaF32M16N16K16BF16, I::MfmaF32M16N16K16F16,  I::MfmaF32M32N32K8BF16,
     I::MfmaF32M32N32K8F16,   I::MfmaF32M16N16K32BF16, I::MfmaF32M16N16K32F16};
 
-// Grid limits, in workgroups per dim and work-items per dim.
-// The host's thread pool counts workgroups in int64_t.
-constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
-constexpr std::array<int64_t, 3> kHostGrid = {kI64Max, kI64Max, kI64Max};
-// CUDA: gridDim.x up to 2^31-1, gridDim.y and gridDim.z up to 65535 (the
-// CUDA C++ Programming Guide's compute-capability table, sm_30 onwards);
-// no separate work-item limit.
-constexpr std::array<int64_t, 3> kCudaGrid = {(int64_t{1} << 31) - 1, 65535,
-                                              65535};
-// HSA: the AQL dispatch packet's grid_size_x/y/z are 32-bit counts of
-// work-items, so workgroups x workgroup size <= 2^32-1 along each dim
-// (HIP's gridDim is a 32-bit count of workgroups).
-constexpr int64_t kHsaGridItems = (int64_t{1} << 32) - 1;
-constexpr std::array<int64_t, 3> kHsaGrid = {kHsaGridItems, kHsaGridItems,
-                                             kHsaGridItems};
+// Grid limits, in workgroups per dim and work-items per dim: the runtime's
+// table (mla/runtime/GridLimits.h), which checks the grids it computes at
+// launch against the same numbers.
+constexpr std::array<int64_t, 3> kHostGrid =
+    mla::rt::kHostGridLimits.maxWorkgroups;
+constexpr std::array<int64_t, 3> kCudaGrid =
+    mla::rt::kCudaGridLimits.maxWorkgroups;
+constexpr std::array<int64_t, 3> kHsaGrid =
+    mla::rt::kHsaGridLimits.maxWorkgroups;
+constexpr int64_t kHsaGridItems = mla::rt::kHsaGridLimits.maxWorkItems;
+static_assert(mla::rt::kHostGridLimits.maxWorkItems == 0 &&
+                  mla::rt::kCudaGridLimits.maxWorkItems == 0,
+              "ArchInfo gives host and CUDA targets no work-item limit");
 
 static const ArchInfo kArchs[] = {
     // name, kind, warp, shared bytes, matrix instructions, workgroups that

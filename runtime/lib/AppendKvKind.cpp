@@ -11,6 +11,7 @@
 
 #include "KernelKinds.h"
 #include "KindChecks.h"
+#include "KindPlans.h"
 
 using namespace mla::rt;
 using namespace mla::rt::kinds;
@@ -27,14 +28,35 @@ std::vector<RoleRule> appendKvRoles(const Manifest &m) {
   };
 }
 
+bool anyRole(const KindRole &) { return true; }
+
+/// What every append_kv target runs: one launch over the new tokens; no
+/// workspace.
+Expected<plans::KindPlan> appendKvPlan(const Manifest &m, const TargetSpec &) {
+  using plans::SizeRule;
+  plans::KindPlan plan;
+  plan.symbols = {{"new tokens", {{Role::KvNew, 0}, {Role::SlotMapping, 0}}}};
+  plan.launches = {
+      {{SizeRule::symbolOf(0, "new tokens"), SizeRule::constantOf(1, "one"),
+        SizeRule::constantOf(1, "one")},
+       plans::rolesOf(m, KernelKind::AppendKv, anyRole, true),
+       {},
+       "the copy of each new token's row"},
+  };
+  return plan;
+}
+
 } // namespace
 
 Status mla::rt::checkAppendKvManifest(const Manifest &m) {
-  return checkManifestRoles(m, KernelKind::AppendKv,
-                            {{"latent_dim", m.latentDim},
-                             {"rope_dim", m.ropeDim},
-                             {"page_size", m.pageSize}},
-                            appendKvRoles(m));
+  if (Status s = checkManifestRoles(m, KernelKind::AppendKv,
+                                    {{"latent_dim", m.latentDim},
+                                     {"rope_dim", m.ropeDim},
+                                     {"page_size", m.pageSize}},
+                                    appendKvRoles(m));
+      !s.ok())
+    return s;
+  return plans::checkTargetPlans(m, appendKvPlan);
 }
 
 Status

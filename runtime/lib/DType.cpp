@@ -174,3 +174,32 @@ Status mla::rt::convertElements(const void *src, DType srcType, void *dst,
     static_cast<int32_t *>(dst)[i] = static_cast<int32_t>(in[i]);
   return Status::success();
 }
+
+/// `value` as a float32 rounded to odd: truncated towards zero, with the
+/// lowest mantissa bit set when that lost anything. Rounding this to a type
+/// at least two bits narrower (bf16, f16) to nearest even gives the same
+/// result as rounding `value` directly.
+static float roundToOddFloat(double value) {
+  if (std::isnan(value))
+    return std::numeric_limits<float>::quiet_NaN();
+  float rounded = static_cast<float>(value);
+  if (static_cast<double>(rounded) == value)
+    return rounded;
+  if (std::isinf(rounded) ||
+      std::fabs(static_cast<double>(rounded)) > std::fabs(value))
+    rounded = std::nextafter(rounded, 0.0f);
+  return bitsToFloat(floatBits(rounded) | 1u);
+}
+
+Status mla::rt::convertF64Elements(const double *src, void *dst, DType dstType,
+                                   size_t count) {
+  if (!isFloatingPoint(dstType))
+    return Status::error(ErrorCode::InvalidArgument,
+                         std::string("cannot convert f64 elements to ") +
+                             dtypeName(dstType));
+  for (size_t i = 0; i < count; ++i)
+    storeFloat(dst, dstType, i,
+               dstType == DType::F32 ? static_cast<float>(src[i])
+                                     : roundToOddFloat(src[i]));
+  return Status::success();
+}

@@ -9,6 +9,7 @@
 
 #include "KernelKinds.h"
 #include "KindChecks.h"
+#include "KindPlans.h"
 
 #include <array>
 #include <cstdint>
@@ -53,6 +54,80 @@ std::vector<std::pair<int64_t, const char *>> expectedDims(const Manifest &m,
   default:
     return {};
   }
+}
+
+bool isInputRole(const KindRole &role) { return role.isInput(); }
+bool isOutputRole(const KindRole &role) { return role.isOutput(); }
+
+/// What every decode target runs (docs/Architecture.md, "Decode: what
+/// mla-tile builds"): the partial results of kv_splits key ranges per
+/// request and head group, in two f32 workspaces, then their merge per
+/// request, query and head. kv_splits and head_group come from the config;
+/// a package without them (written before targets had a `config` line)
+/// leaves them free, and its sizes must still agree with each other.
+Expected<plans::KindPlan> decodePlan(const Manifest &m,
+                                     const TargetSpec &target) {
+  using plans::SizeRule;
+  plans::KindPlan plan;
+  enum { Batch, QLen, Heads, Latent };
+  plan.symbols = {
+      {"batch",
+       {{Role::Q, 0},
+        {Role::BlockTable, 0},
+        {Role::SeqLens, 0},
+        {Role::O, 0},
+        {Role::Lse, 0}}},
+      {"q_len", {{Role::Q, 1}, {Role::O, 1}, {Role::Lse, 1}}, m.qLen},
+      {"heads", {{Role::Q, 2}, {Role::O, 2}, {Role::Lse, 2}}, m.heads},
+      {"latent_dim", {{Role::O, 3}}, m.latentDim},
+  };
+  if (m.qLen == 0)
+    plan.symbols[QLen].value = -1;
+  Expected<std::optional<int64_t>> splits =
+      plans::configValue(m, target, "kv_splits", 1, INT32_MAX);
+  if (!splits.ok())
+    return splits.status();
+  Expected<std::optional<int64_t>> group =
+      plans::configValue(m, target, "head_group", 1, m.heads);
+  if (!group.ok())
+    return group.status();
+  SizeRule s = SizeRule::constantOf(splits->value_or(0), "kv_splits");
+  if (!*splits) {
+    plan.freeConstants.push_back({"kv_splits", 1, INT32_MAX});
+    s = SizeRule::freeOf(0, "kv_splits");
+  }
+  SizeRule groups = SizeRule::freeOf(
+      static_cast<int>(plan.freeConstants.size()), "ceil(heads / head_group)");
+  if (*group)
+    groups = SizeRule::constantOf((m.heads + **group - 1) / **group,
+                                  "ceil(heads / head_group) = ceil(" +
+                                      std::to_string(m.heads) + " / " +
+                                      std::to_string(**group) + ")");
+  else
+    plan.freeConstants.push_back({"ceil(heads / head_group)", 1, m.heads});
+  SizeRule batch = SizeRule::symbolOf(Batch, "the batch");
+  SizeRule qLen = SizeRule::symbolOf(QLen, "q_len");
+  SizeRule heads = SizeRule::symbolOf(Heads, "heads");
+  SizeRule latent = SizeRule::symbolOf(Latent, "latent_dim");
+  plan.workspaces = {
+      {DType::F32,
+       {batch, qLen, heads, s, latent},
+       "o_part [batch, q_len, heads, kv_splits, latent_dim]"},
+      {DType::F32,
+       {batch, qLen, heads, s},
+       "lse_part [batch, q_len, heads, kv_splits]"},
+  };
+  plan.launches = {
+      {{batch, groups, s},
+       plans::rolesOf(m, KernelKind::Decode, isInputRole, true),
+       {0, 1},
+       "the partial results per request, head group and KV split"},
+      {{batch, qLen, heads},
+       plans::rolesOf(m, KernelKind::Decode, isOutputRole, false),
+       {0, 1},
+       "the merge of the splits per request, query and head"},
+  };
+  return plan;
 }
 
 } // namespace
@@ -119,7 +194,7 @@ static Status checkDecodeManifest(const Manifest &m) {
                                        ")");
     }
   }
-  return Status::success();
+  return plans::checkTargetPlans(m, decodePlan);
 }
 
 static Status validateDecodeArgs(const Manifest &m,
@@ -131,6 +206,15 @@ static Status validateDecodeArgs(const Manifest &m,
   const TensorView &seqLens = tensorOf(m, args, roles::kSeqLens);
   const TensorView &o = tensorOf(m, args, roles::kO);
   const TensorView &lse = tensorOf(m, args, roles::kLse);
+  if (Status s = checkScale(m, args); !s.ok())
+    return s;
+  // The manifest may leave them '?'; the code and the plan are the
+  // header's.
+  if (m.qLen > 0)
+    if (Status s = checkDim(roles::kQ, q, 1, m.qLen, "q_len"); !s.ok())
+      return s;
+  if (Status s = checkDim(roles::kQ, q, 2, m.heads, "heads"); !s.ok())
+    return s;
 
   int64_t batch = q.shape[0];
   std::pair<const char *, const TensorView *> batched[] = {

@@ -2,10 +2,12 @@
 
 #include "mla/runtime/Kernel.h"
 #include "mla/runtime/Device.h"
+#include "mla/runtime/GridLimits.h"
 
 #include "KernelKinds.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 using namespace mla::rt;
@@ -87,11 +89,32 @@ private:
   std::unique_ptr<DeviceBuffer> buffer;
 };
 
+/// A manifest size for these argument shapes (saturating at INT64_MAX, so
+/// that a size beyond every limit is reported as such).
 int64_t evalDim(const DimExpr &expr, const std::vector<ArgValue> &args) {
   if (expr.isConstant())
     return expr.constant;
-  int64_t v = args[expr.argIndex].tensor().shape[expr.dim] + expr.addend;
-  return v <= 0 ? 0 : (v + expr.divisor - 1) / expr.divisor;
+  int64_t v;
+  if (__builtin_add_overflow(args[expr.argIndex].tensor().shape[expr.dim],
+                             expr.addend, &v))
+    v = expr.addend > 0 ? INT64_MAX : 0;
+  return v <= 0 ? 0 : v / expr.divisor + (v % expr.divisor != 0);
+}
+
+/// Where a grid size comes from, for messages: "x dim 1", "ceil((q dim 0
+/// + 3) / 64)", "cu_seqlens_q dim 0 - 1", "a constant".
+std::string sizeSource(const Manifest &m, const DimExpr &expr) {
+  if (expr.isConstant())
+    return "a constant";
+  std::string out =
+      m.args[expr.argIndex].role + " dim " + std::to_string(expr.dim);
+  if (expr.addend)
+    out += (expr.addend > 0 ? " + " : " - ") +
+           std::to_string(expr.addend > 0 ? expr.addend : -expr.addend);
+  if (expr.divisor == 1)
+    return out;
+  return "ceil(" + (expr.addend ? "(" + out + ")" : out) + " / " +
+         std::to_string(expr.divisor) + ")";
 }
 
 } // namespace
@@ -125,6 +148,10 @@ struct Kernel::Impl {
   /// (laid out by layoutWorkspaces).
   Status checkMaxBytes(const std::vector<ArgValue> &args,
                        const std::vector<TensorView> &workspaces) const;
+  /// The grid of every launch for these argument shapes, each within the
+  /// limits of the target's kind of code (GridLimits.h).
+  Expected<std::vector<Grid>>
+  launchGrids(const std::vector<ArgValue> &args) const;
 };
 
 /// The checks the runtime itself relies on: count, kind, dtype, rank.
@@ -279,6 +306,34 @@ Kernel::Impl::checkMaxBytes(const std::vector<ArgValue> &args,
   return Status::success();
 }
 
+Expected<std::vector<Grid>>
+Kernel::Impl::launchGrids(const std::vector<ArgValue> &args) const {
+  const TargetSpec &spec = target();
+  const GridLimits *limits = gridLimitsOf(spec.name);
+  std::vector<Grid> grids;
+  for (const LaunchSpec &launch : spec.launches) {
+    Grid grid;
+    for (int d = 0; d < 3; ++d) {
+      grid[d] = evalDim(launch.grid[d], args);
+      int64_t max = limits ? limits->maxAlong(d, launch.block[d]) : INT64_MAX;
+      if (grid[d] <= max)
+        continue;
+      bool perItem = limits->maxWorkItems > 0 && launch.block[d] > 1;
+      return argError(
+          "launch '" + launch.entry + "': grid " + "xyz"[d] + " is " +
+          std::to_string(grid[d]) + " (" +
+          sizeSource(manifest, launch.grid[d]) + "), more than the " +
+          std::to_string(max) + " workgroups" +
+          (perItem ? " of " + std::to_string(launch.block[d]) + " work-items"
+                   : std::string()) +
+          " target '" + spec.name + "' can launch (" + limits->what +
+          "); nothing was launched");
+    }
+    grids.push_back(grid);
+  }
+  return grids;
+}
+
 const Manifest &Kernel::getManifest() const { return impl->manifest; }
 
 const TargetSpec &Kernel::getTarget() const { return impl->target(); }
@@ -295,7 +350,9 @@ Status Kernel::validate(const std::vector<ArgValue> &args,
   Expected<size_t> totalBytes = impl->layoutWorkspaces(args, layout);
   if (!totalBytes.ok())
     return totalBytes.status();
-  return impl->checkMaxBytes(args, layout);
+  if (Status status = impl->checkMaxBytes(args, layout); !status.ok())
+    return status;
+  return impl->launchGrids(args).status();
 }
 
 Expected<size_t>
@@ -345,9 +402,13 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
   if (!totalBytes.ok())
     return totalBytes.status();
   // Even without validation: past the limit the code would address the
-  // wrong memory.
+  // wrong memory, and a grid beyond the device's limits would fail (or run
+  // wrong) after the launches before it.
   if (Status status = k.checkMaxBytes(args, layout); !status.ok())
     return status;
+  Expected<std::vector<Grid>> grids = k.launchGrids(args);
+  if (!grids.ok())
+    return grids.status();
 
   // Where the workspaces live: the caller's buffer, the reserved buffer
   // (asynchronous backends never allocate here) or a pooled one.
@@ -404,8 +465,7 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
                                ? &args[index]
                                : &workspaces[index - args.size()]);
     LaunchConfig config;
-    for (int d = 0; d < 3; ++d)
-      config.grid[d] = evalDim(spec.grid[d], args);
+    config.grid = (*grids)[l];
     config.block = spec.block;
     config.sharedBytes = spec.sharedBytes;
     config.stream = options.stream;
@@ -449,6 +509,9 @@ Kernel::bindDecode(const DecodeArgs &args) const {
     return Status::error(ErrorCode::Unsupported,
                          "launchDecode needs a 'decode' kernel, this one is '" +
                              manifest.kernel + "'");
+  if (std::isnan(args.scale))
+    return argError("scale: not set (DecodeArgs::scale starts as NaN, not a "
+                    "default value: set the softmax scale the model uses)");
   // The decode rules guarantee a floating-point scale.
   Scalar scale =
       Scalar::ofFloat(manifest.findArg(roles::kScale)->dtype, args.scale);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <cstring>
 
 using namespace mla::rt;
 using namespace mla::rt::kinds;
@@ -16,6 +18,29 @@ int64_t kinds::readIndex(const void *data, DType dtype, int64_t i) {
   if (dtype == DType::I64)
     return static_cast<const int64_t *>(data)[i];
   return static_cast<const int32_t *>(data)[i];
+}
+
+Status kinds::checkScale(const Manifest &m, const std::vector<ArgValue> &args) {
+  const ManifestArg *arg = m.findArg(roles::kScale);
+  const Scalar &scale = args[arg->index].scalar();
+  float value;
+  switch (scale.getDType()) {
+  case DType::BF16:
+    value = bf16ToFloat(*static_cast<const uint16_t *>(scale.data()));
+    break;
+  case DType::F16:
+    value = f16ToFloat(*static_cast<const uint16_t *>(scale.data()));
+    break;
+  default:
+    std::memcpy(&value, scale.data(), sizeof(value));
+  }
+  if (std::isfinite(value))
+    return Status::success();
+  return argError(std::string("scale: ") +
+                  (std::isnan(value) ? "nan"
+                   : value > 0       ? "inf"
+                                     : "-inf") +
+                  " is not a finite number (the softmax scale)");
 }
 
 namespace {

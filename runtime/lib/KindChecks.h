@@ -76,6 +76,10 @@ Status checkHeaderDims(const char *role, const TensorView &t,
 
 int64_t readIndex(const void *data, DType dtype, int64_t i);
 
+/// "scale: nan is not a finite number (the softmax scale)" unless the
+/// kind's scale argument (a floating-point scalar) is finite.
+Status checkScale(const Manifest &m, const std::vector<ArgValue> &args);
+
 Status argError(const std::string &message);
 
 } // namespace mla::rt::kinds

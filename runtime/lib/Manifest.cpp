@@ -166,6 +166,7 @@ private:
   Status parseLine(const Tokens &tokens);
   Status parseVersion(const Tokens &tokens);
   Status parseHeaderKey(const Tokens &tokens);
+  Status parseCompiler(const Tokens &tokens);
   Status parseConfig(const Tokens &tokens);
   Status parseArg(const Tokens &tokens);
   Status parseTarget(const Tokens &tokens);
@@ -248,6 +249,8 @@ Status ManifestParser::parseLine(const Tokens &tokens) {
     return parseTarget(tokens);
   if (key == "config")
     return parseConfig(tokens);
+  if (key == "compiler")
+    return parseCompiler(tokens);
   if (key == "kernel" || key == "function" || findHeaderKey(key))
     return parseHeaderKey(tokens);
   if (key == "workspace" || key == "launch" || key == "max-bytes" ||
@@ -310,6 +313,18 @@ Status ManifestParser::parseHeaderKey(const Tokens &tokens) {
   if (header->field == &Manifest::causal && *count > 1)
     return error("'causal' must be 0 or 1, got " + quoted(value));
   manifest.*header->field = *count;
+  return Status::success();
+}
+
+Status ManifestParser::parseCompiler(const Tokens &tokens) {
+  auto [it, inserted] = headerLines.emplace("compiler", line);
+  if (!inserted)
+    return error("duplicate 'compiler' (first on line " +
+                 std::to_string(it->second) + ")");
+  if (tokens.size() < 2)
+    return error("expected 'compiler TEXT ...'");
+  for (size_t i = 1; i < tokens.size(); ++i)
+    manifest.compiler += (i > 1 ? " " : "") + std::string(tokens[i]);
   return Status::success();
 }
 
@@ -396,6 +411,7 @@ Status ManifestParser::parseTarget(const Tokens &tokens) {
   TargetSpec target;
   target.name = tokens[1];
   target.section = tokens[2];
+  target.line = line;
   manifest.targets.push_back(std::move(target));
   openTarget = &manifest.targets.back();
   openTargetLine = line;
@@ -414,6 +430,7 @@ Status ManifestParser::parseWorkspace(const Tokens &tokens) {
                  " (workspaces continue the arg numbering)");
   WorkspaceSpec workspace;
   workspace.index = static_cast<int>(*index);
+  workspace.line = line;
   Expected<DType> dtype = parseDTypeToken(tokens[2]);
   if (!dtype.ok())
     return dtype.status();
@@ -435,6 +452,7 @@ Status ManifestParser::parseLaunch(const Tokens &tokens) {
     return error("launch entry " + quoted(tokens[1]) + " is not an identifier");
   LaunchSpec launch;
   launch.entry = tokens[1];
+  launch.line = line;
   size_t numIndices = manifest.args.size() + openTarget->workspaces.size();
   for (std::string_view item : splitCommas(tokens[3])) {
     std::optional<int64_t> index = parseNonNegative(item);
@@ -736,6 +754,8 @@ std::string mla::rt::printManifest(const Manifest &m) {
   std::string out = "mla-manifest " + std::to_string(kManifestVersion) + "\n";
   out += "kernel " + m.kernel + "\n";
   out += "function " + m.function + "\n";
+  if (!m.compiler.empty())
+    out += "compiler " + m.compiler + "\n";
   for (const HeaderKey &key : kHeaderKeys) {
     if (!key.field) { // dtype
       if (m.dtype)

@@ -9,6 +9,7 @@
 
 #include "KernelKinds.h"
 #include "KindChecks.h"
+#include "KindPlans.h"
 
 using namespace mla::rt;
 using namespace mla::rt::kinds;
@@ -26,13 +27,40 @@ std::vector<RoleRule> mergeRoles(const Manifest &m) {
   };
 }
 
+bool anyRole(const KindRole &) { return true; }
+
+/// What every merge target runs: one launch over (query row, head); no
+/// workspace.
+Expected<plans::KindPlan> mergePlan(const Manifest &m, const TargetSpec &) {
+  using plans::SizeRule;
+  plans::KindPlan plan;
+  plan.symbols = {
+      {"query rows",
+       {{Role::OParts, 1}, {Role::LseParts, 2}, {Role::O, 0}, {Role::Lse, 1}}},
+      {"heads",
+       {{Role::OParts, 2}, {Role::LseParts, 1}, {Role::O, 1}, {Role::Lse, 0}},
+       m.heads},
+  };
+  plan.launches = {
+      {{SizeRule::symbolOf(0, "query rows"), SizeRule::symbolOf(1, "heads"),
+        SizeRule::constantOf(1, "one")},
+       plans::rolesOf(m, KernelKind::Merge, anyRole, true),
+       {},
+       "the merge per query row and head"},
+  };
+  return plan;
+}
+
 } // namespace
 
 Status mla::rt::checkMergeManifest(const Manifest &m) {
-  return checkManifestRoles(
-      m, KernelKind::Merge,
-      {{"heads", m.heads}, {"v_dim", m.vDim}, {"parts", m.parts}},
-      mergeRoles(m));
+  if (Status s = checkManifestRoles(
+          m, KernelKind::Merge,
+          {{"heads", m.heads}, {"v_dim", m.vDim}, {"parts", m.parts}},
+          mergeRoles(m));
+      !s.ok())
+    return s;
+  return plans::checkTargetPlans(m, mergePlan);
 }
 
 Status mla::rt::validateMergeArgs(const Manifest &m,

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
 using namespace mla::rt;
 
@@ -159,7 +160,40 @@ Status HeaderParser::parse() {
   return Status::success();
 }
 
-Expected<HostTensor> mla::rt::parseNpy(const uint8_t *data, size_t size) {
+namespace {
+
+/// A parsed .npy file: its header and where its data lies in the bytes.
+struct NpyFile {
+  std::string descr;
+  std::vector<int64_t> shape;
+  const uint8_t *data = nullptr;
+  size_t dataSize = 0;
+};
+
+/// The element type of a descr parseNpyAs reads: the runtime's dtypes, and
+/// float64 (kF64, no DType of its own).
+struct NpyType {
+  std::string_view descr;
+  std::optional<DType> dtype; ///< nullopt: float64
+  size_t size;
+  const char *numpyName;
+};
+
+constexpr NpyType kNpyTypes[] = {
+    {"<f8", std::nullopt, 8, "float64"}, {"<f4", DType::F32, 4, "float32"},
+    {"<f2", DType::F16, 2, "float16"},   {"<i8", DType::I64, 8, "int64"},
+    {"<i4", DType::I32, 4, "int32"},
+};
+
+const NpyType *findNpyType(std::string_view descr) {
+  for (const NpyType &type : kNpyTypes)
+    if (type.descr == descr)
+      return &type;
+  return nullptr;
+}
+
+/// Checks the magic, version and header; the dtype is the caller's.
+Expected<NpyFile> parseNpyFile(const uint8_t *data, size_t size) {
   if (size < 10 || std::memcmp(data, kNpyMagic, sizeof(kNpyMagic)) != 0)
     return npyError("not a .npy file (bad magic)");
   int major = data[6], minor = data[7];
@@ -182,33 +216,145 @@ Expected<HostTensor> mla::rt::parseNpy(const uint8_t *data, size_t size) {
       reinterpret_cast<const char *>(data + prefix), headerLength));
   if (Status status = header.parse(); !status.ok())
     return status;
-
-  DType dtype;
-  if (header.descr == "<f4")
-    dtype = DType::F32;
-  else if (header.descr == "<f2")
-    dtype = DType::F16;
-  else if (header.descr == "<i4")
-    dtype = DType::I32;
-  else if (header.descr == "<i8")
-    dtype = DType::I64;
-  else
-    return npyError("unsupported npy dtype '" + header.descr +
-                    "' (supported: little-endian <f4, <f2, <i4, <i8)");
+  NpyFile file;
+  file.descr = header.descr;
+  file.shape = header.shape;
+  file.data = data + prefix + headerLength;
+  file.dataSize = size - prefix - headerLength;
+  if (!findNpyType(file.descr)) // Fortran order is only reported for these.
+    return file;
   if (header.fortranOrder)
     return npyError("Fortran-order arrays are not supported (save the array "
                     "in C order)");
-  Expected<HostTensor> tensor = HostTensor::allocate(dtype, header.shape);
+  return file;
+}
+
+/// Checks that the data holds exactly the shape's elements of `type`.
+Status checkDataSize(const NpyFile &file, const NpyType &type,
+                     int64_t elements) {
+  size_t expected = static_cast<size_t>(elements) * type.size;
+  if (file.dataSize == expected)
+    return Status::success();
+  return npyError("npy data is " + std::to_string(file.dataSize) +
+                  " bytes, expected " + std::to_string(expected) +
+                  " for shape " + shapeToString(file.shape) + " of " +
+                  file.descr);
+}
+
+/// "[1, 2]": the index of element `flat` of `shape`.
+std::string elementIndex(const std::vector<int64_t> &shape, int64_t flat) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return shapeToString(index);
+}
+
+/// Copies integer elements of `from` into `to` (both integer types),
+/// checking that each value fits.
+Status convertIntegers(const NpyFile &file, DType from, HostTensor &to) {
+  int64_t count = to.numElements();
+  if (from == to.getDType()) {
+    if (count)
+      std::memcpy(to.data(), file.data, file.dataSize);
+    return Status::success();
+  }
+  if (from == DType::I32) {
+    for (int64_t i = 0; i < count; ++i) {
+      int32_t value;
+      std::memcpy(&value, file.data + 4 * i, 4);
+      to.dataAs<int64_t>()[i] = value;
+    }
+    return Status::success();
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t value;
+    std::memcpy(&value, file.data + 8 * i, 8);
+    if (value < INT32_MIN || value > INT32_MAX)
+      return npyError("element " + elementIndex(file.shape, i) + " = " +
+                      std::to_string(value) +
+                      " is outside the int32 range [-2147483648, "
+                      "2147483647]");
+    to.dataAs<int32_t>()[i] = static_cast<int32_t>(value);
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Expected<HostTensor> mla::rt::parseNpy(const uint8_t *data, size_t size) {
+  Expected<NpyFile> file = parseNpyFile(data, size);
+  if (!file.ok())
+    return file.status();
+  const NpyType *type = findNpyType(file->descr);
+  if (!type || !type->dtype)
+    return npyError("unsupported npy dtype '" + file->descr +
+                    "' (supported: little-endian <f4, <f2, <i4, <i8)");
+  Expected<HostTensor> tensor = HostTensor::allocate(*type->dtype, file->shape);
   if (!tensor.ok())
     return tensor.status();
-  size_t dataSize = size - prefix - headerLength;
-  if (dataSize != tensor->sizeInBytes())
-    return npyError("npy data is " + std::to_string(dataSize) +
-                    " bytes, expected " +
-                    std::to_string(tensor->sizeInBytes()) + " for shape " +
-                    shapeToString(header.shape) + " of " + header.descr);
-  if (dataSize)
-    std::memcpy(tensor->data(), data + prefix + headerLength, dataSize);
+  if (Status status = checkDataSize(*file, *type, tensor->numElements());
+      !status.ok())
+    return status;
+  if (file->dataSize)
+    std::memcpy(tensor->data(), file->data, file->dataSize);
+  return tensor;
+}
+
+Expected<HostTensor> mla::rt::parseNpyAs(const uint8_t *data, size_t size,
+                                         DType dtype) {
+  Expected<NpyFile> file = parseNpyFile(data, size);
+  if (!file.ok())
+    return file.status();
+  const NpyType *type = findNpyType(file->descr);
+  if (!type)
+    return npyError("unsupported npy dtype '" + file->descr +
+                    "' (supported: little-endian <f8, <f4, <f2, <i8, <i4)");
+  bool fileFloat = !type->dtype || isFloatingPoint(*type->dtype);
+  if (fileFloat != isFloatingPoint(dtype))
+    return npyError(std::string("expected ") +
+                    (isFloatingPoint(dtype)
+                         ? "floating-point data (float64, float32 or float16)"
+                         : "integer data (int64 or int32)") +
+                    " for " + dtypeName(dtype) + ", got " + type->numpyName);
+  Expected<HostTensor> tensor = HostTensor::allocate(dtype, file->shape);
+  if (!tensor.ok())
+    return tensor.status();
+  int64_t count = tensor->numElements();
+  if (Status status = checkDataSize(*file, *type, count); !status.ok())
+    return status;
+  if (!fileFloat) {
+    if (Status status = convertIntegers(*file, *type->dtype, *tensor);
+        !status.ok())
+      return status;
+    return tensor;
+  }
+  // Copied first: the file's bytes need not be aligned for their type.
+  if (!type->dtype) {
+    std::vector<double> f64(static_cast<size_t>(count));
+    if (count)
+      std::memcpy(f64.data(), file->data, file->dataSize);
+    if (Status status =
+            convertF64Elements(f64.data(), tensor->data(), dtype, f64.size());
+        !status.ok())
+      return status;
+    return tensor;
+  }
+  if (*type->dtype == dtype) {
+    if (count)
+      std::memcpy(tensor->data(), file->data, file->dataSize);
+    return tensor;
+  }
+  Expected<HostTensor> raw = HostTensor::allocate(*type->dtype, file->shape);
+  if (!raw.ok())
+    return raw.status();
+  if (count)
+    std::memcpy(raw->data(), file->data, file->dataSize);
+  if (Status status = convertElements(raw->data(), *type->dtype, tensor->data(),
+                                      dtype, static_cast<size_t>(count));
+      !status.ok())
+    return status;
   return tensor;
 }
 
@@ -217,6 +363,16 @@ Expected<HostTensor> mla::rt::readNpy(const std::string &path) {
   if (!bytes.ok())
     return bytes.status();
   Expected<HostTensor> tensor = parseNpy(bytes->data(), bytes->size());
+  if (!tensor.ok())
+    return tensor.status().withContext(path);
+  return tensor;
+}
+
+Expected<HostTensor> mla::rt::readNpyAs(const std::string &path, DType dtype) {
+  Expected<std::vector<uint8_t>> bytes = readFile(path);
+  if (!bytes.ok())
+    return bytes.status();
+  Expected<HostTensor> tensor = parseNpyAs(bytes->data(), bytes->size(), dtype);
   if (!tensor.ok())
     return tensor.status().withContext(path);
   return tensor;

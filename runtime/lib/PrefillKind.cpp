@@ -10,6 +10,7 @@
 
 #include "KernelKinds.h"
 #include "KindChecks.h"
+#include "KindPlans.h"
 
 using namespace mla::rt;
 using namespace mla::rt::kinds;
@@ -58,20 +59,66 @@ Status checkOffsets(const char *role, const void *data, DType dtype, int64_t n,
   return Status::success();
 }
 
+bool anyRole(const KindRole &) { return true; }
+
+/// What every prefill target runs (docs/Architecture.md, "Prefill: what
+/// mla-tile builds"): one launch over (query tile of the whole batch, head,
+/// request), tile_q rows per tile; no workspace. A package without
+/// tile_q in its config leaves it free (the grid's divisor).
+Expected<plans::KindPlan> prefillPlan(const Manifest &m,
+                                      const TargetSpec &target) {
+  using plans::SizeRule;
+  plans::KindPlan plan;
+  enum { Rows, Heads, Offsets };
+  plan.symbols = {
+      {"query rows", {{Role::Q, 0}, {Role::O, 0}, {Role::Lse, 1}}},
+      {"heads",
+       {{Role::Q, 1}, {Role::K, 1}, {Role::V, 1}, {Role::O, 1}, {Role::Lse, 0}},
+       m.heads},
+      {"offsets", {{Role::CuSeqlensQ, 0}, {Role::CuSeqlensK, 0}}},
+  };
+  Expected<std::optional<int64_t>> tileQ =
+      plans::configValue(m, target, "tile_q", 1, INT32_MAX);
+  if (!tileQ.ok())
+    return tileQ.status();
+  SizeRule tiles = SizeRule::symbolOf(Rows, "ceil(query rows / tile_q)", 0,
+                                      tileQ->value_or(1));
+  if (*tileQ) {
+    tiles.what = "ceil(query rows / tile_q) = ceil(query rows / " +
+                 std::to_string(**tileQ) + ")";
+  } else {
+    plan.freeConstants.push_back({"tile_q", 1, INT32_MAX});
+    tiles.freeDivisor = 0;
+  }
+  plan.launches = {
+      {{tiles, SizeRule::symbolOf(Heads, "heads"),
+        SizeRule::symbolOf(Offsets, "the requests (offsets - 1)", -1)},
+       plans::rolesOf(m, KernelKind::Prefill, anyRole, true),
+       {},
+       "the attention per query tile, head and request"},
+  };
+  return plan;
+}
+
 } // namespace
 
 Status mla::rt::checkPrefillManifest(const Manifest &m) {
-  return checkManifestRoles(m, KernelKind::Prefill,
-                            {{"heads", m.heads},
-                             {"qk_dim", m.qkDim},
-                             {"v_dim", m.vDim},
-                             {"causal", m.causal}},
-                            prefillRoles(m));
+  if (Status s = checkManifestRoles(m, KernelKind::Prefill,
+                                    {{"heads", m.heads},
+                                     {"qk_dim", m.qkDim},
+                                     {"v_dim", m.vDim},
+                                     {"causal", m.causal}},
+                                    prefillRoles(m));
+      !s.ok())
+    return s;
+  return plans::checkTargetPlans(m, prefillPlan);
 }
 
 Status mla::rt::validatePrefillArgs(const Manifest &m,
                                     const std::vector<ArgValue> &args,
                                     const std::vector<const void *> &hostData) {
+  if (Status s = checkScale(m, args); !s.ok())
+    return s;
   std::vector<RoleRule> roles = prefillRoles(m);
   for (const RoleRule &rule : roles)
     if (kindRoles(KernelKind::Prefill).find(rule.role)->argKind ==

@@ -800,6 +800,7 @@ heads 3
 qk_dim 12
 v_dim 8
 causal 1
+config tile_q=1
 arg 0 q memref f32 ?,3,12
 arg 1 k memref f32 ?,3,12
 arg 2 v memref f32 ?,3,8
@@ -809,7 +810,7 @@ arg 5 scale scalar f32
 arg 6 o memref f32 ?,3,8
 arg 7 lse memref f32 3,?
 target host-x86_64 code.host-x86_64
-launch mla_test_prefill args 0,1,2,3,4,5,6,7 grid arg3.0-1,3,1
+launch mla_test_prefill args 0,1,2,3,4,5,6,7 grid arg0.0,3,arg3.0-1
 end-target
 )";
 

@@ -115,6 +115,35 @@ TEST(DTypeTest, ConvertElements) {
   EXPECT_EQ(status.message(), "cannot convert f32 elements to i32");
 }
 
+TEST(DTypeTest, F64RoundsOnce) {
+  // Just above the midpoint of two bf16 (resp. f16) neighbours, by less
+  // than float32 keeps: a float32 step first would make it a tie and round
+  // it down to even; one rounding goes up.
+  double bf16Case = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
+  double f16Case = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -30);
+  double values[] = {bf16Case, -bf16Case,    1.0 + std::ldexp(1.0, -8),
+                     1e300,    std::nan(""), 0.1};
+  uint16_t bf16[6];
+  ASSERT_TRUE(convertF64Elements(values, bf16, DType::BF16, 6).ok());
+  EXPECT_EQ(bf16[0], 0x3f81); // 1 + 2^-7
+  EXPECT_EQ(bf16[1], 0xbf81); // its negation
+  EXPECT_EQ(bf16[2], 0x3f80); // an exact tie: to even (1.0)
+  EXPECT_EQ(bf16[3], 0x7f80); // beyond the range: infinity
+  EXPECT_TRUE(std::isnan(bf16ToFloat(bf16[4])));
+  EXPECT_EQ(bf16[5], floatToBF16(0.1f));
+  uint16_t f16[2];
+  double f16Values[] = {f16Case, 70000.0};
+  ASSERT_TRUE(convertF64Elements(f16Values, f16, DType::F16, 2).ok());
+  EXPECT_EQ(f16[0], 0x3c01); // 1 + 2^-10
+  EXPECT_EQ(f16[1], 0x7c00); // infinity
+  float f32[1];
+  ASSERT_TRUE(convertF64Elements(&bf16Case, f32, DType::F32, 1).ok());
+  EXPECT_EQ(f32[0], static_cast<float>(bf16Case));
+  int32_t i32[1];
+  Status status = convertF64Elements(values, i32, DType::I32, 1);
+  EXPECT_EQ(status.message(), "cannot convert f64 elements to i32");
+}
+
 TEST(DTypeTest, ScalarsAndStatus) {
   Scalar scale = Scalar::f32(0.125f);
   EXPECT_EQ(scale.getDType(), DType::F32);

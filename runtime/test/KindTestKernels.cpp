@@ -7,7 +7,9 @@
 //
 //   mla_test_prefill(q [T,H,Dqk], k [Tk,H,Dqk], v [Tk,H,Dv],
 //                    cu_seqlens_q i32 [B+1], cu_seqlens_k i32 [B+1], scale,
-//                    o [T,H,Dv], lse [H,T])           grid B x H x 1
+//                    o [T,H,Dv], lse [H,T])           grid T x H x B
+//     (a prefill grid with tile_q 1: workgroup (x, h, b) computes query
+//     row x of request b, if it has one, for head h)
 //     causal, bottom-right aligned: query i of a request (Lq queries, Lk
 //     keys) sees keys [0, i + Lk - Lq]; no visible key: o = 0, lse = -inf.
 //   mla_test_merge(o_parts [S,T,H,D], lse_parts [S,H,T], o [T,H,D],
@@ -42,7 +44,7 @@ template <int Rank> struct Memref {
 
 } // namespace
 
-extern "C" void mla_test_prefill(void **args, int64_t b, int64_t h, int64_t) {
+extern "C" void mla_test_prefill(void **args, int64_t x, int64_t h, int64_t b) {
   const auto &q = *static_cast<Memref<3> *>(args[0]);
   const auto &k = *static_cast<Memref<3> *>(args[1]);
   const auto &v = *static_cast<Memref<3> *>(args[2]);
@@ -56,7 +58,7 @@ extern "C" void mla_test_prefill(void **args, int64_t b, int64_t h, int64_t) {
   int64_t q0 = cuQ[b], lq = cuQ[b + 1] - cuQ[b];
   int64_t k0 = cuK[b], lk = cuK[b + 1] - cuK[b];
   std::vector<float> scores(static_cast<size_t>(std::max<int64_t>(lk, 0)));
-  for (int64_t i = 0; i < lq; ++i) {
+  for (int64_t i = x; i < std::min(lq, x + 1); ++i) {
     const float *qRow = q.base<float>() + ((q0 + i) * heads + h) * dqk;
     float *oRow = o.base<float>() + ((q0 + i) * heads + h) * dv;
     int64_t visible = std::min(lk, i + lk - lq + 1);

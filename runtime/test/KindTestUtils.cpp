@@ -114,7 +114,7 @@ std::string mla::rt::test::prefillManifest(const PrefillShape &s) {
          "causal " +
          (s.causal ? "1" : "0") +
          "\n"
-         "config tile_q=64 tile_kv=64\n"
+         "config tile_q=4 tile_kv=64\n"
          "arg 0 q memref " +
          dt + " " + dims({"?", ah, aqk}) +
          "\n"
@@ -136,7 +136,7 @@ std::string mla::rt::test::prefillManifest(const PrefillShape &s) {
          "target host-x86_64 code.host-x86_64\n"
          "launch " +
          entry +
-         " args 0,1,2,3,4,5,6,7 grid arg3.0-1,arg0.1,1\n"
+         " args 0,1,2,3,4,5,6,7 grid arg0.0/4,arg0.1,arg3.0-1\n"
          "end-target\n";
 }
 

@@ -460,6 +460,14 @@ TEST_F(PrefillValidationTest, ValidArgumentsLaunch) {
   EXPECT_NE(data.lse.dataAs<float>()[0], kSentinel);
 }
 
+TEST_F(PrefillValidationTest, ScaleMustBeFinite) {
+  std::map<std::string, ArgValue> bad = args();
+  bad.at("scale") = Scalar::f32(-std::numeric_limits<float>::infinity());
+  EXPECT_EQ(launchError(*kernel, bad).message(),
+            "scale: -inf is not a finite number (the softmax scale)");
+  expectUntouched(data.lse);
+}
+
 TEST_F(PrefillValidationTest, StaticHeadDim) {
   view("k").shape[2] = 16;
   expectError("k: dim 2 is 16, expected 24");

@@ -55,8 +55,12 @@ std::string gpuLaunchesText() {
                "target sm_90a code.sm_90a");
   text.replace(text.find("grid arg0.0,1,16"), 16,
                "grid arg0.0,1,16  block 64,1,1\t# no shared");
-  return text + "target sm_80 code.sm_80\nlaunch k args "
-                "0,1 grid 1,1,1 shared 0\nend-target\n";
+  return text + "target sm_80 code.sm_80\n"
+                "workspace 7 f32 arg0.0,1,16,4,512\n"
+                "workspace 8 f32 arg0.0,1,16,4\n"
+                "launch k args 0,1,2,3,4,7,8 grid arg0.0,1,4 shared 0\n"
+                "launch k1 args 7,8,5,6 grid arg0.0,1,16\n"
+                "end-target\n";
 }
 
 /// kExample with max-bytes lines before a workspace, between the launches
@@ -338,6 +342,13 @@ INSTANTIATE_TEST_SUITE_P(
                     "non-negative integer nor '?'"},
         BadManifest{"arg_bad_role", edited("arg 6 lse", "arg 6 l-se"),
                     "manifest line 17: arg role 'l-se' is not an identifier"},
+        BadManifest{"compiler_without_text",
+                    edited("function decode\n", "function decode\ncompiler\n"),
+                    "manifest line 4: expected 'compiler TEXT ...'"},
+        BadManifest{"compiler_twice",
+                    edited("function decode\n",
+                           "function decode\ncompiler a 1\ncompiler b\n"),
+                    "manifest line 5: duplicate 'compiler' (first on line 4)"},
         BadManifest{"arg_duplicate_role", edited("arg 6 lse", "arg 6 o"),
                     "manifest line 17: duplicate arg role 'o' (first on line "
                     "16)"},
@@ -601,6 +612,7 @@ public:
   void manifest(const Manifest &a, const Manifest &b) {
     field("kernel", a.kernel, b.kernel);
     field("function", a.function, b.function);
+    field("compiler", a.compiler, b.compiler);
     field("dtype", a.dtype, b.dtype);
     field("heads", a.heads, b.heads);
     field("qLen", a.qLen, b.qLen);
@@ -631,12 +643,14 @@ public:
               const TargetSpec &b) {
     field(path + ".name", a.name, b.name);
     field(path + ".section", a.section, b.section);
+    line(path, a.line, b.line);
     field(path + ".config", a.config, b.config);
     list(path + ".workspaces", a.workspaces, b.workspaces,
          [&](const std::string &p, const WorkspaceSpec &x,
              const WorkspaceSpec &y) {
            field(p + ".index", int64_t(x.index), int64_t(y.index));
            field(p + ".dtype", x.dtype, y.dtype);
+           line(p, x.line, y.line);
            list(p + ".dims", x.dims, y.dims,
                 [&](const std::string &q, const DimExpr &u, const DimExpr &v) {
                   dimExpr(q, u, v);
@@ -651,6 +665,7 @@ public:
                      y.grid[i]);
            field(p + ".block", x.block, y.block);
            field(p + ".sharedBytes", x.sharedBytes, y.sharedBytes);
+           line(p, x.line, y.line);
          });
     list(path + ".maxBytes", a.maxBytes, b.maxBytes,
          [&](const std::string &p, const MaxBytesSpec &x,
@@ -703,7 +718,7 @@ launch mla_decode_k1 args 7,8,5,6 grid arg0.0,1,16
 end-target
 )";
 
-/// A prefill for the host and a GPU: ceiling division with an offset, `-1`.
+/// A prefill for the host and a GPU: ceiling division, `-1`.
 const char *const kCanonicalPrefill = R"(mla-manifest 1
 kernel prefill
 function prefill
@@ -721,7 +736,7 @@ arg 5 scale scalar f32
 arg 6 o memref bf16 ?,16,128
 arg 7 lse memref f32 16,?
 target host-x86_64 code.host-x86_64
-launch prefill_k0 args 0,1,2,3,4,5,6,7 grid arg0.0+63/64,16,arg3.0-1
+launch prefill_k0 args 0,1,2,3,4,5,6,7 grid arg0.0/32,16,arg3.0-1
 end-target
 target sm_90a code.sm_90a
 launch prefill_k0 args 0,1,2,3,4,5,6,7 grid arg0.0/64,16,arg3.0-1 block 128,1,1 shared 49152
@@ -774,6 +789,7 @@ end-target
 const char *const kCanonicalEverything = R"(mla-manifest 1
 kernel custom
 function attention
+compiler mla-compile 1.0.0 LLVM 22.1.8
 causal 0
 dtype f16
 heads 8
@@ -1014,6 +1030,8 @@ TEST(ManifestPrintTest, PrintsEveryField) {
   const std::vector<Change> changes = {
       {"kernel", [](Manifest &m) { m.kernel = "custom2"; }},
       {"function", [](Manifest &m) { m.function = "other"; }},
+      {"compiler", [](Manifest &m) { m.compiler = "mla-compile 2.0.0"; }},
+      {"no compiler", [](Manifest &m) { m.compiler.clear(); }},
       {"dtype", [](Manifest &m) { m.dtype = DType::BF16; }},
       {"no dtype", [](Manifest &m) { m.dtype.reset(); }},
       {"heads", [](Manifest &m) { m.heads = 3; }},
@@ -1132,8 +1150,11 @@ TEST(ManifestPrintTest, DifferencesNameTheFieldAndCompareLinesOnlyWhenAsked) {
   // commentsText() adds three lines before the args.
   EXPECT_EQ(differences(*a, *b), kNoDifferences);
   std::vector<std::string> lines = differences(*a, *b, /*withLines=*/true);
-  ASSERT_EQ(lines.size(), 7u);
+  // Every arg, the target, its workspaces and launches.
+  ASSERT_EQ(lines.size(), 12u);
   EXPECT_EQ(lines[0], "args[0].line: 11 vs 14");
+  EXPECT_EQ(lines[7], "targets[0].line: 18 vs 21");
+  EXPECT_EQ(lines[11], "targets[0].launches[1].line: 22 vs 25");
   b->targets[0].launches[1].grid[0].addend = -2;
   b->targets[0].launches[1].block[1] = 4;
   EXPECT_EQ(differences(*a, *b),

@@ -47,9 +47,9 @@ protected:
 } // namespace
 
 TEST_F(MlaBenchTest, PrintsOneSummaryLine) {
-  ToolResult result =
-      bench({"--device=host", "--batch", "3", "--seq-len", "50", "--iters=4",
-             "--warmup", "1", "--rotate", "2", "--threads=2"});
+  ToolResult result = bench({"--device=host", "--batch", "3", "--seq-len", "50",
+                             "--iters=4", "--warmup", "1", "--rotate", "2",
+                             "--threads=2", "--scale=default"});
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.err, "");
   ASSERT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 1)
@@ -57,7 +57,8 @@ TEST_F(MlaBenchTest, PrintsOneSummaryLine) {
   EXPECT_EQ(result.out.rfind("mla-bench: package=decode.mlapkg device=host "
                              "dtype=bf16 batch=3 seq_len=50 ragged=0 "
                              "sum_len=150 q_len=1 heads=4 page_size=16 "
-                             "warmup=1 iters=4 rotate=2 median_us=",
+                             "scale=0.158113882 warmup=1 iters=4 rotate=2 "
+                             "median_us=",
                              0),
             0u)
       << result.out;
@@ -81,10 +82,11 @@ TEST_F(MlaBenchTest, RaggedLengthsAndCsv) {
     ToolResult result =
         bench({"--device=host", "--batch=8", "--seq-len=40", "--ragged",
                "--iters=2", "--warmup=0", "--csv", csv, "--seed=7",
-               "--ceiling-gbs=10", "--ceiling-tflops=0.5"});
+               "--ceiling-gbs=10", "--ceiling-tflops=0.5", "--scale", "0.125"});
     ASSERT_EQ(result.exitCode, 0) << result.err;
     std::map<std::string, std::string> f = fields(result.out);
     EXPECT_EQ(f["ragged"], "1");
+    EXPECT_EQ(f["scale"], "0.125");
     int64_t sum = std::stoll(f["sum_len"]);
     EXPECT_GE(sum, 8 * 20);
     EXPECT_LE(sum, 8 * 40);
@@ -97,7 +99,8 @@ TEST_F(MlaBenchTest, RaggedLengthsAndCsv) {
   std::getline(in, row2);
   EXPECT_FALSE(std::getline(in, extra));
   EXPECT_EQ(header, "package,device,dtype,batch,seq_len,ragged,sum_len,q_len,"
-                    "heads,page_size,warmup,iters,rotate,median_us,min_us,"
+                    "heads,page_size,scale,warmup,iters,rotate,median_us,"
+                    "min_us,"
                     "max_us,gbs,tflops,bw_frac,flop_frac,nonfinite");
   EXPECT_EQ(row1.rfind("decode.mlapkg,host,bf16,8,40,1,", 0), 0u) << row1;
   // Same seed, same lengths.
@@ -105,20 +108,37 @@ TEST_F(MlaBenchTest, RaggedLengthsAndCsv) {
 }
 
 TEST_F(MlaBenchTest, Errors) {
-  expectFailure({"--device=host", "--seq-len=4"},
+  expectFailure({"--device=host", "--seq-len=4", "--scale=1"},
                 "missing required option --batch");
-  expectFailure({"--device=host", "--batch=0", "--seq-len=4"},
+  expectFailure({"--device=host", "--batch=0", "--seq-len=4", "--scale=1"},
                 "--batch '0' is not an integer in [1, 16777216]");
   expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--fast"},
                 "unknown option '--fast' (see --help)");
-  expectFailure(
-      {"--device=host", "--batch=1", "--seq-len=4", "--ceiling-gbs=-1"},
-      "--ceiling-gbs '-1' is not a positive number");
-  expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--page-size=8"},
+  expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--scale=1",
+                 "--ceiling-gbs=-1"},
+                "--ceiling-gbs '-1' is not a positive number");
+  expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--scale=1",
+                 "--page-size=8"},
                 "--page-size 8 differs from the package's page_size 16");
   Expected<Device> cuda = Device::open("cuda");
   if (!cuda.ok())
-    expectFailure({"--batch=1", "--seq-len=4"}, cuda.status().message());
+    expectFailure({"--batch=1", "--seq-len=4", "--scale=1"},
+                  cuda.status().message());
+}
+
+// No silent default: the scale is a number or, explicitly, "default".
+TEST_F(MlaBenchTest, ScaleIsRequired) {
+  expectFailure({"--device=host", "--batch=1", "--seq-len=4"},
+                "missing required option --scale (the softmax scale: a "
+                "number, or 'default' for 1/sqrt of the q.k length)");
+  expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--scale=abc"},
+                "--scale 'abc' is not a finite number");
+  expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--scale=inf"},
+                "--scale 'inf' is not a finite number");
+  ToolResult result = bench({"--device=host", "--batch=1", "--seq-len=4",
+                             "--iters=1", "--warmup=0", "--scale=0.5"});
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(fields(result.out)["scale"], "0.5");
 }
 
 TEST_F(MlaBenchTest, OnlyDecodeAndPrefillKernels) {
@@ -127,7 +147,7 @@ TEST_F(MlaBenchTest, OnlyDecodeAndPrefillKernels) {
   ASSERT_TRUE(
       writePackage(package, manifest, {{"code.host-x86_64", testKernelCode()}})
           .ok());
-  expectFailure({"--device=host", "--batch=1", "--seq-len=4"},
+  expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--scale=1"},
                 "mla-bench times decode and prefill kernels, this one is "
                 "'custom'");
 }

@@ -195,12 +195,39 @@ TEST_F(MlaRunTest, WrongShape) {
 TEST_F(MlaRunTest, WrongInputTypes) {
   HostTensor q = HostTensor::allocate(DType::I32, {3, 1, 4, 40}).take();
   write("q", q.view());
-  expectFailure(standardArgs(), inputs + "/q.npy: expected float32 or float16 "
-                                         "data, got int32");
-  write("q", convert(data.q, DType::F32).view());
-  write("seq_lens", convert(data.seqLens, DType::I64).view());
   expectFailure(standardArgs(),
-                inputs + "/seq_lens.npy: expected int32 data, got int64");
+                inputs + "/q.npy: expected floating-point data (float64, "
+                         "float32 or float16) for bf16, got int32");
+  write("q", convert(data.q, DType::F32).view());
+  HostTensor lens = HostTensor::allocate(DType::F32, {3}).take();
+  write("seq_lens", lens.view());
+  expectFailure(standardArgs(), inputs + "/seq_lens.npy: expected integer "
+                                         "data (int64 or int32) for i32, got "
+                                         "float32");
+}
+
+// numpy's default dtypes: float64 q (exact in bf16, so the reference is
+// unchanged), int64 block_table and seq_lens.
+TEST_F(MlaRunTest, AcceptsNumpyDefaultTypes) {
+  writeF64Npy(inputs + "/q.npy", data.q);
+  write("block_table", convert(data.blockTable, DType::I64).view());
+  write("seq_lens", convert(data.seqLens, DType::I64).view());
+  ToolResult result = run(standardArgs());
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  Expected<HostTensor> o = readNpy(outputs + "/o.npy");
+  ASSERT_TRUE(o.ok()) << o.status().toString();
+  Reference ref = referenceDecode(shape, data);
+  for (size_t i = 0; i < ref.o.size(); ++i)
+    ASSERT_NEAR(o->dataAs<float>()[i], ref.o[i], 1e-2) << i;
+}
+
+TEST_F(MlaRunTest, Int64InputOutsideTheInt32Range) {
+  HostTensor lens = convert(data.seqLens, DType::I64);
+  lens.dataAs<int64_t>()[1] = int64_t{1} << 32;
+  write("seq_lens", lens.view());
+  expectFailure(standardArgs(),
+                inputs + "/seq_lens.npy: element [1] = 4294967296 is outside "
+                         "the int32 range [-2147483648, 2147483647]");
 }
 
 TEST_F(MlaRunTest, FortranOrderInput) {
@@ -465,10 +492,22 @@ TEST_F(MlaRunPrefillTest, KeyAndValueRowsDiffer) {
                                 "dim 0)");
 }
 
-TEST_F(MlaRunPrefillTest, OffsetsMustBeInt32) {
+TEST_F(MlaRunPrefillTest, Int64OffsetsAreConverted) {
   write("cu_seqlens_q", converted(data.cuSeqlensQ, DType::I64));
+  write("cu_seqlens_k", converted(data.cuSeqlensK, DType::I64));
+  expectSuccess(standardArgs());
+  data.scale = std::stof(std::to_string(data.scale));
+  KindReference ref = referencePrefill(shape, data);
+  expectNear(output("o", {21, 2, 16}), ref.o, 1e-2);
+  HostTensor far = converted(data.cuSeqlensQ, DType::I64);
+  far.dataAs<int64_t>()[4] = -(int64_t{1} << 40);
+  write("cu_seqlens_q", far);
+  std::filesystem::remove_all(outputs);
+  std::filesystem::create_directory(outputs);
   expectFailure(standardArgs(),
-                inputs + "/cu_seqlens_q.npy: expected int32 data, got int64");
+                inputs + "/cu_seqlens_q.npy: element [4] = -1099511627776 "
+                         "is outside the int32 range [-2147483648, "
+                         "2147483647]");
 }
 
 namespace {

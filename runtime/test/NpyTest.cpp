@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 using namespace mla::rt;
@@ -152,6 +153,97 @@ TEST(NpyTest, RejectsWhatItDoesNotSupport) {
   ASSERT_FALSE(encoded.ok());
   EXPECT_EQ(encoded.status().message(),
             "npy has no bf16 type; convert the tensor to f32 first");
+}
+
+namespace {
+
+template <typename T> std::vector<uint8_t> bytesOf(std::vector<T> values) {
+  std::vector<uint8_t> out(values.size() * sizeof(T));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+std::string npyAsError(const std::vector<uint8_t> &bytes, DType dtype) {
+  Expected<HostTensor> tensor = parseNpyAs(bytes.data(), bytes.size(), dtype);
+  EXPECT_FALSE(tensor.ok());
+  return tensor.ok() ? std::string() : tensor.status().message();
+}
+
+} // namespace
+
+TEST(NpyTest, ConvertsNumpyDefaultTypes) {
+  // float64 (numpy's default float) to each float dtype, rounded once.
+  double tie = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
+  std::vector<uint8_t> f64 =
+      npyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
+               bytesOf<double>({0.5, -2.25, tie, 3e38}));
+  Expected<HostTensor> bf16 = parseNpyAs(f64.data(), f64.size(), DType::BF16);
+  ASSERT_TRUE(bf16.ok()) << bf16.status().toString();
+  EXPECT_EQ(bf16->getShape(), (std::vector<int64_t>{2, 2}));
+  const uint16_t *bits = bf16->dataAs<uint16_t>();
+  EXPECT_EQ(bf16ToFloat(bits[0]), 0.5f);
+  EXPECT_EQ(bf16ToFloat(bits[1]), -2.25f);
+  EXPECT_EQ(bits[2], 0x3f81);
+  Expected<HostTensor> f32 = parseNpyAs(f64.data(), f64.size(), DType::F32);
+  ASSERT_TRUE(f32.ok());
+  EXPECT_EQ(f32->dataAs<float>()[3], 3e38f);
+
+  // float32 and float16 files still convert to any float dtype.
+  std::vector<uint8_t> f4 =
+      npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+               floatBytes({1.5f}));
+  Expected<HostTensor> f16 = parseNpyAs(f4.data(), f4.size(), DType::F16);
+  ASSERT_TRUE(f16.ok());
+  EXPECT_EQ(f16ToFloat(f16->dataAs<uint16_t>()[0]), 1.5f);
+
+  // int64 (numpy's default integer) to int32 when every value fits.
+  std::vector<uint8_t> i8 =
+      npyBytes("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }",
+               bytesOf<int64_t>({0, -2147483648LL, 2147483647LL}));
+  Expected<HostTensor> i32 = parseNpyAs(i8.data(), i8.size(), DType::I32);
+  ASSERT_TRUE(i32.ok()) << i32.status().toString();
+  EXPECT_EQ(i32->getDType(), DType::I32);
+  EXPECT_EQ(i32->dataAs<int32_t>()[1], INT32_MIN);
+  EXPECT_EQ(i32->dataAs<int32_t>()[2], INT32_MAX);
+  std::vector<uint8_t> i4 =
+      npyBytes("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }",
+               bytesOf<int32_t>({-7}));
+  Expected<HostTensor> i64 = parseNpyAs(i4.data(), i4.size(), DType::I64);
+  ASSERT_TRUE(i64.ok());
+  EXPECT_EQ(i64->dataAs<int64_t>()[0], -7);
+}
+
+TEST(NpyTest, ConversionErrors) {
+  std::vector<uint8_t> big =
+      npyBytes("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }",
+               bytesOf<int64_t>({1, 2, 3, 4294967296LL}));
+  EXPECT_EQ(npyAsError(big, DType::I32),
+            "element [1, 1] = 4294967296 is outside the int32 range "
+            "[-2147483648, 2147483647]");
+  std::vector<uint8_t> negative =
+      npyBytes("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+               bytesOf<int64_t>({-2147483649LL, 0}));
+  EXPECT_EQ(npyAsError(negative, DType::I32),
+            "element [0] = -2147483649 is outside the int32 range "
+            "[-2147483648, 2147483647]");
+  std::vector<uint8_t> f64 =
+      npyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }",
+               bytesOf<double>({1.0}));
+  EXPECT_EQ(npyAsError(f64, DType::I32),
+            "expected integer data (int64 or int32) for i32, got float64");
+  EXPECT_EQ(npyAsError(big, DType::BF16),
+            "expected floating-point data (float64, float32 or float16) for "
+            "bf16, got int64");
+  std::vector<uint8_t> u8 = npyBytes(
+      "{'descr': '|u1', 'fortran_order': False, 'shape': (1,), }", {1});
+  EXPECT_EQ(npyAsError(u8, DType::I32),
+            "unsupported npy dtype '|u1' (supported: little-endian <f8, <f4, "
+            "<f2, <i8, <i4)");
+  std::vector<uint8_t> short64 =
+      npyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }",
+               bytesOf<double>({1.0}));
+  EXPECT_EQ(npyAsError(short64, DType::F32),
+            "npy data is 8 bytes, expected 16 for shape [2] of <f8");
 }
 
 TEST(NpyTest, ReadErrorsNameTheFile) {

@@ -11,28 +11,6 @@ using namespace mla::rt::test;
 
 namespace {
 
-/// Builds a package by hand (independently of encodePackage), with an
-/// optional format version and checksum override.
-std::vector<uint8_t>
-rawPackage(const std::vector<std::pair<std::string, std::string>> &sections,
-           uint32_t version = 1) {
-  std::vector<uint8_t> out = {'M', 'L', 'A', 'P', 'K', 'G', 0, 1};
-  auto put = [&](uint64_t value, int bytes) {
-    for (int i = 0; i < bytes; ++i)
-      out.push_back(static_cast<uint8_t>(value >> (8 * i)));
-  };
-  put(version, 4);
-  put(sections.size(), 4);
-  for (const auto &[name, data] : sections) {
-    put(name.size(), 4);
-    out.insert(out.end(), name.begin(), name.end());
-    put(data.size(), 8);
-    out.insert(out.end(), data.begin(), data.end());
-  }
-  put(fnv1a64(out.data(), out.size()), 8);
-  return out;
-}
-
 Status parseError(const std::vector<uint8_t> &bytes) {
   Expected<Package> package = parsePackage(bytes.data(), bytes.size());
   EXPECT_FALSE(package.ok());
@@ -72,15 +50,17 @@ TEST(PackageTest, RoundTripThroughAFile) {
   EXPECT_EQ(package->findSection("code.gfx942"), nullptr);
   // The writer and the hand-built layout agree byte for byte.
   EXPECT_EQ(readBytes(path),
-            rawPackage(
+            rawPackageBytes(
                 {{"manifest", manifest},
                  {"code.host-x86_64", std::string(code.begin(), code.end())}}));
 }
 
 TEST(PackageTest, SeveralCodeSections) {
   std::string manifest = decodeManifest(DecodeShape());
-  manifest += "target gfx942 code.gfx942\nlaunch k args 0 grid 1,1,1\n"
-              "end-target\n";
+  // A second target with the host's plan.
+  std::string host = "target host-x86_64 code.host-x86_64\n";
+  std::string block = manifest.substr(manifest.find(host));
+  manifest += "target gfx942 code.gfx942\n" + block.substr(host.size());
   Expected<std::vector<uint8_t>> bytes = encodePackage(
       manifest, {{"code.host-x86_64", {1, 2}}, {"code.gfx942", {3}}});
   ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
@@ -120,22 +100,22 @@ TEST(PackageTest, WriterChecksItsInputs) {
 }
 
 TEST(PackageTest, BadMagic) {
-  std::vector<uint8_t> bytes = rawPackage({{"manifest", "x"}});
+  std::vector<uint8_t> bytes = rawPackageBytes({{"manifest", "x"}});
   bytes[0] = 'X';
   EXPECT_EQ(parseError(bytes).message(), "not an mla package (bad magic)");
   EXPECT_EQ(parseError({}).message(), "not an mla package (bad magic)");
 }
 
 TEST(PackageTest, WrongVersion) {
-  Status status =
-      parseError(rawPackage({{"manifest", decodeManifest(DecodeShape())}}, 2));
+  Status status = parseError(
+      rawPackageBytes({{"manifest", decodeManifest(DecodeShape())}}, 2));
   EXPECT_EQ(status.code(), ErrorCode::InvalidPackage);
   EXPECT_EQ(status.message(),
             "package format version 2 is not supported (this runtime reads 1)");
 }
 
 TEST(PackageTest, TruncatedHeader) {
-  std::vector<uint8_t> bytes = rawPackage({});
+  std::vector<uint8_t> bytes = rawPackageBytes({});
   bytes.resize(10);
   EXPECT_EQ(parseError(bytes).message(),
             "package truncated: the header needs 16 bytes, 10 remain");
@@ -143,7 +123,7 @@ TEST(PackageTest, TruncatedHeader) {
 
 TEST(PackageTest, TruncatedSection) {
   std::string manifest = decodeManifest(DecodeShape());
-  std::vector<uint8_t> bytes = rawPackage(
+  std::vector<uint8_t> bytes = rawPackageBytes(
       {{"manifest", manifest}, {"code.host-x86_64", std::string(1234, 'c')}});
   // Keep 200 bytes of the code section's data.
   size_t codeData = 16 + 4 + 8 + 8 + manifest.size() + 4 + 16 + 8;
@@ -155,7 +135,7 @@ TEST(PackageTest, TruncatedSection) {
 }
 
 TEST(PackageTest, TruncatedChecksum) {
-  std::vector<uint8_t> bytes = rawPackage({{"manifest", "x"}});
+  std::vector<uint8_t> bytes = rawPackageBytes({{"manifest", "x"}});
   bytes.resize(bytes.size() - 3);
   EXPECT_EQ(parseError(bytes).message(),
             "package truncated: the checksum needs 8 bytes, 5 remain");
@@ -163,8 +143,8 @@ TEST(PackageTest, TruncatedChecksum) {
 
 TEST(PackageTest, CorruptedByte) {
   std::vector<uint8_t> bytes =
-      rawPackage({{"manifest", decodeManifest(DecodeShape())},
-                  {"code.host-x86_64", kCode}});
+      rawPackageBytes({{"manifest", decodeManifest(DecodeShape())},
+                       {"code.host-x86_64", kCode}});
   bytes[bytes.size() - 12] ^= 0x10;
   Status status = parseError(bytes);
   EXPECT_EQ(status.code(), ErrorCode::InvalidPackage);
@@ -172,26 +152,27 @@ TEST(PackageTest, CorruptedByte) {
 }
 
 TEST(PackageTest, TrailingBytes) {
-  std::vector<uint8_t> bytes = rawPackage({{"manifest", "x"}});
+  std::vector<uint8_t> bytes = rawPackageBytes({{"manifest", "x"}});
   bytes.push_back(0);
   EXPECT_EQ(parseError(bytes).message(),
             "package corrupted: 1 unexpected bytes after the checksum");
 }
 
 TEST(PackageTest, DuplicateSection) {
-  EXPECT_EQ(
-      parseError(rawPackage({{"manifest", "x"}, {"manifest", "y"}})).message(),
-      "package corrupted: duplicate section 'manifest'");
+  EXPECT_EQ(parseError(rawPackageBytes({{"manifest", "x"}, {"manifest", "y"}}))
+                .message(),
+            "package corrupted: duplicate section 'manifest'");
 }
 
 TEST(PackageTest, MissingManifest) {
-  EXPECT_EQ(parseError(rawPackage({{"code.host-x86_64", kCode}})).message(),
-            "package has no 'manifest' section");
+  EXPECT_EQ(
+      parseError(rawPackageBytes({{"code.host-x86_64", kCode}})).message(),
+      "package has no 'manifest' section");
 }
 
 TEST(PackageTest, MissingCodeSection) {
-  Status status =
-      parseError(rawPackage({{"manifest", decodeManifest(DecodeShape())}}));
+  Status status = parseError(
+      rawPackageBytes({{"manifest", decodeManifest(DecodeShape())}}));
   EXPECT_EQ(status.message(), "package has no section 'code.host-x86_64' for "
                               "target 'host-x86_64'");
 }
@@ -200,7 +181,7 @@ TEST(PackageTest, ManifestErrorCarriesTheLine) {
   std::string manifest = decodeManifest(DecodeShape());
   manifest.replace(manifest.find("heads 4"), 7, "heads x");
   Status status = parseError(
-      rawPackage({{"manifest", manifest}, {"code.host-x86_64", kCode}}));
+      rawPackageBytes({{"manifest", manifest}, {"code.host-x86_64", kCode}}));
   EXPECT_EQ(status.code(), ErrorCode::InvalidManifest);
   EXPECT_EQ(status.message(), "manifest line 6: 'heads' expects a "
                               "non-negative integer, got 'x'");

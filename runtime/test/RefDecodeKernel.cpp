@@ -5,7 +5,10 @@
 //   *_k0 (grid batch x 1 x splits): q, kv, block_table, seq_lens, scale,
 //        ws_o [B,Sq,H,S,Dv] f32, ws_lse [B,Sq,H,S] f32 -> per-split partial
 //        softmax outputs over the split's share of the sequence;
-//   *_k1 (grid batch x 1 x heads): ws_o, ws_lse, o, lse -> combined result.
+//   *_k1 (grid batch x q_len x heads): ws_o, ws_lse, o, lse -> combined
+//        result of one query row.
+// The grids are those the decode kind requires (runtime/lib/DecodeKind.cpp)
+// with head_group = heads.
 // Query i of a request attends to tokens [0, seq_lens[b] - q_len + i] (MTP:
 // causal within the drafts), as the compiled kernels do; values are the first
 // Dv elements of each kv row. Entries exist for bf16 and f32 q/kv/o.
@@ -113,14 +116,15 @@ template <typename T> void partial(void **args, int64_t b, int64_t split) {
   }
 }
 
-template <typename T> void combine(void **args, int64_t b, int64_t h) {
+template <typename T>
+void combine(void **args, int64_t b, int64_t i, int64_t h) {
   const auto &wsO = *static_cast<Memref<5> *>(args[0]);
   const auto &wsLse = *static_cast<Memref<4> *>(args[1]);
   const auto &o = *static_cast<Memref<4> *>(args[2]);
   const auto &lse = *static_cast<Memref<3> *>(args[3]);
 
-  int64_t qLen = wsO.sizes[1], splits = wsO.sizes[3], dimV = wsO.sizes[4];
-  for (int64_t i = 0; i < qLen; ++i) {
+  int64_t splits = wsO.sizes[3], dimV = wsO.sizes[4];
+  {
     const float *partLse = wsLse.base<float>() + b * wsLse.strides[0] +
                            i * wsLse.strides[1] + h * wsLse.strides[2];
     const float *partO = wsO.base<float>() + b * wsO.strides[0] +
@@ -154,13 +158,13 @@ extern "C" {
 void mla_decode_k0(void **args, int64_t bx, int64_t, int64_t bz) {
   partial<BF16>(args, bx, bz);
 }
-void mla_decode_k1(void **args, int64_t bx, int64_t, int64_t bz) {
-  combine<BF16>(args, bx, bz);
+void mla_decode_k1(void **args, int64_t bx, int64_t by, int64_t bz) {
+  combine<BF16>(args, bx, by, bz);
 }
 void mla_decode_f32_k0(void **args, int64_t bx, int64_t, int64_t bz) {
   partial<float>(args, bx, bz);
 }
-void mla_decode_f32_k1(void **args, int64_t bx, int64_t, int64_t bz) {
-  combine<float>(args, bx, bz);
+void mla_decode_f32_k1(void **args, int64_t bx, int64_t by, int64_t bz) {
+  combine<float>(args, bx, by, bz);
 }
 }

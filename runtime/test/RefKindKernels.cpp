@@ -7,7 +7,10 @@
 //
 //   mla_ref_prefill_<dt>_<causal|full>(q [T,H,Dqk], k [Tk,H,Dqk],
 //       v [Tk,H,Dv], cu_seqlens_q i32 [B+1], cu_seqlens_k i32 [B+1],
-//       scale f32, o [T,H,Dv], lse f32 [H,T])             grid B x H x 1
+//       scale f32, o [T,H,Dv], lse f32 [H,T])
+//       grid ceil(T / kRefTileQ) x H x B, as compiled prefill kernels:
+//       workgroup (x, h, b) computes query rows [x * 4, x * 4 + 4) of
+//       request b (none when the request is shorter), head h
 //     causal is bottom-right aligned: query i of a request with Lq queries
 //     and Lk keys sees keys j <= i + Lk - Lq; no visible key: o = 0,
 //     lse = -inf.
@@ -68,8 +71,11 @@ template <> BF16 fromFloat<BF16>(float value) {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+/// The manifests' `config tile_q` (KindTestUtils.cpp).
+constexpr int64_t kRefTileQ = 4;
+
 template <typename T, bool Causal>
-void prefill(void **args, int64_t b, int64_t h) {
+void prefill(void **args, int64_t x, int64_t h, int64_t b) {
   const auto &q = *static_cast<Memref<3> *>(args[0]);
   const auto &k = *static_cast<Memref<3> *>(args[1]);
   const auto &v = *static_cast<Memref<3> *>(args[2]);
@@ -86,7 +92,7 @@ void prefill(void **args, int64_t b, int64_t h) {
   int64_t k0 = offK[b * cuK.strides[0]];
   int64_t lk = offK[(b + 1) * cuK.strides[0]] - k0;
   std::vector<float> scores(static_cast<size_t>(lk)), acc(dv);
-  for (int64_t i = 0; i < lq; ++i) {
+  for (int64_t i = x * kRefTileQ; i < std::min(lq, (x + 1) * kRefTileQ); ++i) {
     int64_t visible = Causal ? std::clamp<int64_t>(i + lk - lq + 1, 0, lk) : lk;
     const T *qRow = q.base<T>() + (q0 + i) * q.strides[0] + h * q.strides[1];
     float maxScore = kNegInf;
@@ -166,17 +172,17 @@ template <typename T> void appendKv(void **args, int64_t t) {
 } // namespace
 
 extern "C" {
-void mla_ref_prefill_f32_causal(void **args, int64_t b, int64_t h, int64_t) {
-  prefill<float, true>(args, b, h);
+void mla_ref_prefill_f32_causal(void **args, int64_t x, int64_t h, int64_t b) {
+  prefill<float, true>(args, x, h, b);
 }
-void mla_ref_prefill_f32_full(void **args, int64_t b, int64_t h, int64_t) {
-  prefill<float, false>(args, b, h);
+void mla_ref_prefill_f32_full(void **args, int64_t x, int64_t h, int64_t b) {
+  prefill<float, false>(args, x, h, b);
 }
-void mla_ref_prefill_bf16_causal(void **args, int64_t b, int64_t h, int64_t) {
-  prefill<BF16, true>(args, b, h);
+void mla_ref_prefill_bf16_causal(void **args, int64_t x, int64_t h, int64_t b) {
+  prefill<BF16, true>(args, x, h, b);
 }
-void mla_ref_prefill_bf16_full(void **args, int64_t b, int64_t h, int64_t) {
-  prefill<BF16, false>(args, b, h);
+void mla_ref_prefill_bf16_full(void **args, int64_t x, int64_t h, int64_t b) {
+  prefill<BF16, false>(args, x, h, b);
 }
 void mla_ref_merge_f32(void **args, int64_t t, int64_t h, int64_t) {
   merge<float>(args, t, h);

@@ -76,7 +76,7 @@ std::string mla::rt::test::decodeManifest(const DecodeShape &s) {
          "\n"
          "launch " +
          entry +
-         "_k1 args 7,8,5,6 grid arg0.0,1,arg0.2\n"
+         "_k1 args 7,8,5,6 grid arg0.0,arg0.1,arg0.2\n"
          "end-target\n";
 }
 
@@ -91,6 +91,49 @@ void mla::rt::test::writeBytes(const std::string &path,
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
   EXPECT_TRUE(out.good()) << "cannot write " << path;
+}
+
+std::vector<uint8_t> mla::rt::test::rawPackageBytes(
+    const std::vector<std::pair<std::string, std::string>> &sections,
+    uint32_t version) {
+  std::vector<uint8_t> out = {'M', 'L', 'A', 'P', 'K', 'G', 0, 1};
+  auto put = [&](uint64_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i)
+      out.push_back(static_cast<uint8_t>(value >> (8 * i)));
+  };
+  put(version, 4);
+  put(sections.size(), 4);
+  for (const auto &[name, data] : sections) {
+    put(name.size(), 4);
+    out.insert(out.end(), name.begin(), name.end());
+    put(data.size(), 8);
+    out.insert(out.end(), data.begin(), data.end());
+  }
+  put(fnv1a64(out.data(), out.size()), 8);
+  return out;
+}
+
+void mla::rt::test::writeF64Npy(const std::string &path,
+                                const HostTensor &tensor) {
+  // encodeNpy writes the float32 file; its header is rewritten to <f8 and
+  // its data replaced by the widened values (the header keeps its length).
+  HostTensor f32 = HostTensor::allocate(DType::F32, tensor.getShape()).take();
+  ASSERT_TRUE(convertElements(tensor.data(), tensor.getDType(), f32.data(),
+                              DType::F32, tensor.numElements())
+                  .ok());
+  Expected<std::vector<uint8_t>> bytes = encodeNpy(f32.view());
+  ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+  std::vector<uint8_t> out(bytes->begin(), bytes->end() - f32.sizeInBytes());
+  std::string text(out.begin(), out.end());
+  size_t descr = text.find("'<f4'");
+  ASSERT_NE(descr, std::string::npos);
+  out[descr + 3] = '8';
+  for (int64_t i = 0; i < f32.numElements(); ++i) {
+    double value = f32.dataAs<float>()[i];
+    const auto *raw = reinterpret_cast<const uint8_t *>(&value);
+    out.insert(out.end(), raw, raw + sizeof(value));
+  }
+  writeBytes(path, out);
 }
 
 std::vector<uint8_t> mla::rt::test::testKernelCode() {

@@ -92,6 +92,17 @@ ToolResult runTool(const std::string &program,
 std::vector<uint8_t> readBytes(const std::string &path);
 void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes);
 
+/// Builds package bytes by hand, independently of encodePackage (which
+/// checks the manifest): sections in order, a valid checksum. What a
+/// tampered package looks like.
+std::vector<uint8_t> rawPackageBytes(
+    const std::vector<std::pair<std::string, std::string>> &sections,
+    uint32_t version = 1);
+
+/// Writes `tensor` (any float dtype) as a float64 .npy file (`<f8`, what
+/// numpy writes by default), each element widened exactly.
+void writeF64Npy(const std::string &path, const HostTensor &tensor);
+
 /// Device copies of the tensors of host decode data.
 struct DeviceDecodeData {
   DeviceTensor q, kv, blockTable, seqLens, o, lse;

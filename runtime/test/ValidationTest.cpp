@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace mla::rt;
 using namespace mla::rt::test;
@@ -66,6 +68,29 @@ TEST_F(ValidationTest, ValidArgumentsLaunch) {
   Status status = kernel->launchDecode(args);
   ASSERT_TRUE(status.ok()) << status.toString();
   EXPECT_NE(data.lse.dataAs<float>()[0], 42.0f);
+}
+
+// No silent default: a DecodeArgs whose scale was never set is refused
+// before anything runs, by launchDecode, bindDecode and workspaceBytes.
+TEST_F(ValidationTest, ScaleMustBeSet) {
+  EXPECT_TRUE(std::isnan(DecodeArgs().scale));
+  args.scale = DecodeArgs().scale;
+  const char *message = "scale: not set (DecodeArgs::scale starts as NaN, "
+                        "not a default value: set the softmax scale the model "
+                        "uses)";
+  expectError(message);
+  EXPECT_EQ(kernel->bindDecode(args).status().message(), message);
+  EXPECT_EQ(kernel->workspaceBytes(args).status().message(), message);
+}
+
+TEST_F(ValidationTest, ScaleMustBeFinite) {
+  args.scale = std::numeric_limits<float>::infinity();
+  expectError("scale: inf is not a finite number (the softmax scale)");
+  std::vector<ArgValue> nan = positional();
+  nan[4] = Scalar::f32(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(kernel->launch(nan).message(),
+            "scale: nan is not a finite number (the softmax scale)");
+  expectNotLaunched();
 }
 
 TEST_F(ValidationTest, ArgumentCount) {

@@ -240,8 +240,10 @@ TEST(HostBackendDefaultsTest, StreamsTimersGraphsAndMemory) {
 TEST(HostBackendDefaultsTest, HostIgnoresBlockAndShared) {
   DecodeShape shape;
   std::string manifest = decodeManifest(shape);
-  size_t grid = manifest.find("grid arg0.0,1,arg0.2");
-  manifest.insert(grid + 20, " block 256,1,1 shared 200000");
+  const std::string k1Grid = "grid arg0.0,arg0.1,arg0.2";
+  size_t grid = manifest.find(k1Grid);
+  ASSERT_NE(grid, std::string::npos);
+  manifest.insert(grid + k1Grid.size(), " block 256,1,1 shared 200000");
   Expected<std::vector<uint8_t>> bytes =
       encodePackage(manifest, {{"code.host-x86_64", testKernelCode()}});
   ASSERT_TRUE(bytes.ok()) << bytes.status().toString();

@@ -1,7 +1,7 @@
 //===- mla-bench.cpp - Time a decode or prefill package on random inputs --===//
 //
 // mla-bench PKG [--device=cuda|cuda:N|host|auto] --batch B --seq-len L
-//           [--ragged] [--scale X] [--warmup N] [--iters N] [--rotate K]
+//           --scale X|default [--ragged] [--warmup N] [--iters N] [--rotate K]
 //           [--ceiling-gbs G] [--ceiling-tflops T] [--csv FILE] [--seed S]
 //           [--q-len N] [--page-size N] [--threads N]
 //
@@ -36,7 +36,7 @@ using namespace mla::rt;
 namespace {
 
 const char *const kHelp =
-    R"help(usage: mla-bench PKG --batch B --seq-len L [options]
+    R"help(usage: mla-bench PKG --batch B --seq-len L --scale X|default [options]
 
 Times the decode or prefill kernel of the mla package PKG on random inputs.
 Decode: B requests with L cached tokens each in a paged cache. Prefill: B
@@ -47,8 +47,11 @@ options:
   --device=NAME        cuda (default), cuda:N, host or auto
   --batch B            requests (B >= 1, required)
   --seq-len L          cached tokens per request (L >= 1, required)
+  --scale X|default    softmax scale applied to q.k (required): a finite
+                       number, or "default" for 1/sqrt(D) with D the q.k
+                       length (decode: latent_dim + rope_dim; prefill:
+                       qk_dim); the value used is printed as scale=
   --ragged             draw each length uniformly from [ceil(L/2), L]
-  --scale X            softmax scale (default 1/sqrt(latent_dim + rope_dim))
   --warmup N           untimed launches first (default 10)
   --iters N            timed launches (default 50)
   --rotate K           input/output copies to rotate through (default: enough
@@ -81,7 +84,9 @@ struct Options {
   int64_t batch = 0;
   int64_t seqLen = 0;
   bool ragged = false;
+  /// --scale X; nullopt with scaleDefault for --scale=default.
   std::optional<float> scale;
+  bool scaleDefault = false;
   int64_t warmup = 10;
   int64_t iters = 50;
   int64_t rotate = 0;
@@ -188,7 +193,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
       options.device = value;
     } else if (name == "--csv") {
       options.csv = value;
+    } else if (name == "--scale" && value == "default") {
+      options.scaleDefault = true;
+      options.scale.reset();
     } else if (name == "--scale") {
+      options.scaleDefault = false;
       char *end = nullptr;
       errno = 0;
       float scale = std::strtof(value.c_str(), &end);
@@ -215,6 +224,9 @@ Expected<Options> parseOptions(int argc, char **argv) {
     return usageError("missing required option --batch");
   if (!options.seqLen)
     return usageError("missing required option --seq-len");
+  if (!options.scale && !options.scaleDefault)
+    return usageError("missing required option --scale (the softmax scale: a "
+                      "number, or 'default' for 1/sqrt of the q.k length)");
   return options;
 }
 
@@ -623,8 +635,12 @@ Status report(const Options &options, const Manifest &m, const Device &device,
       {"seq_len", std::to_string(options.seqLen)},
       {"ragged", options.ragged ? "1" : "0"}};
   fields.insert(fields.end(), p.fields.begin(), p.fields.end());
+  // Nine significant digits give the float back exactly.
+  char scale[32];
+  std::snprintf(scale, sizeof(scale), "%.9g", static_cast<double>(p.scale));
   fields.insert(fields.end(),
                 {
+                    {"scale", scale},
                     {"warmup", std::to_string(options.warmup)},
                     {"iters", std::to_string(options.iters)},
                     {"rotate", std::to_string(copies)},

@@ -503,6 +503,8 @@ static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
     return error("internal error: the manifest built for the package does "
                  "not parse: " +
                  manifest.status().message());
+  manifest->compiler = std::string("mla-compile ") + mla_version_string() +
+                       " LLVM " LLVM_VERSION_STRING;
   if (!knobs.outPath.empty()) {
     mla::rt::Status st = mla::rt::writePackage(
         knobs.outPath, mla::rt::printManifest(*manifest), sections);

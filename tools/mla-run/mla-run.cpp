@@ -2,6 +2,7 @@
 //
 // mla-run PKG --inputs DIR --outputs DIR [--scale X] [--device=NAME]
 //         [--threads=N] [--repeat=N]
+// mla-run --info PKG
 //
 // Reads the kernel's input roles from DIR/<role>.npy, runs the kernel on the
 // host or a GPU (inputs uploaded, outputs downloaded), writes its output
@@ -11,6 +12,8 @@
 // file. docs/FileContract.md is the contract.
 //
 //===----------------------------------------------------------------------===//
+
+#include "PackageInfo.h"
 
 #include "mla/runtime/Kinds.h"
 #include "mla/runtime/OutputShapes.h"
@@ -36,6 +39,7 @@ namespace {
 
 const char *const kHelp =
     R"help(usage: mla-run PKG --inputs DIR --outputs DIR [--scale X] [options]
+       mla-run --info PKG
 
 Runs the kernel of the mla package PKG on .npy inputs and writes .npy outputs.
 Kernel kinds: decode, prefill, merge, append_kv (the package's manifest says
@@ -56,16 +60,19 @@ options:
                    cores)
   --repeat=N       run the kernel N >= 1 times and report the median time
                    (default: 1)
+  --info           print what the package's manifest says (kind, compiler,
+                   arguments, targets with their config, workspaces,
+                   launches and grids) and exit; loads and runs nothing
   --help           print this help and exit
   --version        print the mla version and package format and exit
 Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
 
 files for a decode kernel (B batch, Sq query length, H heads, D = latent_dim
 + rope_dim, Dv = latent_dim, all C-order little-endian .npy version 1.0/2.0):
-  inputs   q.npy            [B, Sq, H, D]          float32 or float16
-           kv.npy           [pages, page_size, D]  float32 or float16
-           block_table.npy  [B, max_pages]         int32
-           seq_lens.npy     [B]                    int32
+  inputs   q.npy            [B, Sq, H, D]          float
+           kv.npy           [pages, page_size, D]  float
+           block_table.npy  [B, max_pages]         int
+           seq_lens.npy     [B]                    int
   outputs  o.npy            [B, Sq, H, Dv]         float32
            lse.npy          [B, Sq, H]             float32 (natural log)
 Every used block_table entry (pages below ceil(seq_len / page_size)) must
@@ -73,11 +80,11 @@ lie in [0, pages), and each seq_len in [0, max_pages * page_size].
 
 files for a prefill kernel (T query rows, Tk key rows, B requests, H heads,
 Dqk = qk_dim, Dv = v_dim):
-  inputs   q.npy            [T, H, Dqk]            float32 or float16
-           k.npy            [Tk, H, Dqk]           float32 or float16
-           v.npy            [Tk, H, Dv]            float32 or float16
-           cu_seqlens_q.npy [B + 1]                int32
-           cu_seqlens_k.npy [B + 1]                int32
+  inputs   q.npy            [T, H, Dqk]            float
+           k.npy            [Tk, H, Dqk]           float
+           v.npy            [Tk, H, Dv]            float
+           cu_seqlens_q.npy [B + 1]                int
+           cu_seqlens_k.npy [B + 1]                int
   outputs  o.npy            [T, H, Dv]             float32
            lse.npy          [H, T]                 float32 (natural log)
 Request b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] of q, its
@@ -86,15 +93,15 @@ at 0, never decrease and end at T (resp. Tk). Causal kernels align the mask
 bottom-right; a query that sees no key gets o = 0, lse = -inf.
 
 files for a merge kernel (N = parts partial results of T query rows):
-  inputs   o_parts.npy      [N, T, H, Dv]          float32
-           lse_parts.npy    [N, H, T]              float32 (-inf: empty part)
+  inputs   o_parts.npy      [N, T, H, Dv]          float
+           lse_parts.npy    [N, H, T]              float (-inf: empty part)
   outputs  o.npy            [T, H, Dv]             float32
            lse.npy          [H, T]                 float32
 
 files for an append_kv kernel (T new tokens, D = latent_dim + rope_dim):
-  inputs   kv_new.npy       [T, D]                 float32 or float16
-           slot_mapping.npy [T]                    int32
-           kv.npy           [pages, page_size, D]  float32 or float16
+  inputs   kv_new.npy       [T, D]                 float
+           slot_mapping.npy [T]                    int
+           kv.npy           [pages, page_size, D]  float
   outputs  kv.npy           [pages, page_size, D]  float32: kv with row t of
                                                    kv_new at slot_mapping[t]
 Slot s is row s % page_size of page s / page_size; -1 skips the token; any
@@ -104,7 +111,11 @@ Any other memref argument of the kernel (the inputs of a variant's regions,
 e.g. the per-head logits of an attention sink, role "sinks") is read from
 ROLE.npy as well; docs/Variants.md lists them for the examples.
 
-Float inputs are converted to the kernel's dtype (round to nearest even).
+Input types: "float" is float64 (numpy's default), float32 or float16,
+converted to the argument's dtype, rounded once to nearest even; "int" is
+int64 (numpy's default) or int32, converted to the argument's integer type
+(an int64 value outside the int32 range is an error naming the file, the
+element and the value).
 Dims fixed by the package's manifest must match it exactly.
 
 On success mla-run prints one line: "kernel time: T ms (median of N runs)".
@@ -164,6 +175,9 @@ struct Options {
   int repeat = 1;
   bool help = false;
   bool version = false;
+  bool info = false;
+  /// The value options given, for --info's check.
+  std::vector<std::string> given;
 };
 
 Status usageError(const std::string &message) {
@@ -193,6 +207,10 @@ Expected<Options> parseOptions(int argc, char **argv) {
       options.version = true;
       return options;
     }
+    if (arg == "--info") {
+      options.info = true;
+      continue;
+    }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
       if (!arg.empty() && arg[0] == '-')
         return usageError("unknown option '" + arg + "' (see --help)");
@@ -214,6 +232,7 @@ Expected<Options> parseOptions(int argc, char **argv) {
     }
     if (value.empty())
       return usageError("option " + name + " needs a value");
+    options.given.push_back(name);
     if (name == "--inputs") {
       options.inputs = value;
     } else if (name == "--outputs") {
@@ -246,6 +265,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
     return usageError("unexpected argument '" + positional[1] +
                       "' (only one package)");
   options.package = positional[0];
+  if (options.info && !options.given.empty())
+    return usageError("--info prints the package and runs nothing: " +
+                      options.given[0] + " does not apply");
+  if (options.info)
+    return options;
   if (options.inputs.empty())
     return usageError("missing required option --inputs");
   if (options.outputs.empty())
@@ -253,47 +277,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
   return options;
 }
 
-const char *npyTypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "float32";
-  case DType::F16:
-    return "float16";
-  case DType::I32:
-    return "int32";
-  case DType::I64:
-    return "int64";
-  case DType::BF16:
-    return "bfloat16";
-  }
-  return "?";
-}
-
 /// Reads DIR/<role>.npy and converts it to the argument's dtype: floats
-/// from float32/float16, integers only from the same integer type.
+/// from float64/float32/float16, integers from int64/int32 (int64 to int32
+/// only when every value fits).
 Expected<HostTensor> readInput(const std::string &dir, const ManifestArg &arg) {
-  std::string path = dir + "/" + arg.role + ".npy";
-  Expected<HostTensor> file = readNpy(path);
-  if (!file.ok())
-    return file;
-  DType have = file->getDType();
-  if (isFloatingPoint(arg.dtype) ? !isFloatingPoint(have) : have != arg.dtype)
-    return usageError(path + ": expected " +
-                      (isFloatingPoint(arg.dtype)
-                           ? std::string("float32 or float16")
-                           : std::string(npyTypeName(arg.dtype))) +
-                      " data, got " + npyTypeName(have));
-  if (have == arg.dtype)
-    return file;
-  Expected<HostTensor> converted =
-      HostTensor::allocate(arg.dtype, file->getShape());
-  if (!converted.ok())
-    return converted;
-  if (Status status = convertElements(file->data(), have, converted->data(),
-                                      arg.dtype, file->numElements());
-      !status.ok())
-    return status.withContext(path);
-  return converted;
+  return readNpyAs(dir + "/" + arg.role + ".npy", arg.dtype);
 }
 
 /// An output of the manifest's shape, dynamic dims taken from the inputs
@@ -550,6 +538,10 @@ Status run(const Options &options) {
   Expected<Package> package = readPackage(options.package);
   if (!package.ok())
     return package.status();
+  if (options.info) {
+    std::fputs(describePackage(options.package, *package).c_str(), stdout);
+    return Status::success();
+  }
   const Manifest &manifest = package->manifest;
   DType scaleType;
   Expected<KindFiles> files = filesFor(manifest, options, scaleType);

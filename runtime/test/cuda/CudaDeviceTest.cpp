@@ -1,8 +1,8 @@
 //===- CudaDeviceTest.cpp - The CUDA backend on a device ------------------===//
 //
 // Runs on the real driver (skipping without one) and on the fake driver; see
-// CudaTestUtils.h. Kernels come from hand-written PTX (kScalePtx, noopPtx)
-// loaded through packages and manifests like compiled ones.
+// CudaTestUtils.h. Kernels come from hand-written PTX (kScalePtx,
+// noopTargetPtx) loaded through packages and manifests like compiled ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -470,22 +470,21 @@ protected:
     if (!opened.ok())
       GTEST_SKIP() << opened.status().message();
     device = opened.take();
-    std::string manifest = decodeManifest(shape);
-    std::string hostTarget = manifest.substr(manifest.find("target "));
-    manifest = manifest.substr(0, manifest.find("target ")) +
-               "target sm_80 code.sm_80\n"
-               "launch mla_test_noop_decode args 0,1,2,3,4,5,6 grid "
-               "arg0.0,1,1 block 32,1,1\nend-target\n";
+    std::string manifest = sm80Manifest(decodeManifest(shape));
     Expected<Manifest> parsed = parseManifest(manifest);
     ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
     Expected<Kernel> loaded = device->loadKernel(
-        ptxPackage(manifest, noopPtx(*parsed, "mla_test_noop_decode")));
+        ptxPackage(manifest, noopTargetPtx(*parsed, parsed->targets[0])));
     ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
     kernel = loaded.take();
     host = makeDecodeData(shape, {10, 64, 0, 33}, 4, 5);
     Expected<DeviceDecodeData> uploaded = uploadDecodeData(*device, host);
     ASSERT_TRUE(uploaded.ok()) << uploaded.status().toString();
     data = uploaded.take();
+    // The decode plan's two workspaces.
+    Expected<size_t> bytes = kernel->workspaceBytes(data.args());
+    ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+    ASSERT_TRUE(kernel->reserveWorkspace(*bytes).ok());
   }
 
   LaunchOptions withHostCopies() const {

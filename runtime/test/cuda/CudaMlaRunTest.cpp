@@ -22,15 +22,10 @@ namespace {
 class CudaMlaRunTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    std::string manifest = decodeManifest(shape);
-    manifest = manifest.substr(0, manifest.find("target ")) +
-               "target sm_80 code.sm_80\n"
-               "workspace 7 f32 arg0.0,arg0.1,4,3,32\n"
-               "launch mla_test_noop_decode args 0,1,2,3,4,5,6 grid "
-               "arg0.0,1,1 block 32,1,1\nend-target\n";
+    std::string manifest = sm80Manifest(decodeManifest(shape));
     Expected<Manifest> parsed = parseManifest(manifest);
     ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
-    std::string ptx = noopPtx(*parsed, "mla_test_noop_decode");
+    std::string ptx = noopTargetPtx(*parsed, parsed->targets[0]);
     Status status = writePackage(package, manifest,
                                  {{"code.sm_80", {ptx.begin(), ptx.end()}}});
     ASSERT_TRUE(status.ok()) << status.toString();
@@ -119,7 +114,7 @@ TEST_F(CudaMlaRunTest, BenchOnTheCudaDevice) {
   ToolResult result =
       runTool(MLA_BENCH_PATH,
               {package, "--device=cuda", "--batch", "5", "--seq-len", "40",
-               "--iters=3", "--warmup=2", "--csv", csv},
+               "--iters=3", "--warmup=2", "--csv", csv, "--scale=default"},
               {std::string("MLA_CUDA_DRIVER=") + MLA_TEST_CUDA_DRIVER});
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.out.rfind("mla-bench: package=decode.mlapkg device=cuda:0 "
@@ -137,20 +132,14 @@ TEST_F(CudaMlaRunTest, BenchOnTheCudaDevice) {
 
 namespace {
 
-/// `manifest` (a host package of KindTestUtils.h) retargeted to sm_80 with
-/// one do-nothing launch over every arg.
+/// `manifest` (a host package of KindTestUtils.h) retargeted to sm_80,
+/// its launches doing nothing.
 std::string noopKindPackage(const std::string &hostManifest,
                             const std::string &path) {
-  Expected<Manifest> host = parseManifest(hostManifest);
-  EXPECT_TRUE(host.ok()) << host.status().toString();
-  std::string manifest = hostManifest.substr(0, hostManifest.find("target ")) +
-                         "target sm_80 code.sm_80\nlaunch mla_test_noop args ";
-  for (size_t i = 0; i < host->args.size(); ++i)
-    manifest += (i ? "," : "") + std::to_string(i);
-  manifest += " grid 1,1,1 block 32,1,1\nend-target\n";
+  std::string manifest = sm80Manifest(hostManifest);
   Expected<Manifest> parsed = parseManifest(manifest);
   EXPECT_TRUE(parsed.ok()) << parsed.status().toString();
-  std::string ptx = noopPtx(*parsed, "mla_test_noop");
+  std::string ptx = noopTargetPtx(*parsed, parsed->targets[0]);
   Status status =
       writePackage(path, manifest, {{"code.sm_80", {ptx.begin(), ptx.end()}}});
   EXPECT_TRUE(status.ok()) << status.toString();

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <sstream>
 
 using namespace mla::rt;
 using namespace mla::rt::test;
@@ -91,26 +93,49 @@ DONE:
 }
 )ptx";
 
-std::string mla::rt::test::noopPtx(const Manifest &manifest,
-                                   const std::string &entry) {
-  std::string params;
-  int count = 0;
-  auto add = [&](const char *type) {
-    params += std::string(count ? ",\n    " : "    ") + ".param " + type +
-              " p" + std::to_string(count);
-    ++count;
-  };
-  for (const ManifestArg &arg : manifest.args) {
-    if (arg.kind == ArgKind::Scalar) {
-      size_t bytes = dtypeSize(arg.dtype);
-      add(bytes == 2 ? ".b16" : bytes == 4 ? ".b32" : ".b64");
+std::string mla::rt::test::sm80Manifest(const std::string &hostManifest) {
+  std::string text = hostManifest;
+  const std::string host = "target host-x86_64 code.host-x86_64";
+  size_t at = text.find(host);
+  EXPECT_NE(at, std::string::npos);
+  if (at == std::string::npos)
+    return text;
+  text.replace(at, host.size(), "target sm_80 code.sm_80");
+  std::string out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    out += line + (line.rfind("launch ", 0) == 0 ? " block 32,1,1\n" : "\n");
+  return out;
+}
+
+std::string mla::rt::test::noopTargetPtx(const Manifest &manifest,
+                                         const TargetSpec &target) {
+  std::string ptx = ".version 7.0\n.target sm_80\n.address_size 64\n";
+  std::vector<std::string> done;
+  for (const LaunchSpec &launch : target.launches) {
+    if (std::find(done.begin(), done.end(), launch.entry) != done.end())
       continue;
+    done.push_back(launch.entry);
+    std::string params;
+    int count = 0;
+    auto add = [&](const char *type) {
+      params += std::string(count ? ",\n    " : "    ") + ".param " + type +
+                " p" + std::to_string(count);
+      ++count;
+    };
+    for (const LaunchParam &param : launchParams(manifest, target, launch)) {
+      if (!param.isTensor) {
+        size_t bytes = dtypeSize(param.dtype);
+        add(bytes == 2 ? ".b16" : bytes == 4 ? ".b32" : ".b64");
+        continue;
+      }
+      for (int i = 0; i < 3 + 2 * param.rank; ++i)
+        add(".u64");
     }
-    for (size_t i = 0; i < 3 + 2 * arg.dims.size(); ++i)
-      add(".u64");
+    ptx += "\n.visible .entry " + launch.entry + "(\n" + params +
+           ")\n{\n    ret;\n}\n";
   }
-  return ".version 7.0\n.target sm_80\n.address_size 64\n\n.visible .entry " +
-         entry + "(\n" + params + ")\n{\n    ret;\n}\n";
+  return ptx;
 }
 
 Package mla::rt::test::ptxPackage(const std::string &manifest,

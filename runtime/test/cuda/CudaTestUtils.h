@@ -42,9 +42,13 @@ Expected<Device> openTestCudaDevice(int ordinal = 0);
 /// block x scales row x of src into dst; its threads stride over columns.
 extern const char *const kScalePtx;
 
-/// PTX (.target sm_80) of an entry named `entry` that takes the parameters
-/// of `manifest`'s args (by the ABI of KernelParams.h) and does nothing.
-std::string noopPtx(const Manifest &manifest, const std::string &entry);
+/// `hostManifest` (a host package of the test utilities) on target sm_80:
+/// the same plan (the kinds require it), each launch with block 32,1,1.
+std::string sm80Manifest(const std::string &hostManifest);
+
+/// PTX (.target sm_80) with one do-nothing entry per launch entry of
+/// `target`, each taking that launch's parameters (KernelParams.h).
+std::string noopTargetPtx(const Manifest &manifest, const TargetSpec &target);
 
 /// A package of `manifest` whose targets' sections all hold `ptx` (with a
 /// trailing NUL when `trailingNul`).

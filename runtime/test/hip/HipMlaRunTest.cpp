@@ -117,7 +117,7 @@ TEST_F(HipMlaRunTest, BenchOnTheHipDevice) {
   ToolResult result =
       runTool(MLA_BENCH_PATH,
               {package, "--device=hip", "--batch", "4", "--seq-len", "100",
-               "--iters=3", "--warmup=1", "--rotate", "2"},
+               "--iters=3", "--warmup=1", "--rotate", "2", "--scale=default"},
               {std::string("MLA_HIP_LIBRARY=") + MLA_TEST_HIP_LIBRARY});
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.out.rfind("mla-bench: package=decode.mlapkg device=hip:0 "

@@ -47,6 +47,14 @@ float f16ToFloat(uint16_t bits);
 Status convertElements(const void *src, DType srcType, void *dst, DType dstType,
                        size_t count);
 
+/// Converts `count` float64 values (numpy's default float type) to the
+/// floating-point `dstType`, each rounded once to nearest even (bf16 and f16
+/// through a round-to-odd float32, so never twice); beyond the range of
+/// `dstType` they become infinities. An integer `dstType` is an
+/// InvalidArgument error.
+Status convertF64Elements(const double *src, void *dst, DType dstType,
+                          size_t count);
+
 } // namespace mla::rt
 
 #endif // MLA_RUNTIME_DTYPE_H

@@ -7,6 +7,7 @@
 #include "mla/runtime/Status.h"
 #include "mla/runtime/Tensor.h"
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,8 +76,11 @@ struct DecodeArgs {
   TensorView blockTable;
   /// i32 [batch]: tokens of each sequence in the cache.
   TensorView seqLens;
-  /// Softmax scale applied to q.k.
-  float scale = 1.0f;
+  /// Softmax scale applied to q.k. Required: there is no default value.
+  /// NaN, what it starts as, means "not set" and bindDecode (so
+  /// launchDecode and workspaceBytes(DecodeArgs)) rejects it ("scale: not
+  /// set ...").
+  float scale = std::numeric_limits<float>::quiet_NaN();
   /// Output [batch, q_len, heads, latent_dim], manifest dtype.
   TensorView o;
   /// Output f32 [batch, q_len, heads]: natural-log sum of exp(scores).

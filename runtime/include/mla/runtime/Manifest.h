@@ -62,6 +62,8 @@ struct WorkspaceSpec {
   int index = 0;
   DType dtype = DType::F32;
   std::vector<DimExpr> dims;
+  /// 1-based manifest line, for messages.
+  int line = 0;
 };
 
 /// Most threads a `block` may have (its product), on every GPU target.
@@ -77,6 +79,8 @@ struct LaunchSpec {
   std::array<int64_t, 3> block = {1, 1, 1};
   /// Dynamic shared memory bytes per workgroup (GPU targets).
   int64_t sharedBytes = 0;
+  /// 1-based manifest line, for messages.
+  int line = 0;
 };
 
 /// `max-bytes INDEX BYTES`: argument or workspace INDEX may span at most
@@ -95,7 +99,8 @@ struct TargetSpec {
   std::string name;
   std::string section;
   /// `config KEY=VALUE ...` inside the block: the compiler's choices for
-  /// this target (informational, like Manifest::config).
+  /// this target. The kind's plan reads some (decode: kv_splits,
+  /// head_group; prefill: tile_q), falling back to Manifest::config.
   std::map<std::string, std::string> config;
   /// Indices continue the arg numbering: workspaces[i].index ==
   /// args.size() + i.
@@ -104,6 +109,8 @@ struct TargetSpec {
   std::vector<LaunchSpec> launches;
   /// Size limits, in manifest order, at most one per index.
   std::vector<MaxBytesSpec> maxBytes;
+  /// 1-based manifest line of the `target` line, for messages.
+  int line = 0;
 
   /// nullptr when INDEX has no limit.
   const MaxBytesSpec *findMaxBytes(int index) const;
@@ -114,6 +121,10 @@ struct Manifest {
   std::string kernel;
   /// `function NAME`: the source-level kernel function.
   std::string function;
+  /// `compiler TEXT ...`: what wrote the package, e.g. "mla-compile 1.0.0
+  /// LLVM 22.1.8" (informational: its tokens joined by single spaces);
+  /// empty when the manifest has no such line.
+  std::string compiler;
   /// Header values; heads/qLen/latentDim/ropeDim/pageSize are -1 when the
   /// key is absent. `q_len 0` and `page_size 0` mean dynamic.
   std::optional<DType> dtype;
@@ -128,7 +139,8 @@ struct Manifest {
   int64_t vDim = -1;
   int64_t causal = -1;
   int64_t parts = -1;
-  /// `config key=value ...` (compiler tuning choices, informational).
+  /// `config key=value ...` (compiler tuning choices): the defaults of the
+  /// targets' configs.
   std::map<std::string, std::string> config;
   std::vector<ManifestArg> args;
   std::vector<TargetSpec> targets;
@@ -152,6 +164,7 @@ Expected<Manifest> parseManifest(std::string_view text);
 ///   mla-manifest 1
 ///   kernel KIND
 ///   function NAME
+///   compiler TEXT              (when m.compiler is not empty)
 ///   the header keys present, sorted by name: causal dtype heads latent_dim
 ///     page_size parts q_len qk_dim rope_dim v_dim
 ///   config KEY=VALUE ...       (when m.config is not empty; keys sorted)

@@ -20,6 +20,7 @@
 #include "mla/runtime/CudaBackend.h"
 #include "mla/runtime/DType.h"
 #include "mla/runtime/Device.h"
+#include "mla/runtime/GridLimits.h"
 #include "mla/runtime/HipBackend.h"
 #include "mla/runtime/Kernel.h"
 #include "mla/runtime/KernelParams.h"
