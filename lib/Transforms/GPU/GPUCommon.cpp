@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -46,6 +48,29 @@ LogicalResult checkStepLoop(AttentionStepOp op,
   });
   if (otherUse)
     return fail("another op of the loop touches the step's state");
+  return success();
+}
+
+LogicalResult
+carryStepState(AttentionStepOp op, ArrayRef<Value> init,
+               function_ref<SmallVector<Value>(ImplicitLocOpBuilder &,
+                                               ArrayRef<BlockArgument>)>
+                   step,
+               function_ref<void(ImplicitLocOpBuilder &, ValueRange)> after) {
+  auto loop = cast<scf::ForOp>(op->getParentOp());
+  IRRewriter rewriter(loop.getContext());
+  FailureOr<LoopLikeOpInterface> newLoop = loop.replaceWithAdditionalYields(
+      rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
+        ImplicitLocOpBuilder ib(loc, op);
+        return step(ib, args);
+      });
+  if (failed(newLoop))
+    return failure();
+  op.erase();
+  ImplicitLocOpBuilder ab((*newLoop)->getLoc(), (*newLoop)->getContext());
+  ab.setInsertionPointAfter(*newLoop);
+  after(ab, (*newLoop)->getResults().take_back(init.size()));
   return success();
 }
 

@@ -44,6 +44,18 @@ mlir::LogicalResult
 checkStepLoop(AttentionStepOp op,
               llvm::SmallVectorImpl<mlir::Operation *> &pure, std::string &why);
 
+/// Carries a register-resident step's state through its key loop: the loop
+/// gets `init` as extra iteration arguments, `step` (at `op`, which is then
+/// erased) computes the next state from the current one, and `after` runs
+/// after the loop with the final state.
+mlir::LogicalResult carryStepState(
+    AttentionStepOp op, llvm::ArrayRef<mlir::Value> init,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(
+        mlir::ImplicitLocOpBuilder &, llvm::ArrayRef<mlir::BlockArgument>)>
+        step,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::ValueRange)>
+        after);
+
 /// Whether `memref` lives in workgroup memory (shared memory / LDS).
 bool isWorkgroup(mlir::Value memref);
 

@@ -538,21 +538,12 @@ void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
 LogicalResult RegisterStep::emit() {
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   setUp(b);
-  SmallVector<Value> init = initialState(b);
-  IRRewriter rewriter(loop.getContext());
-  FailureOr<LoopLikeOpInterface> newLoop = loop.replaceWithAdditionalYields(
-      rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
-      [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
-        ImplicitLocOpBuilder ib(loc, op);
+  return carryStepState(
+      op, initialState(b),
+      [&](ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args) {
         return step(ib, args);
-      });
-  if (failed(newLoop))
-    return failure();
-  op.erase();
-  ImplicitLocOpBuilder ab((*newLoop)->getLoc(), (*newLoop)->getContext());
-  ab.setInsertionPointAfter(*newLoop);
-  writeBack(ab, (*newLoop)->getResults().take_back(init.size()));
-  return success();
+      },
+      [&](ImplicitLocOpBuilder &ab, ValueRange fin) { writeBack(ab, fin); });
 }
 
 } // namespace

@@ -228,22 +228,13 @@ SmallVector<Value> FusedStep::initialState(ImplicitLocOpBuilder &b) {
 LogicalResult FusedStep::emit() {
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   setUp(b);
-  SmallVector<Value> init = initialState(b);
-  IRRewriter rewriter(loop.getContext());
-  FailureOr<LoopLikeOpInterface> newLoop = loop.replaceWithAdditionalYields(
-      rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
-      [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
-        ImplicitLocOpBuilder ib(loc, op);
-        return step(ib, args);
-      });
-  if (failed(newLoop))
-    return failure();
-  op.erase();
   // After the loop: the state back to shared memory for the epilogue.
-  ImplicitLocOpBuilder ab((*newLoop)->getLoc(), (*newLoop)->getContext());
-  ab.setInsertionPointAfter(*newLoop);
-  writeBack(ab, (*newLoop)->getResults().take_back(p.nAcc() + 4));
-  return success();
+  return carryStepState(
+      op, initialState(b),
+      [&](ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args) {
+        return step(ib, args);
+      },
+      [&](ImplicitLocOpBuilder &ab, ValueRange fin) { writeBack(ab, fin); });
 }
 
 /// One iteration: scores, the softmax on their fragments (element e =
