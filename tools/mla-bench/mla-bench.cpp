@@ -1,19 +1,25 @@
 //===- mla-bench.cpp - Time a decode or prefill package on random inputs --===//
 //
-// mla-bench PKG [--device=cuda|cuda:N|host|auto] --batch B --seq-len L
-//           --scale X|default [--ragged] [--warmup N] [--iters N] [--rotate K]
-//           [--ceiling-gbs G] [--ceiling-tflops T] [--csv FILE] [--seed S]
-//           [--q-len N] [--page-size N] [--threads N]
+// mla-bench PKG [--device=cuda|cuda:N|host|auto] --scale X|default
+//           (--batch B --seq-len L | --batch B --ragged MIN:MAX --seed S |
+//            --seq-lens FILE.npy)
+//           [--warmup N] [--iters N] [--rotate K] [--ceiling-gbs G]
+//           [--ceiling-tflops T] [--csv FILE] [--seed S] [--q-len N]
+//           [--page-size N] [--threads N]
 //
-// Builds random inputs (never zero) for a paged KV cache with a random page
-// permutation, uploads K independent copies of every tensor and rotates
-// through them (so that the copies together exceed 3x a 60 MB L2), warms
-// up, then times each launch on one stream (CUDA events on a GPU, a steady
-// clock on the host) and prints one summary line with the median, min and
-// max time, the achieved bandwidth and FLOP rate and their fraction of the
-// given ceilings. docs/Runtime.md describes the metrics.
+// Builds random inputs (never zero) for a paged KV cache sized for the
+// requests' lengths with a random page permutation (Lengths.h), uploads K
+// independent copies of every tensor and rotates through them (so that the
+// copies together exceed 3x a 60 MB L2), warms up, then times each launch
+// on one stream (CUDA events on a GPU, a steady clock on the host) and
+// prints one summary line with the median, min and max time, the achieved
+// bandwidth and FLOP rate and their fraction of the given ceilings.
+// docs/Runtime.md describes the metrics.
 //
 //===----------------------------------------------------------------------===//
+
+#include "Lengths.h"
+#include "Options.h"
 
 #include "mla/runtime/Kinds.h"
 #include "mla/runtime/Runtime.h"
@@ -32,223 +38,14 @@
 #include <vector>
 
 using namespace mla::rt;
+using mla::bench::Lengths;
+using mla::bench::Options;
+using mla::bench::Random;
+using mla::bench::usageError;
 
 namespace {
 
-const char *const kHelp =
-    R"help(usage: mla-bench PKG --batch B --seq-len L --scale X|default [options]
-
-Times the decode or prefill kernel of the mla package PKG on random inputs.
-Decode: B requests with L cached tokens each in a paged cache. Prefill: B
-requests of L new tokens each attending to themselves (causal when the
-package is).
-
-options:
-  --device=NAME        cuda (default), cuda:N, host or auto
-  --batch B            requests (B >= 1, required)
-  --seq-len L          cached tokens per request (L >= 1, required)
-  --scale X|default    softmax scale applied to q.k (required): a finite
-                       number, or "default" for 1/sqrt(D) with D the q.k
-                       length (decode: latent_dim + rope_dim; prefill:
-                       qk_dim); the value used is printed as scale=
-  --ragged             draw each length uniformly from [ceil(L/2), L]
-  --warmup N           untimed launches first (default 10)
-  --iters N            timed launches (default 50)
-  --rotate K           input/output copies to rotate through (default: enough
-                       to exceed 3 x 60 MB of L2, capped by free memory)
-  --ceiling-gbs G      memory bandwidth ceiling in GB/s (default 4223)
-  --ceiling-tflops T   compute ceiling in TFLOP/s (default 786)
-  --csv FILE           append the result as a CSV row (header when new)
-  --seed S             random seed (default 1)
-  --q-len N            query length when the package's is dynamic (default 1)
-  --page-size N        page size when the package's is dynamic (default 64)
-  --threads N          host worker threads (default: all cores)
-  --help               print this help and exit
-  --version            print the mla version and package format and exit
-Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
-
-Prints one line, "mla-bench: key=value ...", with time in microseconds
-(median, min, max over the timed launches), GB/s counting the minimum bytes
-moved, E * (sum(len) * (Dv + rope) + B * Sq * H * (Dv + rope) + B * Sq * H *
-Dv) with E the element size, and TFLOP/s counting 2 * Sq * H * sum(len) *
-(2 * Dv + rope). Prefill: bytes E * T * H * (2 * Dqk + Dv) for q, k, v plus
-o and lse; TFLOP/s counting 2 * H * sum(L^2) * (Dqk + Dv), halved when
-causal. Errors are one line "mla-bench: error: MESSAGE", exit 1.
-)help";
-
 constexpr double kL2Bytes = 60e6;
-
-struct Options {
-  std::string package;
-  std::string device = "cuda";
-  int64_t batch = 0;
-  int64_t seqLen = 0;
-  bool ragged = false;
-  /// --scale X; nullopt with scaleDefault for --scale=default.
-  std::optional<float> scale;
-  bool scaleDefault = false;
-  int64_t warmup = 10;
-  int64_t iters = 50;
-  int64_t rotate = 0;
-  double ceilingGbs = 4223;
-  double ceilingTflops = 786;
-  std::string csv;
-  uint64_t seed = 1;
-  int64_t qLen = 0;
-  int64_t pageSize = 0;
-  unsigned threads = 0;
-  bool help = false;
-  bool version = false;
-};
-
-Status usageError(const std::string &message) {
-  return Status::error(ErrorCode::InvalidArgument, message);
-}
-
-std::optional<int64_t> parseInteger(const std::string &text, int64_t min,
-                                    int64_t max) {
-  char *end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end || errno || value < min || value > max)
-    return std::nullopt;
-  return value;
-}
-
-std::optional<double> parsePositive(const std::string &text) {
-  char *end = nullptr;
-  errno = 0;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end || errno || !std::isfinite(value) || value <= 0)
-    return std::nullopt;
-  return value;
-}
-
-Expected<Options> parseOptions(int argc, char **argv) {
-  Options options;
-  std::vector<std::string> positional;
-  // Integer options: name -> (field, min, max).
-  struct IntOption {
-    int64_t *field;
-    int64_t min, max;
-  };
-  std::map<std::string, IntOption> integers = {
-      {"--batch", {&options.batch, 1, 1 << 24}},
-      {"--seq-len", {&options.seqLen, 1, int64_t{1} << 31}},
-      {"--warmup", {&options.warmup, 0, 1000000}},
-      {"--iters", {&options.iters, 1, 1000000}},
-      {"--rotate", {&options.rotate, 1, 1000000}},
-      {"--q-len", {&options.qLen, 1, 1 << 16}},
-      {"--page-size", {&options.pageSize, 1, 1 << 20}},
-  };
-  int64_t threads = 0, seed = 1;
-  integers["--threads"] = {&threads, 1, 1024};
-  integers["--seed"] = {&seed, 0, INT64_MAX};
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      options.help = true;
-      return options;
-    }
-    if (arg == "--version") {
-      options.version = true;
-      return options;
-    }
-    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
-      if (!arg.empty() && arg[0] == '-')
-        return usageError("unknown option '" + arg + "' (see --help)");
-      positional.push_back(arg);
-      continue;
-    }
-    if (arg == "--ragged") {
-      options.ragged = true;
-      continue;
-    }
-    size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq);
-    bool known = integers.count(name) || name == "--device" ||
-                 name == "--scale" || name == "--ceiling-gbs" ||
-                 name == "--ceiling-tflops" || name == "--csv";
-    if (!known)
-      return usageError("unknown option '" + name + "' (see --help)");
-    std::string value;
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-    } else {
-      if (i + 1 == argc)
-        return usageError("option " + name + " needs a value");
-      value = argv[++i];
-    }
-    if (value.empty())
-      return usageError("option " + name + " needs a value");
-    if (auto it = integers.find(name); it != integers.end()) {
-      std::optional<int64_t> parsed =
-          parseInteger(value, it->second.min, it->second.max);
-      if (!parsed)
-        return usageError(name + " '" + value + "' is not an integer in [" +
-                          std::to_string(it->second.min) + ", " +
-                          std::to_string(it->second.max) + "]");
-      *it->second.field = *parsed;
-    } else if (name == "--device") {
-      options.device = value;
-    } else if (name == "--csv") {
-      options.csv = value;
-    } else if (name == "--scale" && value == "default") {
-      options.scaleDefault = true;
-      options.scale.reset();
-    } else if (name == "--scale") {
-      options.scaleDefault = false;
-      char *end = nullptr;
-      errno = 0;
-      float scale = std::strtof(value.c_str(), &end);
-      if (*end || errno || !std::isfinite(scale))
-        return usageError("--scale '" + value + "' is not a finite number");
-      options.scale = scale;
-    } else {
-      std::optional<double> ceiling = parsePositive(value);
-      if (!ceiling)
-        return usageError(name + " '" + value + "' is not a positive number");
-      (name == "--ceiling-gbs" ? options.ceilingGbs : options.ceilingTflops) =
-          *ceiling;
-    }
-  }
-  options.threads = static_cast<unsigned>(threads);
-  options.seed = static_cast<uint64_t>(seed);
-  if (positional.empty())
-    return usageError("missing the package argument (see --help)");
-  if (positional.size() > 1)
-    return usageError("unexpected argument '" + positional[1] +
-                      "' (only one package)");
-  options.package = positional[0];
-  if (!options.batch)
-    return usageError("missing required option --batch");
-  if (!options.seqLen)
-    return usageError("missing required option --seq-len");
-  if (!options.scale && !options.scaleDefault)
-    return usageError("missing required option --scale (the softmax scale: a "
-                      "number, or 'default' for 1/sqrt of the q.k length)");
-  return options;
-}
-
-/// splitmix64: fast, seedable, good enough for benchmark inputs.
-struct Random {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, n).
-  uint64_t below(uint64_t n) { return next() % n; }
-  /// Uniform in [-1, 1), never closer to 0 than 2^-10.
-  float value() {
-    float v = static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    if (std::fabs(v) < 1.0f / 1024)
-      v = std::copysign(1.0f / 1024, v);
-    return v;
-  }
-};
 
 /// Fills `count` elements of floating type `dtype` at `dst` with
 /// Random::value(), converting chunk by chunk.
@@ -341,6 +138,9 @@ struct Problem {
   double bytes = 0, flops = 0;
   /// Extra CSV/summary fields (shape description).
   std::vector<std::pair<std::string, std::string>> fields;
+  /// Decode: per lse element, whether its query sees no key (length 0, or
+  /// MTP with fewer keys than queries), so that lse = -inf is its value.
+  std::vector<bool> lseWithoutKeys;
 };
 
 Status randomHost(Problem &p, const std::string &role, Random &random) {
@@ -374,8 +174,10 @@ Status indexHost(Problem &p, const std::string &role,
   return Status::success();
 }
 
+/// Decode: B requests with `lengths` cached tokens, each in its own pages of
+/// one paged cache (mla::bench::layoutPages).
 Expected<Problem> decodeProblem(const Options &options, const Manifest &m,
-                                Random &random) {
+                                const Lengths &lengths, Random &random) {
   int64_t qLen = m.qLen ? m.qLen : (options.qLen ? options.qLen : 1);
   if (m.qLen && options.qLen && options.qLen != m.qLen)
     return usageError("--q-len " + std::to_string(options.qLen) +
@@ -388,13 +190,16 @@ Expected<Problem> decodeProblem(const Options &options, const Manifest &m,
                       " differs from the package's page_size " +
                       std::to_string(m.pageSize));
   DType dtype = *m.dtype;
-  int64_t batch = options.batch, heads = m.heads;
+  int64_t batch = static_cast<int64_t>(lengths.values.size());
+  int64_t heads = m.heads;
   int64_t row = m.latentDim + m.ropeDim, dimV = m.latentDim;
-  int64_t maxPages = (options.seqLen + pageSize - 1) / pageSize;
-  int64_t numPages = batch * maxPages;
-  if (numPages > INT32_MAX)
-    return usageError("batch x pages per request = " +
-                      std::to_string(numPages) + " pages, more than 2^31 - 1");
+  // A random page permutation (drawn first, as before ragged batches),
+  // then random q and kv.
+  Expected<mla::bench::PageLayout> layout =
+      mla::bench::layoutPages(lengths.values, pageSize, random);
+  if (!layout.ok())
+    return layout.status();
+  int64_t numPages = layout->numPages, maxPages = layout->maxPages;
   DType tableType = m.findArg(roles::kBlockTable)->dtype;
   DType lensType = m.findArg(roles::kSeqLens)->dtype;
   Problem p;
@@ -404,67 +209,55 @@ Expected<Problem> decodeProblem(const Options &options, const Manifest &m,
                {roles::kSeqLens, {nullptr, lensType, {batch}}},
                {roles::kO, {nullptr, dtype, {batch, qLen, heads, dimV}}},
                {roles::kLse, {nullptr, DType::F32, {batch, qLen, heads}}}};
-  // Random q and kv, a random page permutation, the lengths.
-  std::vector<int64_t> lengths(batch, options.seqLen);
-  if (options.ragged)
-    for (int64_t &length : lengths) {
-      int64_t low = (options.seqLen + 1) / 2;
-      length = low + random.below(options.seqLen - low + 1);
-    }
-  int64_t sumLen = 0;
-  for (int64_t length : lengths)
-    sumLen += length;
-  std::vector<int64_t> pages(numPages);
-  for (int64_t i = 0; i < numPages; ++i)
-    pages[i] = i;
-  for (int64_t i = numPages - 1; i > 0; --i)
-    std::swap(pages[i], pages[random.below(i + 1)]);
   for (const char *role : {roles::kQ, roles::kKv})
     if (Status status = randomHost(p, role, random); !status.ok())
       return status;
+  if (Status status = indexHost(p, roles::kBlockTable, layout->blockTable,
+                                tableType, {batch, maxPages});
+      !status.ok())
+    return status;
   if (Status status =
-          indexHost(p, roles::kBlockTable, pages, tableType, {batch, maxPages});
+          indexHost(p, roles::kSeqLens, lengths.values, lensType, {batch});
       !status.ok())
     return status;
-  if (Status status = indexHost(p, roles::kSeqLens, lengths, lensType, {batch});
-      !status.ok())
-    return status;
+  // Query i of request b sees keys [0, len_b - qLen + i].
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < qLen; ++i)
+      p.lseWithoutKeys.insert(p.lseWithoutKeys.end(), heads,
+                              lengths.values[b] - qLen + i < 0);
   p.scale = options.scale ? *options.scale
                           : 1.0f / std::sqrt(static_cast<float>(row));
+  // The minimum bytes and the FLOPs of the actual lengths: the sum(len)
+  // cached rows read once, q read once, o written once.
   double e = static_cast<double>(dtypeSize(dtype));
-  p.bytes = e * (static_cast<double>(sumLen) * row +
-                 static_cast<double>(batch) * qLen * heads * row +
-                 static_cast<double>(batch) * qLen * heads * dimV);
-  p.flops = 2.0 * qLen * heads * static_cast<double>(sumLen) *
-            (2.0 * dimV + m.ropeDim);
-  p.fields = {{"sum_len", std::to_string(sumLen)},
+  double sumLen = static_cast<double>(lengths.sum);
+  p.bytes =
+      e * (sumLen * row + static_cast<double>(batch) * qLen * heads * row +
+           static_cast<double>(batch) * qLen * heads * dimV);
+  p.flops = 2.0 * qLen * heads * sumLen * (2.0 * dimV + m.ropeDim);
+  p.fields = {{"sum_len", std::to_string(lengths.sum)},
               {"q_len", std::to_string(qLen)},
               {"heads", std::to_string(heads)},
               {"page_size", std::to_string(pageSize)}};
   return p;
 }
 
-/// B requests of L queries attending to their own L keys (causal or not,
-/// as the package says).
+/// Prefill: B requests of `lengths` queries attending to their own keys
+/// (causal or not, as the package says).
 Expected<Problem> prefillProblem(const Options &options, const Manifest &m,
-                                 Random &random) {
+                                 const Lengths &lengths, Random &random) {
   DType dtype = *m.dtype;
-  int64_t batch = options.batch, heads = m.heads;
-  std::vector<int64_t> lengths(batch, options.seqLen);
-  if (options.ragged)
-    for (int64_t &length : lengths) {
-      int64_t low = (options.seqLen + 1) / 2;
-      length = low + random.below(options.seqLen - low + 1);
-    }
+  int64_t batch = static_cast<int64_t>(lengths.values.size());
+  int64_t heads = m.heads;
   std::vector<int64_t> cu = {0};
   double sumSq = 0;
-  for (int64_t length : lengths) {
+  for (int64_t length : lengths.values) {
     cu.push_back(cu.back() + length);
     sumSq += static_cast<double>(length) * length;
   }
   int64_t T = cu.back();
   if (T > INT32_MAX)
-    return usageError("batch x seq-len = " + std::to_string(T) +
+    return usageError("the lengths sum to " + std::to_string(T) +
                       " tokens, more than 2^31 - 1");
   DType oType = m.findArg(roles::kO)->dtype;
   DType cuType = m.findArg(roles::kCuSeqlensQ)->dtype;
@@ -493,7 +286,7 @@ Expected<Problem> prefillProblem(const Options &options, const Manifest &m,
   p.flops =
       2.0 * heads * sumSq * (m.qkDim + m.vDim) * (m.causal == 1 ? 0.5 : 1.0);
   p.fields = {{"sum_len", std::to_string(T)},
-              {"q_len", std::to_string(options.seqLen)},
+              {"q_len", std::to_string(lengths.max)},
               {"heads", std::to_string(heads)},
               {"page_size", "0"}};
   return p;
@@ -594,7 +387,8 @@ timeLaunches(const Kernel &kernel, Backend &backend, const Options &options,
   return micros;
 }
 
-/// Sanity: the non-finite values in copy `k` of the outputs (o and lse).
+/// Sanity: the non-finite values in copy `k` of the outputs (o and lse),
+/// but for lse = -inf where the query sees no key (its defined value).
 Expected<int64_t> countNonFinite(Backend &backend, const Problem &p,
                                  const std::map<std::string, Copies> &onDevice,
                                  int64_t k) {
@@ -614,16 +408,26 @@ Expected<int64_t> countNonFinite(Backend &backend, const Problem &p,
                                         DType::F32, values->numElements());
         !status.ok())
       return status;
-    for (int64_t i = 0; i < floats->numElements(); ++i)
-      nonFinite += !std::isfinite(floats->dataAs<float>()[i]);
+    const float *data = floats->dataAs<float>();
+    bool isLse = role == roles::kLse;
+    for (int64_t i = 0; i < floats->numElements(); ++i) {
+      bool expectedInf =
+          isLse && i < static_cast<int64_t>(p.lseWithoutKeys.size()) &&
+          p.lseWithoutKeys[i] && std::isinf(data[i]) && data[i] < 0;
+      nonFinite += !std::isfinite(data[i]) && !expectedInf;
+    }
   }
   return nonFinite;
 }
 
 /// Prints the summary line (and appends the CSV row) of a finished run.
+/// The columns up to nonfinite are those of earlier versions, in their
+/// order (seq_len: the longest length where they differ; ragged: 1 unless
+/// --seq-len); the lengths' summary and the counted bytes and FLOPs follow.
 Status report(const Options &options, const Manifest &m, const Device &device,
-              const Problem &p, const std::vector<double> &micros,
-              int64_t copies, int64_t nonFinite) {
+              const Lengths &lengths, const Problem &p,
+              const std::vector<double> &micros, int64_t copies,
+              int64_t nonFinite) {
   double median = percentileSorted(micros, 0.5);
   double gbs = p.bytes / (median * 1e-6) / 1e9;
   double tflops = p.flops / (median * 1e-6) / 1e12;
@@ -631,9 +435,9 @@ Status report(const Options &options, const Manifest &m, const Device &device,
       {"package", baseName(options.package)},
       {"device", std::string(device.getName())},
       {"dtype", dtypeName(*m.dtype)},
-      {"batch", std::to_string(options.batch)},
-      {"seq_len", std::to_string(options.seqLen)},
-      {"ragged", options.ragged ? "1" : "0"}};
+      {"batch", std::to_string(lengths.values.size())},
+      {"seq_len", std::to_string(lengths.max)},
+      {"ragged", lengths.ragged ? "1" : "0"}};
   fields.insert(fields.end(), p.fields.begin(), p.fields.end());
   // Nine significant digits give the float back exactly.
   char scale[32];
@@ -652,6 +456,12 @@ Status report(const Options &options, const Manifest &m, const Device &device,
                     {"bw_frac", fixed(gbs / options.ceilingGbs, 3)},
                     {"flop_frac", fixed(tflops / options.ceilingTflops, 3)},
                     {"nonfinite", std::to_string(nonFinite)},
+                    {"min_len", std::to_string(lengths.min)},
+                    {"max_len", std::to_string(lengths.max)},
+                    {"lengths", lengths.source},
+                    {"seed", std::to_string(options.lengths.seed)},
+                    {"bytes", fixed(p.bytes, 0)},
+                    {"flops", fixed(p.flops, 0)},
                 });
   std::string line = "mla-bench:";
   for (const auto &[key, value] : fields)
@@ -664,6 +474,9 @@ Status report(const Options &options, const Manifest &m, const Device &device,
 }
 
 Status run(const Options &options) {
+  Expected<Lengths> lengths = mla::bench::resolveLengths(options.lengths);
+  if (!lengths.ok())
+    return lengths.status();
   Expected<Package> package = readPackage(options.package);
   if (!package.ok())
     return package.status();
@@ -681,10 +494,10 @@ Status run(const Options &options) {
   if (!kernel.ok())
     return kernel.status();
 
-  Random random{options.seed};
+  Random random{options.lengths.seed};
   Expected<Problem> problem = m.kernel == kernels::kPrefill
-                                  ? prefillProblem(options, m, random)
-                                  : decodeProblem(options, m, random);
+                                  ? prefillProblem(options, m, *lengths, random)
+                                  : decodeProblem(options, m, *lengths, random);
   if (!problem.ok())
     return problem.status();
   Problem &p = *problem;
@@ -742,16 +555,16 @@ Status run(const Options &options) {
       countNonFinite(backend, p, onDevice, (next + *copies - 1) % *copies);
   if (!nonFinite.ok())
     return nonFinite.status();
-  return report(options, m, *device, p, *micros, *copies, *nonFinite);
+  return report(options, m, *device, *lengths, p, *micros, *copies, *nonFinite);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  Expected<Options> options = parseOptions(argc, argv);
+  Expected<Options> options = mla::bench::parseOptions(argc, argv);
   Status status = options.ok() ? Status::success() : options.status();
   if (status.ok() && options->help) {
-    std::fputs(kHelp, stdout);
+    std::fputs(mla::bench::kHelp, stdout);
     return 0;
   }
   if (status.ok() && options->version) {
