@@ -141,6 +141,8 @@ struct Problem {
   /// Decode: per lse element, whether its query sees no key (length 0, or
   /// MTP with fewer keys than queries), so that lse = -inf is its value.
   std::vector<bool> lseWithoutKeys;
+  /// Decode: the pages of the paged cache (0 for prefill).
+  int64_t pages = 0;
 };
 
 Status randomHost(Problem &p, const std::string &role, Random &random) {
@@ -195,14 +197,15 @@ Expected<Problem> decodeProblem(const Options &options, const Manifest &m,
   int64_t row = m.latentDim + m.ropeDim, dimV = m.latentDim;
   // A random page permutation (drawn first, as before ragged batches),
   // then random q and kv.
+  Problem p;
   Expected<mla::bench::PageLayout> layout =
       mla::bench::layoutPages(lengths.values, pageSize, random);
   if (!layout.ok())
     return layout.status();
   int64_t numPages = layout->numPages, maxPages = layout->maxPages;
+  p.pages = numPages;
   DType tableType = m.findArg(roles::kBlockTable)->dtype;
   DType lensType = m.findArg(roles::kSeqLens)->dtype;
-  Problem p;
   p.tensors = {{roles::kQ, {nullptr, dtype, {batch, qLen, heads, row}}},
                {roles::kKv, {nullptr, dtype, {numPages, pageSize, row}}},
                {roles::kBlockTable, {nullptr, tableType, {batch, maxPages}}},
@@ -462,6 +465,7 @@ Status report(const Options &options, const Manifest &m, const Device &device,
                     {"seed", std::to_string(options.lengths.seed)},
                     {"bytes", fixed(p.bytes, 0)},
                     {"flops", fixed(p.flops, 0)},
+                    {"pages", std::to_string(p.pages)},
                 });
   std::string line = "mla-bench:";
   for (const auto &[key, value] : fields)
