@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <regex>
 
 using namespace mla::rt;
@@ -122,9 +123,7 @@ TEST_F(MlaBenchTest, RaggedLengthsAndCsv) {
   // The documented generator: splitmix64 from the seed, length b = MIN +
   // x_b mod (MAX - MIN + 1).
   std::vector<int64_t> lengths = splitmixLengths(8, 0, 40, 7);
-  int64_t sum = 0;
-  for (int64_t length : lengths)
-    sum += length;
+  int64_t sum = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
   int64_t min = *std::min_element(lengths.begin(), lengths.end());
   int64_t max = *std::max_element(lengths.begin(), lengths.end());
   ASSERT_LT(min, max); // ragged indeed
@@ -178,9 +177,7 @@ TEST_F(MlaBenchTest, RaggedLengthsAndCsv) {
              "--iters=1", "--warmup=0", "--scale=1"});
   ASSERT_EQ(other.exitCode, 0) << other.err;
   std::vector<int64_t> lengths8 = splitmixLengths(8, 0, 40, 8);
-  int64_t sum8 = 0;
-  for (int64_t length : lengths8)
-    sum8 += length;
+  int64_t sum8 = std::accumulate(lengths8.begin(), lengths8.end(), int64_t{0});
   EXPECT_EQ(fields(other.out)["sum_len"], std::to_string(sum8));
   EXPECT_NE(sum8, sum);
 }

@@ -15,24 +15,22 @@ Status mla::bench::usageError(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
 }
 
-namespace {
-
-/// A whole decimal integer in [0, kMaxLength], or nullopt.
-std::optional<int64_t> parseLength(const std::string &text) {
-  if (text.empty() || text[0] == '-' || text[0] == '+' || text[0] == ' ')
-    return std::nullopt;
+std::optional<int64_t> mla::bench::parseInteger(const std::string &text,
+                                                int64_t min, int64_t max) {
   char *end = nullptr;
   errno = 0;
   long long value = std::strtoll(text.c_str(), &end, 10);
-  if (*end || errno || value < 0 || value > kMaxLength)
+  if (text.empty() || *end || errno || value < min || value > max)
     return std::nullopt;
   return value;
 }
 
-std::string baseName(const std::string &path) {
+std::string mla::bench::baseName(const std::string &path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
+
+namespace {
 
 /// The sum, min and max of `lengths.values`.
 void summarize(Lengths &lengths) {
@@ -77,8 +75,8 @@ mla::bench::parseRaggedRange(const std::string &value) {
   size_t colon = value.find(':');
   std::optional<int64_t> min, max;
   if (colon != std::string::npos) {
-    min = parseLength(value.substr(0, colon));
-    max = parseLength(value.substr(colon + 1));
+    min = parseInteger(value.substr(0, colon), 0, kMaxLength);
+    max = parseInteger(value.substr(colon + 1), 0, kMaxLength);
   }
   if (!min || !max)
     return usageError("--ragged '" + value +

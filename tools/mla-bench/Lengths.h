@@ -2,7 +2,8 @@
 //
 // Where mla-bench's request lengths come from (--seq-len, --ragged MIN:MAX
 // with --seed, or --seq-lens FILE.npy), the generator behind --ragged and
-// the inputs, and the paged cache laid out for the actual lengths.
+// the inputs, the paged cache laid out for the actual lengths, and the
+// small helpers the tool's files share (usage errors, integers, names).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +45,13 @@ struct Random {
 
 /// An InvalidArgument error: mla-bench's usage errors.
 rt::Status usageError(const std::string &message);
+
+/// A decimal integer in [min, max] (strtoll's syntax), or nullopt.
+std::optional<int64_t> parseInteger(const std::string &text, int64_t min,
+                                    int64_t max);
+
+/// What follows the last '/' of `path`.
+std::string baseName(const std::string &path);
 
 /// The lengths options as given: exactly one of --seq-len (with --batch),
 /// --ragged (with --batch and --seed) and --seq-lens.

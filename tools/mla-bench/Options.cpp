@@ -66,16 +66,6 @@ line "mla-bench: error: MESSAGE", exit 1.
 
 namespace {
 
-std::optional<int64_t> parseInteger(const std::string &text, int64_t min,
-                                    int64_t max) {
-  char *end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end || errno || value < min || value > max)
-    return std::nullopt;
-  return value;
-}
-
 std::optional<double> parsePositive(const std::string &text) {
   char *end = nullptr;
   errno = 0;

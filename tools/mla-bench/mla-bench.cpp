@@ -38,6 +38,7 @@
 #include <vector>
 
 using namespace mla::rt;
+using mla::bench::baseName;
 using mla::bench::Lengths;
 using mla::bench::Options;
 using mla::bench::Random;
@@ -83,11 +84,6 @@ double percentileSorted(const std::vector<double> &sorted, double q) {
   if (sorted.size() % 2 == 0 && q == 0.5)
     return (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
   return sorted[static_cast<size_t>(q * (sorted.size() - 1) + 0.5)];
-}
-
-std::string baseName(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 std::string csvField(const std::string &text) {
