@@ -71,33 +71,59 @@ struct TileLiveness {
     });
   }
 
-  /// [first, last] positions in which `alloca` (or a view of it) is used; a
-  /// use inside a loop keeps it live for the whole outermost such loop.
-  std::pair<int64_t, int64_t> range(memref::AllocaOp alloca) {
-    int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1;
+  /// Where a tile is in use: [lo, hi] positions; a use inside a loop keeps
+  /// it live for the whole outermost such loop. When every use lies in one
+  /// loop marked mla.fresh_tiles (whose iterations write each tile before
+  /// reading it), `fresh` is that loop and [freshLo, freshHi] the range
+  /// within one iteration of it (loops inside it still count whole).
+  struct Range {
+    int64_t lo, hi;
+    Operation *fresh = nullptr;
+    int64_t freshLo = 0, freshHi = -1;
+  };
+
+  Range range(memref::AllocaOp alloca) {
+    Range r{std::numeric_limits<int64_t>::max(), -1};
+    r.freshLo = r.lo;
+    bool allFresh = true;
     std::function<void(Value)> visit = [&](Value v) {
       for (Operation *user : v.getUsers()) {
         // Views (subview, cast, transpose, ...) alias the tile: their uses
         // count too.
         bool aliases = false;
-        for (Value r : user->getResults())
-          if (isa<MemRefType>(r.getType())) {
-            visit(r);
+        for (Value res : user->getResults())
+          if (isa<MemRefType>(res.getType())) {
+            visit(res);
             aliases = true;
           }
         if (aliases && isa<ViewLikeOpInterface>(user))
           continue;
-        Operation *span = user;
+        Operation *span = user, *inFresh = nullptr, *fresh = nullptr;
         for (Operation *p = user->getParentOp(); p && !isa<gpu::GPUFuncOp>(p);
-             p = p->getParentOp())
-          if (isa<LoopLikeOpInterface>(p))
-            span = p;
-        lo = std::min(lo, first[span]);
-        hi = std::max(hi, last[span]);
+             p = p->getParentOp()) {
+          if (!isa<LoopLikeOpInterface>(p))
+            continue;
+          if (!fresh && p->hasAttr(MLADialect::kFreshTilesAttrName)) {
+            fresh = p;
+            inFresh = span;
+          }
+          span = p;
+        }
+        r.lo = std::min(r.lo, first[span]);
+        r.hi = std::max(r.hi, last[span]);
+        if (!fresh || (r.fresh && r.fresh != fresh)) {
+          allFresh = false;
+          continue;
+        }
+        r.fresh = fresh;
+        r.freshLo = std::min(r.freshLo, first[inFresh]);
+        r.freshHi = std::max(r.freshHi, last[inFresh]);
       }
     };
     visit(alloca.getResult());
-    return {lo, hi};
+    if (!allFresh)
+      r.fresh = nullptr;
+    return r;
   }
 
   /// Whether a barrier separates a use range ending at `end` from one
@@ -105,6 +131,25 @@ struct TileLiveness {
   bool separated(int64_t end, int64_t start) const {
     return llvm::any_of(barriers,
                         [&](int64_t b) { return end <= b && b < start; });
+  }
+
+  /// Whether two tiles may share memory: their uses are separated by a
+  /// barrier; for two tiles of the same fresh loop, within each iteration
+  /// and from one iteration to the next (a barrier after the later one's
+  /// uses or before the earlier one's, inside the loop).
+  bool disjoint(const Range &a, const Range &b) const {
+    if (a.hi < 0 || b.hi < 0) // an unused tile conflicts with nothing
+      return true;
+    if (!a.fresh || a.fresh != b.fresh)
+      return separated(a.hi, b.lo) || separated(b.hi, a.lo);
+    auto wraps = [&](int64_t end, int64_t start) {
+      return llvm::any_of(barriers, [&](int64_t bar) {
+        return (end <= bar && bar <= last.lookup(a.fresh)) ||
+               (first.lookup(a.fresh) <= bar && bar < start);
+      });
+    };
+    return (separated(a.freshHi, b.freshLo) && wraps(b.freshHi, a.freshLo)) ||
+           (separated(b.freshHi, a.freshLo) && wraps(a.freshHi, b.freshLo));
   }
 };
 
@@ -123,7 +168,9 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   TileLiveness live(kernel);
   struct Placed {
-    int64_t offset, bytes, lo, hi, align;
+    int64_t offset, bytes;
+    TileLiveness::Range live;
+    int64_t align;
   };
   SmallVector<Placed> placed(allocas.size());
   SmallVector<size_t> order(allocas.size());
@@ -131,14 +178,14 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
     MemRefType t = allocas[i].getType();
     if (!t.hasStaticShape())
       return allocas[i].emitError() << "a GPU tile must have a static shape";
-    auto [lo, hi] = live.range(allocas[i]);
+    TileLiveness::Range range = live.range(allocas[i]);
     // 16-byte aligned, or as the alloca asks (the 1024-byte aligned
     // swizzled operand tiles of warpgroup MMA).
     int64_t align =
         std::max<int64_t>(16, allocas[i].getAlignment().value_or(16));
     placed[i] = {
         0, (t.getNumElements() * t.getElementTypeBitWidth() / 8 + 15) / 16 * 16,
-        lo, hi, align};
+        range, align};
     order[i] = i;
   }
   // Largest first; each at the lowest 16-byte offset that overlaps no
@@ -151,9 +198,7 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
   for (size_t i : order) {
     Placed &p = placed[i];
     auto conflicts = [&](const Placed &o) {
-      if (p.hi < 0 || o.hi < 0) // an unused tile conflicts with nothing
-        return false;
-      return !(live.separated(p.hi, o.lo) || live.separated(o.hi, p.lo));
+      return !live.disjoint(p.live, o.live);
     };
     SmallVector<int64_t> candidates = {0};
     for (size_t j : done)

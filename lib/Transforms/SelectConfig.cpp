@@ -27,8 +27,25 @@ using namespace mla;
 namespace {
 struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages, minWorkgroups = 0,
-                                                      tileQ = 0, wgmma = 1;
+                                                      tileQ = 0, wgmma = 1,
+                                                      kvChunks = 0,
+                                                      workgroups = 0;
 };
+
+/// Chunks the host's length-aware decode schedule aims at (its workgroups
+/// run on a pool of threads, a few per core).
+constexpr int64_t kHostDecodeChunks = 32;
+
+/// Decode's length-aware schedule (#mla.config kv_chunks): the batch's key
+/// tiles cut into about as many chunks as workgroups fill the chip, on the
+/// device from the lengths (mla.chunk_plan), in place of kv_splits fixed
+/// splits per request.
+ConfigFields lengthAwareSchedule(ConfigFields cfg, const ArchInfo &arch) {
+  cfg.kvSplits = 1;
+  cfg.minWorkgroups = 0;
+  cfg.kvChunks = arch.minWorkgroups > 0 ? arch.minWorkgroups : kHostDecodeChunks;
+  return cfg;
+}
 
 /// Largest divisor of `n` that is <= `cap`.
 int64_t largestDivisorAtMost(int64_t n, int64_t cap) {
@@ -383,12 +400,14 @@ LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
                         .Case("min_workgroups", &cfg.minWorkgroups)
                         .Case("tile_q", &cfg.tileQ)
                         .Case("wgmma", &cfg.wgmma)
+                        .Case("kv_chunks", &cfg.kvChunks)
+                        .Case("workgroups", &cfg.workgroups)
                         .Default(nullptr);
     if (!slot)
       return op->emitError()
              << "perf-config: unknown field '" << key
              << "' (fields: tile_kv, kv_splits, head_group, warps, stages, "
-                "min_workgroups, tile_q, wgmma)";
+                "min_workgroups, tile_q, wgmma, kv_chunks, workgroups)";
     *slot = v;
   }
   return success();
@@ -458,16 +477,18 @@ struct SelectConfigPass
     auto select = [&](Operation *op, ConfigFields cfg,
                       ConfigAttr existing) -> ConfigAttr {
       if (existing)
-        cfg = {existing.getTileKv(),    existing.getKvSplits(),
-               existing.getHeadGroup(), existing.getWarps(),
-               existing.getStages(),    existing.getMinWorkgroups(),
-               existing.getTileQ(),     existing.getWgmma()};
+        cfg = {existing.getTileKv(),     existing.getKvSplits(),
+               existing.getHeadGroup(),  existing.getWarps(),
+               existing.getStages(),     existing.getMinWorkgroups(),
+               existing.getTileQ(),      existing.getWgmma(),
+               existing.getKvChunks(),   existing.getWorkgroups()};
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
       auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
       return ConfigAttr::getChecked(
           emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
-          cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma);
+          cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
+          cfg.kvChunks, cfg.workgroups);
     };
     WalkResult result = getOperation().walk([&](Operation *o) {
       if (auto op = dyn_cast<PrefillOp>(o)) {
@@ -480,9 +501,10 @@ struct SelectConfigPass
         if (!attr)
           return WalkResult::interrupt();
         if (attr.getKvSplits() != 1 || attr.getHeadGroup() != 1 ||
-            attr.getTileQ() == 0) {
+            attr.getTileQ() == 0 || attr.getKvChunks() != 0) {
           op.emitError() << "config for prefill needs kv_splits = 1, "
-                            "head_group = 1 and tile_q > 0, got "
+                            "head_group = 1, kv_chunks = 0 and tile_q > 0, "
+                            "got "
                          << attr;
           return WalkResult::interrupt();
         }
@@ -503,9 +525,10 @@ struct SelectConfigPass
                                     op.getQ().getType().getElementType(),
                                     "head dim")))
         return WalkResult::interrupt();
-      ConfigFields cfg = arch->kind == TargetKind::Host
-                             ? hostDecodeConfig(op)
-                             : gpuDecodeConfig(op, *arch, wgmmaOk);
+      ConfigFields cfg = lengthAwareSchedule(
+          arch->kind == TargetKind::Host ? hostDecodeConfig(op)
+                                         : gpuDecodeConfig(op, *arch, wgmmaOk),
+          *arch);
       ConfigAttr attr = select(op, cfg, op.getConfigAttr());
       if (!attr)
         return WalkResult::interrupt();

@@ -61,6 +61,17 @@ struct TilePass : public mla::impl::MLATileBase<TilePass> {
     for (MergeOp op : merges)
       if (failed(tileMerge(op)))
         return signalPassFailure();
+    // The plan and merge of length-aware decodes.
+    SmallVector<ChunkPlanOp> plans;
+    getOperation().walk([&](ChunkPlanOp op) { plans.push_back(op); });
+    for (ChunkPlanOp op : plans)
+      if (failed(tileChunkPlan(op)))
+        return signalPassFailure();
+    SmallVector<ChunkMergeOp> chunkMerges;
+    getOperation().walk([&](ChunkMergeOp op) { chunkMerges.push_back(op); });
+    for (ChunkMergeOp op : chunkMerges)
+      if (failed(tileChunkMerge(op)))
+        return signalPassFailure();
     // KV append (TileAppendKV.cpp).
     SmallVector<AppendKVOp> appends;
     getOperation().walk([&](AppendKVOp op) { appends.push_back(op); });

@@ -130,10 +130,12 @@ Value rowLse(ImplicitLocOpBuilder &ib, const AttentionTiles &t, Value row,
              const RowResult &r);
 
 /// The mla-tile rewrites of each semantic op (TileDecode.cpp,
-/// TilePrefill.cpp, TileMerge.cpp).
+/// TilePrefill.cpp, TileMerge.cpp, TileChunkPlan.cpp).
 LogicalResult tileDecode(DecodeOp op);
 LogicalResult tilePrefill(PrefillOp op);
 LogicalResult tileMerge(MergeOp op);
+LogicalResult tileChunkPlan(ChunkPlanOp op);
+LogicalResult tileChunkMerge(ChunkMergeOp op);
 
 } // namespace mla::tiling
 

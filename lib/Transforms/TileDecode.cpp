@@ -3,6 +3,7 @@
 #include "KindRoles.h"
 #include "TileCore.h"
 #include "Utils.h"
+#include "mla/runtime/ChunkSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -33,6 +34,10 @@ void recordDecodeInfo(DecodeOp op) {
     config += " min_workgroups=" + std::to_string(cfg.getMinWorkgroups());
   if (!cfg.getWgmma())
     config += " wgmma=0";
+  if (cfg.getKvChunks())
+    config += " kv_chunks=" + std::to_string(cfg.getKvChunks());
+  if (cfg.getWorkgroups())
+    config += " workgroups=" + std::to_string(cfg.getWorkgroups());
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",
@@ -90,58 +95,131 @@ SplitRange splitKeyRange(ImplicitLocOpBuilder &g, DecodeOp op, Value req,
   return {len, usedSplits, start, end};
 }
 
-/// Where a workgroup's rows go in the workspace.
-struct SplitRows {
-  Value req, split, headBase, cSq, cGroup, c0;
-};
-
-/// The normalised rows of one split (o = acc / l) and their LSE into the
-/// workspace.
-void writeSplitPartial(ImplicitLocOpBuilder &g, const AttentionTiles &t,
-                       const SplitRows &w, Value wsO, Value wsL) {
+/// The normalised rows of one key range (o = acc / l) and their LSE into
+/// the workspaces, at `partAt(i, head)` (then the value column for o).
+void writePartial(
+    ImplicitLocOpBuilder &g, const AttentionTiles &t, Value headBase,
+    int64_t sq, int64_t group, Value wsO, Value wsL,
+    function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, Value)>
+        partAt) {
   const int64_t vw = vectorWidthFor(t.dv);
-  Value cVw = indexConst(g, vw);
-  parallelFor(g, {w.cSq, w.cGroup, indexConst(g, t.dv / vw)},
+  Value cVw = indexConst(g, vw), c0 = indexConst(g, 0);
+  Value cGroup = indexConst(g, group);
+  parallelFor(g, {indexConst(g, sq), cGroup, indexConst(g, t.dv / vw)},
               [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-                Value i = iv[0], row = tileRow(rb, w.cGroup, iv[0], iv[1]);
-                Value head = arith::AddIOp::create(rb, w.headBase, iv[1]);
+                Value i = iv[0], row = tileRow(rb, cGroup, iv[0], iv[1]);
+                Value head = arith::AddIOp::create(rb, headBase, iv[1]);
                 Value d = arith::MulIOp::create(rb, iv[2], cVw);
                 RowResult r = normalisedRow(rb, t, row, d, vw);
-                vector::StoreOp::create(rb, r.scaled, wsO,
-                                        ValueRange{w.req, i, head, w.split, d});
+                SmallVector<Value> at = partAt(rb, i, head);
+                SmallVector<Value> atD(at);
+                atD.push_back(d);
+                vector::StoreOp::create(rb, r.scaled, wsO, atD);
                 // One iteration per row writes the LSE.
                 Value first = arith::CmpIOp::create(
-                    rb, arith::CmpIPredicate::eq, iv[2], w.c0);
+                    rb, arith::CmpIPredicate::eq, iv[2], c0);
                 scf::IfOp::create(rb, first, [&](OpBuilder &nb, Location loc) {
                   ImplicitLocOpBuilder ib(loc, nb);
-                  memref::StoreOp::create(ib, rowLse(ib, t, row, r), wsL,
-                                          ValueRange{w.req, i, head, w.split});
+                  memref::StoreOp::create(ib, rowLse(ib, t, row, r), wsL, at);
                   scf::YieldOp::create(ib);
                 });
               });
 }
-} // namespace
 
-//===----------------------------------------------------------------------===//
-// mla.decode
-//===----------------------------------------------------------------------===//
+/// One key range [start, end) of request `req` for the head group at
+/// `headBase`: the online softmax over it and the partial result at
+/// `partAt`. `first` (i1) marks the request's first range, whose part
+/// takes the sink.
+struct KeyRange {
+  Value req, len, start, end, first;
+};
 
-LogicalResult tileDecode(DecodeOp op) {
-  ConfigAttr cfg = op.getConfigAttr();
-  if (!cfg)
-    return op.emitOpError()
-           << "has no #mla.config; run mla-select-config before mla-tile";
-  recordDecodeInfo(op);
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
-                dim = op.getHeadDim(), dv = op.getLatentDim();
-  const int64_t tile = cfg.getTileKv(), splits = cfg.getKvSplits(),
-                group = cfg.getHeadGroup(), rows = sq * group;
+void emitKeyRange(
+    ImplicitLocOpBuilder &g, DecodeOp op, const AttentionTiles &t,
+    Value headBase, const KeyRange &kr, Value wsO, Value wsL,
+    function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, Value)>
+        partAt) {
+  const int64_t sq = op.getQLen(), dim = op.getHeadDim(),
+                group = op.getConfigAttr().getHeadGroup();
   Type elem = op.getQ().getType().getElementType();
-  Type f32 = b.getF32Type();
   const int64_t qvw = vectorWidthFor(dim);
+  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value cSq = indexConst(g, sq), cGroup = indexConst(g, group);
+  Value req = kr.req, len = kr.len;
+  auto rowOf = [&](ImplicitLocOpBuilder &ib, Value i, Value hh) {
+    return tileRow(ib, cGroup, i, hh);
+  };
+  initSoftmaxState(g, t);
 
-  // Workspace for the partial results of every split.
+  // Stage this group's queries.
+  auto qVec = VectorType::get({qvw}, elem);
+  Value cQvw = indexConst(g, qvw);
+  parallelFor(g, {cSq, cGroup, indexConst(g, dim / qvw)},
+              [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                Value head = arith::AddIOp::create(ib, headBase, iv[1]);
+                Value d = arith::MulIOp::create(ib, iv[2], cQvw);
+                Value v = vector::LoadOp::create(
+                    ib, qVec, op.getQ(), ValueRange{req, iv[0], head, d});
+                vector::StoreOp::create(
+                    ib, v, t.qTile, ValueRange{rowOf(ib, iv[0], iv[1]), d});
+              });
+
+  // Row i * group + hh: request req, head headBase + hh, query position
+  // len - sq + i.
+  Variants variants = variantsOf(op.getScore(), op.getMask(), op.getSink());
+  variants.position = [&](ImplicitLocOpBuilder &rb,
+                          Value row) -> std::array<Value, 3> {
+    Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
+    Value hh = group == 1 ? indexConst(rb, 0)
+                          : arith::RemUIOp::create(rb, row, cGroup);
+    return {req, arith::AddIOp::create(rb, headBase, hh),
+            arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq), i)};
+  };
+  Value end = kr.end;
+  emitOnlineSoftmax(
+      g, t, kr.start, end, op.getScale(), variants,
+      [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile, Value) {
+        LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0, end,
+                             kTile);
+      },
+      // Query i (row i * group + hh) sees keys t <= len - sq + i.
+      [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
+        Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
+        return arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq),
+                                     arith::AddIOp::create(rb, i, c1));
+      });
+  // The sink joins the denominator once per row: in the first range's
+  // part, which the merge weighs by its LSE like any other.
+  if (variants.sink) {
+    auto first = scf::IfOp::create(g, kr.first, /*withElseRegion=*/false);
+    ImplicitLocOpBuilder sb(op.getLoc(), first.thenBlock()->getTerminator());
+    applySink(sb, t, variants);
+  }
+  (void)c0;
+  // Epilogue: normalise and write this range's partial result.
+  writePartial(g, t, headBase, sq, group, wsO, wsL, partAt);
+}
+
+/// The tiles of one decode workgroup (values are the first `dv` columns of
+/// the staged key rows).
+AttentionTiles decodeTiles(ImplicitLocOpBuilder &g, DecodeOp op) {
+  ConfigAttr cfg = op.getConfigAttr();
+  return allocateTiles(g, op.getQLen() * cfg.getHeadGroup(), cfg.getTileKv(),
+                       op.getHeadDim(), op.getLatentDim(),
+                       op.getQ().getType().getElementType(),
+                       /*separateValues=*/false,
+                       op.getMask().empty() ? cfg.getStages() : 1);
+}
+
+/// Fixed split-KV (kv_chunks = 0): a grid of (batch, head groups,
+/// kv_splits), each workgroup one split of one request, then mla.merge.
+void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op) {
+  ConfigAttr cfg = op.getConfigAttr();
+  const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
+                dv = op.getLatentDim();
+  const int64_t tile = cfg.getTileKv(), splits = cfg.getKvSplits(),
+                group = cfg.getHeadGroup();
+  Type f32 = b.getF32Type();
   Value batch = dimValue(b, op.getQ(), 0);
   int64_t dyn = ShapedType::kDynamic;
   auto wsOType = MemRefType::get({dyn, sq, heads, splits, dv}, f32);
@@ -160,27 +238,16 @@ LogicalResult tileDecode(DecodeOp op) {
     Value cTile = indexConst(g, tile), cSq = indexConst(g, sq);
     Value cGroup = indexConst(g, group);
     Value headBase = arith::MulIOp::create(g, hgroup, cGroup);
-
-    // This split's key range [start, end).
     SplitRange range = splitKeyRange(g, op, req, split, c0, c1, cTile);
-    Value len = range.len, usedSplits = range.usedSplits, start = range.start,
-          end = range.end;
-
-    // Values are the first `dv` columns of the staged key rows.
-    AttentionTiles t =
-        allocateTiles(g, rows, tile, dim, dv, elem, /*separateValues=*/false,
-                      op.getMask().empty() ? cfg.getStages() : 1);
-
-    auto rowOf = [&](ImplicitLocOpBuilder &ib, Value i, Value hh) {
-      return tileRow(ib, cGroup, i, hh);
-    };
+    AttentionTiles t = decodeTiles(g, op);
 
     // A split past the used ones (balanced split-KV) holds no key: it only
     // writes LSE = -inf, which tells the merge not to read its output.
     // Everything else happens in the `then` branch (uniform per workgroup).
     auto activeIf = scf::IfOp::create(
         g,
-        arith::CmpIOp::create(g, arith::CmpIPredicate::slt, split, usedSplits),
+        arith::CmpIOp::create(g, arith::CmpIPredicate::slt, split,
+                              range.usedSplits),
         /*withElseRegion=*/true);
     {
       ImplicitLocOpBuilder eb(op.getLoc(),
@@ -193,63 +260,117 @@ LogicalResult tileDecode(DecodeOp op) {
                         rb, negInf, wsL, ValueRange{req, iv[0], head, split});
                   });
     }
-    g.setInsertionPoint(activeIf.thenBlock()->getTerminator());
-    initSoftmaxState(g, t);
-
-    // Stage this group's queries.
-    auto qVec = VectorType::get({qvw}, elem);
-    Value cQvw = indexConst(g, qvw);
-    parallelFor(g, {cSq, cGroup, indexConst(g, dim / qvw)},
-                [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-                  Value head = arith::AddIOp::create(ib, headBase, iv[1]);
-                  Value d = arith::MulIOp::create(ib, iv[2], cQvw);
-                  Value v = vector::LoadOp::create(
-                      ib, qVec, op.getQ(), ValueRange{req, iv[0], head, d});
-                  vector::StoreOp::create(
-                      ib, v, t.qTile, ValueRange{rowOf(ib, iv[0], iv[1]), d});
-                });
-
-    // Row i * group + hh: request req, head headBase + hh, query position
-    // len - sq + i.
-    Variants variants = variantsOf(op.getScore(), op.getMask(), op.getSink());
-    variants.position = [&](ImplicitLocOpBuilder &rb,
-                            Value row) -> std::array<Value, 3> {
-      Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
-      Value hh = group == 1 ? indexConst(rb, 0)
-                            : arith::RemUIOp::create(rb, row, cGroup);
-      return {
-          req, arith::AddIOp::create(rb, headBase, hh),
-          arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq), i)};
-    };
-    emitOnlineSoftmax(
-        g, t, start, end, op.getScale(), variants,
-        [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile, Value) {
-          LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0, end,
-                               kTile);
-        },
-        // Query i (row i * group + hh) sees keys t <= len - sq + i.
-        [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
-          Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
-          return arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq),
-                                       arith::AddIOp::create(rb, i, c1));
-        });
-    // The sink joins the denominator once per row: in split 0's part, which
-    // the merge weighs by its LSE like any other.
-    if (variants.sink) {
-      auto first = scf::IfOp::create(
-          g, arith::CmpIOp::create(g, arith::CmpIPredicate::eq, split, c0),
-          /*withElseRegion=*/false);
-      ImplicitLocOpBuilder sb(op.getLoc(), first.thenBlock()->getTerminator());
-      applySink(sb, t, variants);
-    }
-
-    // Epilogue: normalise and write this split's partial result.
-    writeSplitPartial(g, t, {req, split, headBase, cSq, cGroup, c0}, wsO, wsL);
+    ImplicitLocOpBuilder tb(op.getLoc(), activeIf.thenBlock()->getTerminator());
+    Value first = arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, split, c0);
+    emitKeyRange(tb, op, t, headBase,
+                 {req, range.len, range.start, range.end, first}, wsO, wsL,
+                 [&](ImplicitLocOpBuilder &, Value i, Value head) {
+                   return SmallVector<Value>{req, i, head, split};
+                 });
   }
-
   MergeOp::create(b, wsO, wsL, op.getO(), op.getLse());
   memref::DeallocOp::create(b, wsO);
   memref::DeallocOp::create(b, wsL);
+}
+
+/// The length-aware schedule (kv_chunks > 0, #mla.config says more):
+/// mla.chunk_plan from the lengths, a grid of (workgroups, head groups)
+/// whose workgroups take the plan's chunks in turn, each chunk's partial
+/// result in its own workspace slot, then mla.chunk_merge.
+void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
+  ConfigAttr cfg = op.getConfigAttr();
+  const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
+                dv = op.getLatentDim();
+  const int64_t tile = cfg.getTileKv(), group = cfg.getHeadGroup();
+  const int64_t chunks =
+      rt::schedule::chunkTarget(cfg.getKvChunks(), heads / group);
+  Type f32 = b.getF32Type();
+  Value batch = dimValue(b, op.getQ(), 0);
+  int64_t dyn = ShapedType::kDynamic;
+  // Slots: at most batch + chunks chunks (each request's last chunk may be
+  // short, all others hold q tiles).
+  Value slots = arith::AddIOp::create(b, batch, indexConst(b, chunks));
+  Value plan = memref::AllocOp::create(
+      b, MemRefType::get({2, dyn}, b.getI32Type()),
+      ValueRange{arith::AddIOp::create(b, batch, indexConst(b, chunks + rt::schedule::kPlanHeader))});
+  Value wsO = memref::AllocOp::create(
+      b, MemRefType::get({dyn, sq, heads, dv}, f32), ValueRange{slots});
+  Value wsL = memref::AllocOp::create(b, MemRefType::get({dyn, sq, heads}, f32),
+                                      ValueRange{slots});
+  ChunkPlanOp::create(b, op.getSeqLens(), plan, tile, chunks);
+
+  const int64_t persistent = cfg.getWorkgroups();
+  Value gridX = persistent ? indexConst(b, persistent) : slots;
+  auto [grid, ids] =
+      createGrid(b, gridX, indexConst(b, heads / group), indexConst(b, 1));
+  grid.setConfigAttr(cfg);
+  {
+    ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
+        op.getLoc(), &grid.getBody().front());
+    Value c0 = indexConst(g, 0), c1 = indexConst(g, 1), c2 = indexConst(g, 2);
+    Value headBase =
+        arith::MulIOp::create(g, ids[1], indexConst(g, group));
+    auto planAt = [&](ImplicitLocOpBuilder &ib, Value r, Value c) -> Value {
+      Value v = memref::LoadOp::create(ib, plan, ValueRange{r, c});
+      return arith::IndexCastOp::create(ib, ib.getIndexType(), v);
+    };
+    Value numChunks = planAt(g, c0, c0);
+    Value chunkKeys = arith::MulIOp::create(g, planAt(g, c0, c1),
+                                            indexConst(g, tile));
+    Value step = persistent
+                     ? indexConst(g, persistent)
+                     : arith::AddIOp::create(g, dimValue(g, op.getQ(), 0),
+                                             indexConst(g, chunks));
+    AttentionTiles t = decodeTiles(g, op);
+    // Each chunk writes every tile before reading it (mla.fresh_tiles).
+    auto chunkLoop = scf::ForOp::create(g, ids[0], numChunks, step);
+    chunkLoop->setAttr(MLADialect::kFreshTilesAttrName, g.getUnitAttr());
+    {
+              ImplicitLocOpBuilder lb(op.getLoc(),
+                                      chunkLoop.getBody()->getTerminator());
+              Value slot = chunkLoop.getInductionVar();
+              Value req = planAt(lb, c1, slot);
+              Value j = arith::SubIOp::create(
+                  lb, slot, planAt(lb, c0, arith::AddIOp::create(lb, req, c2)));
+              Value lenI32 = memref::LoadOp::create(lb, op.getSeqLens(),
+                                                    ValueRange{req});
+              Value len = maxIdx(
+                  lb, arith::IndexCastOp::create(lb, lb.getIndexType(), lenI32),
+                  c0);
+              Value start = arith::MulIOp::create(lb, j, chunkKeys);
+              Value end = minIdx(lb, len,
+                                 arith::AddIOp::create(lb, start, chunkKeys));
+              Value first =
+                  arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, j, c0);
+              emitKeyRange(lb, op, t, headBase, {req, len, start, end, first},
+                           wsO, wsL,
+                           [&](ImplicitLocOpBuilder &, Value i, Value head) {
+                             return SmallVector<Value>{slot, i, head};
+                           });
+    }
+  }
+  ChunkMergeOp::create(b, wsO, wsL, plan, op.getO(), op.getLse());
+  memref::DeallocOp::create(b, wsO);
+  memref::DeallocOp::create(b, wsL);
+  memref::DeallocOp::create(b, plan);
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// mla.decode
+//===----------------------------------------------------------------------===//
+
+LogicalResult tileDecode(DecodeOp op) {
+  ConfigAttr cfg = op.getConfigAttr();
+  if (!cfg)
+    return op.emitOpError()
+           << "has no #mla.config; run mla-select-config before mla-tile";
+  recordDecodeInfo(op);
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  if (cfg.getKvChunks())
+    tileChunks(b, op);
+  else
+    tileFixedSplits(b, op);
   op.erase();
   return success();
 }

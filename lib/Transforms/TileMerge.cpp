@@ -49,60 +49,43 @@ void recordMergeInfo(MergeOp op) {
                 viewSource(op.getO()), viewSource(op.getLse())});
 }
 
-LogicalResult tileMerge(MergeOp op) {
-  recordMergeInfo(op);
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  auto lseType = op.getLse().getType();
-  auto oType = op.getO().getType();
-  const int64_t lead = lseType.getRank();
-  const int64_t parts = op.getLseParts().getType().getDimSize(lead);
-  const int64_t dv = oType.getDimSize(lead);
+/// One merged row: the parts n in [lo, hi) (`lseAt(n)`, `oAt(n, d)`),
+/// LSE-weighted; stores the merged output through `storeO(d, o)` and the
+/// LSE through `storeLse`. Inside the current workgroup: each parallel
+/// iteration owns one vector chunk of the value dim; the parts' LSEs are
+/// re-read by every iteration instead of being shared.
+static void emitMergeRow(
+    ImplicitLocOpBuilder &g, Value lo, Value hi, int64_t dv, Type outElem,
+    function_ref<Value(ImplicitLocOpBuilder &, Value)> lseAt,
+    function_ref<Value(ImplicitLocOpBuilder &, Value, Value, VectorType)> oAt,
+    function_ref<void(ImplicitLocOpBuilder &, Value, Value)> storeO,
+    function_ref<void(ImplicitLocOpBuilder &, Value)> storeLse) {
   const int64_t vw = vectorWidthFor(dv);
-  Type f32 = b.getF32Type();
-
-  SmallVector<Value, 3> sizes;
-  for (int64_t d = 0; d < 3; ++d)
-    sizes.push_back(d < lead ? dimValue(b, op.getLse(), d) : indexConst(b, 1));
-  auto [grid, ids] = createGrid(b, sizes[0], sizes[1], sizes[2]);
-  ImplicitLocOpBuilder g =
-      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
-  SmallVector<Value> idx(ids.begin(), ids.begin() + lead);
+  Type f32 = g.getF32Type();
   Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
-  Value cParts = indexConst(g, parts);
   Value negInf = f32Const(g, kNegInf), zeroF = f32Const(g, 0.0);
-  auto withPart = [&](Value n) {
-    SmallVector<Value> v(idx);
-    v.push_back(n);
-    return v;
-  };
-
   Value log2e = f32Const(g, kLog2e);
   auto vecType = VectorType::get({vw}, f32);
   Value zeroVec = arith::ConstantOp::create(
       g, vecType, DenseElementsAttr::get(vecType, g.getF32FloatAttr(0.0)));
-  // Each iteration owns one vector chunk of the value dim; the few parts'
-  // LSEs are re-read by every iteration instead of being shared.
   parallelFor(
       g, {indexConst(g, dv / vw)},
       [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
         Value d = arith::MulIOp::create(ib, iv[0], indexConst(ib, vw));
         Value maxLse = reduceLoop(
-            ib, c0, cParts, c1, negInf,
+            ib, lo, hi, c1, negInf,
             [&](ImplicitLocOpBuilder &jb, Value n, Value m) -> Value {
-              Value l =
-                  memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
-              return arith::MaximumFOp::create(jb, m, l);
+              return arith::MaximumFOp::create(jb, m, lseAt(jb, n));
             });
         Value empty = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ,
                                             maxLse, negInf);
         Value ref = arith::SelectOp::create(ib, empty, zeroF, maxLse);
         // Σ exp(lse_n - ref) and Σ exp(lse_n - ref) o_n, in one pass.
         auto loop = scf::ForOp::create(
-            ib, c0, cParts, c1, ValueRange{zeroF, zeroVec},
+            ib, lo, hi, c1, ValueRange{zeroF, zeroVec},
             [&](OpBuilder &nb, Location loc, Value n, ValueRange args) {
               ImplicitLocOpBuilder jb(loc, nb);
-              Value l =
-                  memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
+              Value l = lseAt(jb, n);
               Value w = math::Exp2Op::create(
                   jb, arith::MulFOp::create(
                           jb, arith::SubFOp::create(jb, l, ref), log2e));
@@ -113,10 +96,7 @@ LogicalResult tileMerge(MergeOp op) {
                   jb, used,
                   [&](OpBuilder &nb2, Location loc2) {
                     ImplicitLocOpBuilder pb(loc2, nb2);
-                    SmallVector<Value> at = withPart(n);
-                    at.push_back(d);
-                    Value part =
-                        vector::LoadOp::create(pb, vecType, op.getOParts(), at);
+                    Value part = oAt(pb, n, d, vecType);
                     Value wv = vector::BroadcastOp::create(pb, vecType, w);
                     scf::YieldOp::create(pb, ValueRange{vector::FMAOp::create(
                                                  pb, part, wv, args[1])});
@@ -138,10 +118,7 @@ LogicalResult tileMerge(MergeOp op) {
         Value merged = arith::MulFOp::create(
             ib, loop.getResult(1),
             vector::BroadcastOp::create(ib, vecType, inv));
-        SmallVector<Value> at(idx);
-        at.push_back(d);
-        vector::StoreOp::create(
-            ib, castFloat(ib, merged, oType.getElementType()), op.getO(), at);
+        storeO(ib, d, castFloat(ib, merged, outElem));
         Value first =
             arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, iv[0], c0);
         scf::IfOp::create(ib, first, [&](OpBuilder &nb, Location loc) {
@@ -150,10 +127,93 @@ LogicalResult tileMerge(MergeOp op) {
               jb, ref,
               arith::MulFOp::create(jb, math::Log2Op::create(jb, safeTotal),
                                     f32Const(jb, kLn2)));
-          lse = arith::SelectOp::create(jb, empty, negInf, lse);
-          memref::StoreOp::create(jb, lse, op.getLse(), idx);
+          storeLse(jb, arith::SelectOp::create(jb, empty, negInf, lse));
           scf::YieldOp::create(jb);
         });
+      });
+}
+
+LogicalResult tileMerge(MergeOp op) {
+  recordMergeInfo(op);
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto lseType = op.getLse().getType();
+  auto oType = op.getO().getType();
+  const int64_t lead = lseType.getRank();
+  const int64_t parts = op.getLseParts().getType().getDimSize(lead);
+
+  SmallVector<Value, 3> sizes;
+  for (int64_t d = 0; d < 3; ++d)
+    sizes.push_back(d < lead ? dimValue(b, op.getLse(), d) : indexConst(b, 1));
+  auto [grid, ids] = createGrid(b, sizes[0], sizes[1], sizes[2]);
+  ImplicitLocOpBuilder g =
+      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
+  SmallVector<Value> idx(ids.begin(), ids.begin() + lead);
+  auto withPart = [&](Value n) {
+    SmallVector<Value> v(idx);
+    v.push_back(n);
+    return v;
+  };
+  emitMergeRow(
+      g, indexConst(g, 0), indexConst(g, parts), oType.getDimSize(lead),
+      oType.getElementType(),
+      [&](ImplicitLocOpBuilder &jb, Value n) -> Value {
+        return memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
+      },
+      [&](ImplicitLocOpBuilder &pb, Value n, Value d, VectorType t) -> Value {
+        SmallVector<Value> at = withPart(n);
+        at.push_back(d);
+        return vector::LoadOp::create(pb, t, op.getOParts(), at);
+      },
+      [&](ImplicitLocOpBuilder &ib, Value d, Value merged) {
+        SmallVector<Value> at(idx);
+        at.push_back(d);
+        vector::StoreOp::create(ib, merged, op.getO(), at);
+      },
+      [&](ImplicitLocOpBuilder &jb, Value lse) {
+        memref::StoreOp::create(jb, lse, op.getLse(), idx);
+      });
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// mla.chunk_merge
+//===----------------------------------------------------------------------===//
+
+LogicalResult tileChunkMerge(ChunkMergeOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto oType = op.getO().getType();
+  auto [grid, ids] = createGrid(b, dimValue(b, op.getO(), 0),
+                                dimValue(b, op.getO(), 1),
+                                dimValue(b, op.getO(), 2));
+  ImplicitLocOpBuilder g =
+      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
+  Value req = ids[0], i = ids[1], head = ids[2];
+  // Request req's chunks: [plan[0][2 + req], plan[0][3 + req]).
+  auto planAt = [&](Value col) -> Value {
+    Value v = memref::LoadOp::create(g, op.getPlan(),
+                                     ValueRange{indexConst(g, 0), col});
+    return arith::IndexCastOp::create(g, g.getIndexType(), v);
+  };
+  Value c2 = indexConst(g, 2);
+  Value lo = planAt(arith::AddIOp::create(g, req, c2));
+  Value hi = planAt(arith::AddIOp::create(g, req, indexConst(g, 3)));
+  emitMergeRow(
+      g, lo, hi, oType.getDimSize(3), oType.getElementType(),
+      [&](ImplicitLocOpBuilder &jb, Value n) -> Value {
+        return memref::LoadOp::create(jb, op.getLseParts(),
+                                      ValueRange{n, i, head});
+      },
+      [&](ImplicitLocOpBuilder &pb, Value n, Value d, VectorType t) -> Value {
+        return vector::LoadOp::create(pb, t, op.getOParts(),
+                                      ValueRange{n, i, head, d});
+      },
+      [&](ImplicitLocOpBuilder &ib, Value d, Value merged) {
+        vector::StoreOp::create(ib, merged, op.getO(),
+                                ValueRange{req, i, head, d});
+      },
+      [&](ImplicitLocOpBuilder &jb, Value lse) {
+        memref::StoreOp::create(jb, lse, op.getLse(), ValueRange{req, i, head});
       });
   op.erase();
   return success();

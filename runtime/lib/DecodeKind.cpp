@@ -10,6 +10,7 @@
 #include "KernelKinds.h"
 #include "KindChecks.h"
 #include "KindPlans.h"
+#include "mla/runtime/ChunkSchedule.h"
 
 #include <array>
 #include <cstdint>
@@ -59,6 +60,75 @@ std::vector<std::pair<int64_t, const char *>> expectedDims(const Manifest &m,
 bool isInputRole(const KindRole &role) { return role.isInput(); }
 bool isOutputRole(const KindRole &role) { return role.isOutput(); }
 
+/// Decode's length-aware schedule (config kv_chunks > 0;
+/// docs/Architecture.md, "Decode: what mla-tile builds"): the plan of
+/// chunks from the lengths (one workgroup), the partial results of the
+/// chunks in one slot each (batch + chunkTarget slots), their merge per
+/// request, query and head. `plan` holds the symbols.
+Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
+                                    plans::KindPlan plan, int64_t kvChunks) {
+  using plans::SizeRule;
+  enum { Batch, QLen, Heads, Latent };
+  Expected<std::optional<int64_t>> group =
+      plans::configValue(m, target, "head_group", 1, m.heads);
+  if (!group.ok())
+    return group.status();
+  Expected<std::optional<int64_t>> workgroups =
+      plans::configValue(m, target, "workgroups", 0, INT32_MAX);
+  if (!workgroups.ok())
+    return workgroups.status();
+  if (!*group)
+    return Status::error(ErrorCode::InvalidManifest,
+                         "manifest line " + std::to_string(target.line) +
+                             ": decode target '" + target.name +
+                             "' config has kv_chunks but no head_group");
+  const int64_t groups = (m.heads + **group - 1) / **group;
+  const int64_t aim = schedule::chunkTarget(kvChunks, groups);
+  const std::string chunksText =
+      "chunkTarget(kv_chunks, head groups) = " + std::to_string(aim);
+  SizeRule one = SizeRule::constantOf(1, "1");
+  SizeRule batch = SizeRule::symbolOf(Batch, "the batch");
+  SizeRule slots = SizeRule::symbolOf(Batch, "batch + " + chunksText, aim);
+  SizeRule planCols =
+      SizeRule::symbolOf(Batch, "batch + " + chunksText + " + 2",
+                         aim + schedule::kPlanHeader);
+  SizeRule qLen = SizeRule::symbolOf(QLen, "q_len");
+  SizeRule heads = SizeRule::symbolOf(Heads, "heads");
+  SizeRule latent = SizeRule::symbolOf(Latent, "latent_dim");
+  SizeRule gridX = slots;
+  if (workgroups->value_or(0) > 0)
+    gridX = SizeRule::constantOf(**workgroups, "workgroups");
+  plan.workspaces = {
+      {DType::I32,
+       {SizeRule::constantOf(2, "2"), planCols},
+       "plan [2, batch + chunks + 2]"},
+      {DType::F32,
+       {slots, qLen, heads, latent},
+       "o_part [batch + chunks, q_len, heads, latent_dim]"},
+      {DType::F32,
+       {slots, qLen, heads},
+       "lse_part [batch + chunks, q_len, heads]"},
+  };
+  plan.launches = {
+      {{one, one, one},
+       {roles::kSeqLens},
+       {0},
+       "the plan of chunks from the lengths"},
+      {{gridX,
+        SizeRule::constantOf(groups, "ceil(heads / head_group) = " +
+                                         std::to_string(groups)),
+        one},
+       plans::rolesOf(m, KernelKind::Decode, isInputRole, true),
+       {0, 1, 2},
+       "the partial results of the chunks"},
+      {{batch, qLen, heads},
+       plans::rolesOf(m, KernelKind::Decode, isOutputRole, false),
+       {0, 1, 2},
+       "the merge of each request's chunks per query and head"},
+  };
+  return plan;
+}
+
 /// What every decode target runs (docs/Architecture.md, "Decode: what
 /// mla-tile builds"): the partial results of kv_splits key ranges per
 /// request and head group, in two f32 workspaces, then their merge per
@@ -83,6 +153,12 @@ Expected<plans::KindPlan> decodePlan(const Manifest &m,
   };
   if (m.qLen == 0)
     plan.symbols[QLen].value = -1;
+  Expected<std::optional<int64_t>> chunks =
+      plans::configValue(m, target, "kv_chunks", 0, INT32_MAX);
+  if (!chunks.ok())
+    return chunks.status();
+  if (chunks->value_or(0) > 0)
+    return chunkPlan(m, target, std::move(plan), **chunks);
   Expected<std::optional<int64_t>> splits =
       plans::configValue(m, target, "kv_splits", 1, INT32_MAX);
   if (!splits.ok())

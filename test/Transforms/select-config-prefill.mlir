@@ -17,8 +17,8 @@
 // gfx942 (the register step, GPU/RegisterStep.h): 64 x 64 tiles, four waves.
 // GFX942: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>
 // OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 8, stages = 2, tile_q = 32>
-// SPLITS: error: config for prefill needs kv_splits = 1, head_group = 1 and tile_q > 0, got #mla.config<tile_kv = 64, kv_splits = 2, head_group = 1, warps = 1, stages = 1, tile_q = 32>
-// TILEQ: error: config for prefill needs kv_splits = 1, head_group = 1 and tile_q > 0
+// SPLITS: error: config for prefill needs kv_splits = 1, head_group = 1, kv_chunks = 0 and tile_q > 0, got #mla.config<tile_kv = 64, kv_splits = 2, head_group = 1, warps = 1, stages = 1, tile_q = 32>
+// TILEQ: error: config for prefill needs kv_splits = 1, head_group = 1, kv_chunks = 0 and tile_q > 0
 func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
   mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal} : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xbf16>, memref<16x?xf32>
   return

@@ -1,5 +1,8 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config | FileCheck %s
-// RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,kv_splits=2" | FileCheck %s --check-prefix=OVERRIDE
+// RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,kv_chunks=0,kv_splits=2" | FileCheck %s --check-prefix=OVERRIDE
+// RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=kv_splits=2" 2>&1 | FileCheck %s --check-prefix=SPLITS
+// RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=kv_chunks=7,workgroups=3,kv_splits=1" | FileCheck %s --check-prefix=CHUNKS
+// RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=kv_chunks=0,workgroups=3" 2>&1 | FileCheck %s --check-prefix=WGONLY
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=48" 2>&1 | FileCheck %s --check-prefix=BADTILE
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tiles=4" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,,stages=2" 2>&1 | FileCheck %s --check-prefix=EMPTY
@@ -14,19 +17,22 @@
 // NVIDIA, 16-bit floats: rows for the register-fused step (two warps per
 // 16-row block), 32-key tiles, two pipeline stages, balanced splits.
 // SM90-LABEL: func @deepseek_tp8
-// SM90: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 2, stages = 2, min_workgroups = 256>
+// SM90: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 2, stages = 2, kv_chunks = 256>
 // With wgmma=0 the heuristics keep the mma.sync shapes (32-key tiles).
 // SM90SYNC-LABEL: func @heads128_mtp4
-// SM90SYNC: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 8, stages = 2, min_workgroups = 256, wgmma = 0>
+// SM90SYNC: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, wgmma = 0, kv_chunks = 256>
 // SM80-LABEL: func @heads128_mtp4
-// SM80: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 8, stages = 2, min_workgroups = 216>
-// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1>
+// SM80: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 216>
+// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>
 // OVERRIDE-LABEL: func @deepseek_tp8
 // OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 16, warps = 1, stages = 1>
+// SPLITS: error: perf-config: kv_chunks (the length-aware schedule) needs kv_splits = 1 and min_workgroups = 0, got kv_splits = 2, min_workgroups = 0 (kv_chunks = 0 selects the fixed split-KV schedule)
+// CHUNKS: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 7, workgroups = 3>
+// WGONLY: error: perf-config: workgroups applies to the length-aware schedule only (kv_chunks > 0)
 // BADTILE: error: perf-config: tile_kv must be a power of two in [8, 256], got 48
 // EMPTY: error: perf-config: empty field in 'tile_kv=32,,stages=2'
 // TWICE: error: perf-config: field 'tile_kv' is given twice
-// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma)
+// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups)
 // TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)
 func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
@@ -40,8 +46,8 @@ func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>,
 // sm_90a: 64 rows = one warpgroup per value half (warpgroup MMA): 64-key
 // tiles.
 // SM90-LABEL: func @heads128_mtp4
-// SM90: config = #mla.config<tile_kv = 64, kv_splits = 8, head_group = 16, warps = 8, stages = 2, min_workgroups = 256>
-// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1>
+// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256>
+// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>
 func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x128x512xbf16>, %lse: memref<?x4x128xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x4x128x576xbf16>, memref<?x1x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x128x512xbf16>, memref<?x4x128xf32>
   return
@@ -53,8 +59,8 @@ func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>
 // CHECK-LABEL: func @heads7
 // f32 (no fused step): 4 warps, one stage, up to 16 rows.
 // SM90-LABEL: func @heads7
-// SM90: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 7, warps = 4, stages = 1, min_workgroups = 256>
-// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 7, warps = 1, stages = 1>
+// SM90: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 7, warps = 4, stages = 1, kv_chunks = 256>
+// CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 7, warps = 1, stages = 1, kv_chunks = 32>
 func.func @heads7(%q: memref<?x1x7x288xf32>, %kv: memref<?x3x288xf32>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x7x256xf32>, %lse: memref<?x1x7xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x7x288xf32>, memref<?x3x288xf32>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x7x256xf32>, memref<?x1x7xf32>
   return

@@ -33,7 +33,12 @@ struct Case {
   std::string dtype;
   std::vector<int32_t> lens;
   std::string perfConfig = "";
+  /// The random inputs' seed (default: the name), so that cases that
+  /// differ only in their config can share inputs.
+  std::string inputs = "";
 };
+
+constexpr float kScale = 0.1352f;
 
 std::ostream &operator<<(std::ostream &os, const Case &c) {
   return os << c.name;
@@ -106,14 +111,18 @@ double readFloat(DType dtype, const uint8_t *p) {
   return dtype == DType::BF16 ? bf16ToFloat(bits) : f16ToFloat(bits);
 }
 
-class DecodeHost : public ::testing::TestWithParam<Case> {};
+/// One launch: its inputs (the values as the kernel sees them) and outputs.
+struct DecodeRun {
+  DType dt;
+  int64_t batch, d, page, maxPages;
+  Buffer q, kv;
+  std::vector<int32_t> table, lens;
+  std::vector<uint8_t> o;
+  std::vector<float> lse;
+};
 
-TEST_P(DecodeHost, MatchesFloat64Reference) {
-  const Case &c = GetParam();
-  if (std::string(MLA_E2E_TARGET) != "host" &&
-      c.perfConfig.find("stages=") != std::string::npos)
-    GTEST_SKIP() << "pipelined key tiles (stages > 1) do not fit an AMD "
-                    "chip's LDS";
+/// Compiles `c`, launches it on random inputs in a random paged layout.
+void runDecode(const Case &c, DecodeRun &r) {
   std::string path = compile(c);
   Expected<Package> pkg = readPackage(path);
   ASSERT_TRUE(pkg.ok()) << pkg.status().toString();
@@ -122,62 +131,64 @@ TEST_P(DecodeHost, MatchesFloat64Reference) {
   Expected<Kernel> kernel = dev->loadKernel(*pkg);
   ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
 
-  const DType dt = c.dtype == "bf16"  ? DType::BF16
-                   : c.dtype == "f16" ? DType::F16
-                                      : DType::F32;
-  const int64_t batch = c.lens.size(), d = c.latent + c.rope,
-                page = c.pageSize ? c.pageSize : 5; // 0: chosen at run time
+  r.dt = c.dtype == "bf16"  ? DType::BF16
+         : c.dtype == "f16" ? DType::F16
+                            : DType::F32;
+  r.batch = c.lens.size();
+  r.d = c.latent + c.rope;
+  r.page = c.pageSize ? c.pageSize : 5; // 0: chosen at run time
   const int32_t maxLen = *std::max_element(c.lens.begin(), c.lens.end());
-  const int64_t maxPages = std::max<int64_t>(1, (maxLen + page - 1) / page) + 1;
-  const int64_t numPages = batch * maxPages + 5;
-  std::mt19937 rng(std::hash<std::string>()(c.name));
+  r.maxPages = std::max<int64_t>(1, (maxLen + r.page - 1) / r.page) + 1;
+  const int64_t numPages = r.batch * r.maxPages + 5;
+  std::mt19937 rng(
+      std::hash<std::string>()(c.inputs.empty() ? c.name : c.inputs));
 
   // Pages handed out in a random order; unused table slots point anywhere
   // valid.
   std::vector<int32_t> perm(numPages);
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng);
-  std::vector<int32_t> table(batch * maxPages);
-  for (size_t i = 0; i < table.size(); ++i)
-    table[i] = perm[i];
-  const float scale = 0.1352f;
-
-  Buffer q = makeFloat(dt, batch * c.qLen * c.heads * d, rng);
-  Buffer kv = makeFloat(dt, numPages * page * d, rng);
-  std::vector<int32_t> lens = c.lens;
-  const size_t oCount = batch * c.qLen * c.heads * c.latent;
-  std::vector<uint8_t> o(oCount * dtypeSize(dt), 0xFF); // NaN poison
-  std::vector<float> lse(batch * c.qLen * c.heads,
-                         std::numeric_limits<float>::quiet_NaN());
+  r.table.assign(perm.begin(), perm.begin() + r.batch * r.maxPages);
+  r.q = makeFloat(r.dt, r.batch * c.qLen * c.heads * r.d, rng);
+  r.kv = makeFloat(r.dt, numPages * r.page * r.d, rng);
+  r.lens = c.lens;
+  const size_t oCount = r.batch * c.qLen * c.heads * c.latent;
+  r.o.assign(oCount * dtypeSize(r.dt), 0xFF); // NaN poison
+  r.lse.assign(r.batch * c.qLen * c.heads,
+               std::numeric_limits<float>::quiet_NaN());
 
   DecodeArgs args;
-  args.q = {q.bytes.data(), dt, {batch, c.qLen, c.heads, d}};
-  args.kv = {kv.bytes.data(), dt, {numPages, page, d}};
-  args.blockTable = {table.data(), DType::I32, {batch, maxPages}};
-  args.seqLens = {lens.data(), DType::I32, {batch}};
-  args.scale = scale;
-  args.o = {o.data(), dt, {batch, c.qLen, c.heads, c.latent}};
-  args.lse = {lse.data(), DType::F32, {batch, c.qLen, c.heads}};
+  args.q = {r.q.bytes.data(), r.dt, {r.batch, c.qLen, c.heads, r.d}};
+  args.kv = {r.kv.bytes.data(), r.dt, {numPages, r.page, r.d}};
+  args.blockTable = {r.table.data(), DType::I32, {r.batch, r.maxPages}};
+  args.seqLens = {r.lens.data(), DType::I32, {r.batch}};
+  args.scale = kScale;
+  args.o = {r.o.data(), r.dt, {r.batch, c.qLen, c.heads, c.latent}};
+  args.lse = {r.lse.data(), DType::F32, {r.batch, c.qLen, c.heads}};
   Status st = kernel->launchDecode(args);
   ASSERT_TRUE(st.ok()) << st.toString();
+}
 
-  // float64 reference.
+/// Compares a run's o and lse with a float64 reference.
+void checkReference(const Case &c, const DecodeRun &r) {
+  const DType dt = r.dt;
+  const int64_t d = r.d, page = r.page, maxPages = r.maxPages;
   double errO = 0, normO = 0, errL = 0, normL = 0;
-  for (int64_t b = 0; b < batch; ++b) {
+  for (int64_t b = 0; b < r.batch; ++b) {
     for (int64_t i = 0; i < c.qLen; ++i) {
-      const int64_t visible = lens[b] - c.qLen + i + 1;
+      const int64_t visible = r.lens[b] - c.qLen + i + 1;
       for (int64_t h = 0; h < c.heads; ++h) {
         const int64_t row = (b * c.qLen + i) * c.heads + h;
-        const double *qr = &q.exact[row * d];
+        const double *qr = &r.q.exact[row * d];
         std::vector<double> s(std::max<int64_t>(visible, 0));
         double m = -INFINITY;
         for (int64_t t = 0; t < visible; ++t) {
-          int64_t pg = table[b * maxPages + t / page];
-          const double *kr = &kv.exact[(pg * page + t % page) * d];
+          int64_t pg = r.table[b * maxPages + t / page];
+          const double *kr = &r.kv.exact[(pg * page + t % page) * d];
           double dot = 0;
           for (int64_t k = 0; k < d; ++k)
             dot += qr[k] * kr[k];
-          s[t] = dot * scale;
+          s[t] = dot * kScale;
           m = std::max(m, s[t]);
         }
         double sum = 0;
@@ -185,12 +196,12 @@ TEST_P(DecodeHost, MatchesFloat64Reference) {
         for (int64_t t = 0; t < visible; ++t) {
           double p = std::exp(s[t] - m);
           sum += p;
-          int64_t pg = table[b * maxPages + t / page];
-          const double *kr = &kv.exact[(pg * page + t % page) * d];
+          int64_t pg = r.table[b * maxPages + t / page];
+          const double *kr = &r.kv.exact[(pg * page + t % page) * d];
           for (int64_t k = 0; k < c.latent; ++k)
             ref[k] += p * kr[k];
         }
-        const float got = lse[row];
+        const float got = r.lse[row];
         ASSERT_FALSE(std::isnan(got)) << "lse NaN or unwritten at row " << row;
         if (visible <= 0) {
           EXPECT_EQ(got, -INFINITY) << "row " << row << " sees no key";
@@ -200,11 +211,11 @@ TEST_P(DecodeHost, MatchesFloat64Reference) {
           normL += refL * refL;
         }
         for (int64_t k = 0; k < c.latent; ++k) {
-          double r = visible > 0 ? ref[k] / sum : 0.0;
-          double g = readFloat(dt, &o[(row * c.latent + k) * dtypeSize(dt)]);
+          double ref0 = visible > 0 ? ref[k] / sum : 0.0;
+          double g = readFloat(dt, &r.o[(row * c.latent + k) * dtypeSize(dt)]);
           ASSERT_FALSE(std::isnan(g)) << "o NaN or unwritten at row " << row;
-          errO += (g - r) * (g - r);
-          normO += r * r;
+          errO += (g - ref0) * (g - ref0);
+          normO += ref0 * ref0;
         }
       }
     }
@@ -216,6 +227,23 @@ TEST_P(DecodeHost, MatchesFloat64Reference) {
   EXPECT_LE(relL, tol) << "relative error of lse";
   std::printf("[ %s ] rel. error o %.2e, lse %.2e\n", c.name.c_str(), relO,
               relL);
+}
+
+bool skipOnAmd(const Case &c) {
+  return std::string(MLA_E2E_TARGET) != "host" &&
+         c.perfConfig.find("stages=") != std::string::npos;
+}
+
+class DecodeHost : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DecodeHost, MatchesFloat64Reference) {
+  const Case &c = GetParam();
+  if (skipOnAmd(c))
+    GTEST_SKIP() << "pipelined key tiles (stages > 1) do not fit an AMD "
+                    "chip's LDS";
+  DecodeRun r;
+  ASSERT_NO_FATAL_FAILURE(runDecode(c, r));
+  checkReference(c, r);
 }
 
 const Case kCases[] = {
@@ -243,6 +271,65 @@ const Case kCases[] = {
     {"d288_h1_p3_s4_f32", 1, 256, 32, 3, 4, "f32", {61, 1, 4}},
     {"d288_h128_p16_s1_f32", 128, 256, 32, 16, 1, "f32", {47, 1}},
     {"d288_h16_p16_s1_f16", 16, 256, 32, 16, 1, "f16", {120, 9}},
+    // The length-aware schedule (kv_chunks) on ragged batches: lengths 0
+    // and 1, page-size multiples and not, one long request among short
+    // ones (split into many chunks), a batch of one long request; few
+    // chunks (long chunks) and many (one tile each), every page size, Sq
+    // 1, 2 and 4, head groups.
+    {"chunks_h16_p64_s1_bf16",
+     16,
+     512,
+     64,
+     64,
+     1,
+     "bf16",
+     {0, 1, 64, 128, 65, 3000, 2, 0, 63},
+     "kv_chunks=6,tile_kv=32"},
+    {"chunks_h16_p1_s1_bf16",
+     16,
+     512,
+     64,
+     1,
+     1,
+     "bf16",
+     {1500, 1, 0, 7, 32, 33},
+     "kv_chunks=40,tile_kv=16"},
+    {"chunks_h16_p3_s2_f32",
+     16,
+     512,
+     64,
+     3,
+     2,
+     "f32",
+     {0, 1, 2, 3, 700, 5, 6},
+     "kv_chunks=9,head_group=8,tile_kv=16"},
+    {"chunks_h16_p16_s4_bf16",
+     16,
+     512,
+     64,
+     16,
+     4,
+     "bf16",
+     {2, 4, 16, 999, 48, 0},
+     "kv_chunks=1000,tile_kv=16"},
+    {"chunks_b1_h16_p64_s1_bf16",
+     16,
+     512,
+     64,
+     64,
+     1,
+     "bf16",
+     {4000},
+     "kv_chunks=24,tile_kv=32"},
+    {"chunks_h128_p3_s1_bf16",
+     128,
+     512,
+     64,
+     3,
+     1,
+     "bf16",
+     {0, 600, 1},
+     "kv_chunks=12,head_group=32,tile_kv=16"},
     // Run-time page size, and configs that stress the split-KV combine.
     {"ds_h16_pdyn_s1_bf16", 16, 512, 64, 0, 1, "bf16", {90, 1}},
     {"ds_h16_p16_splits1_f32",
@@ -253,7 +340,7 @@ const Case kCases[] = {
      1,
      "f32",
      {200, 1},
-     "kv_splits=1,tile_kv=16"},
+     "kv_chunks=0,kv_splits=1,tile_kv=16"},
     {"ds_h16_p3_splits16_f32",
      16,
      512,
@@ -262,7 +349,7 @@ const Case kCases[] = {
      2,
      "f32",
      {200, 1, 0, 17},
-     "kv_splits=16,tile_kv=8,head_group=4"},
+     "kv_chunks=0,kv_splits=16,tile_kv=8,head_group=4"},
     // Balanced splits: 3 requests x 4 head groups, 40 workgroups wanted ->
     // 4 of the 8 splits hold keys, the rest are empty parts.
     {"ds_h16_p16_balanced_bf16",
@@ -273,7 +360,7 @@ const Case kCases[] = {
      1,
      "bf16",
      {300, 1, 77},
-     "kv_splits=8,head_group=4,min_workgroups=40"},
+     "kv_chunks=0,kv_splits=8,head_group=4,min_workgroups=40"},
     // Pipelined key loops: stages 2 and 3, splits ending mid-tile, page
     // sizes 1 and 3.
     {"ds_h16_p1_stages2_bf16",
@@ -284,7 +371,7 @@ const Case kCases[] = {
      1,
      "bf16",
      {300, 1, 77},
-     "stages=2,tile_kv=32,kv_splits=2"},
+     "stages=2,tile_kv=32,kv_chunks=0,kv_splits=2"},
     {"ds_h128_p3_stages3_bf16",
      128,
      512,
@@ -295,6 +382,29 @@ const Case kCases[] = {
      {150, 2},
      "stages=3,tile_kv=16,head_group=32"},
 };
+
+// The length-aware schedule's result depends on the lengths alone: the
+// same inputs give the same bits whatever the number of workgroups that
+// take the chunks in turn (one per possible chunk, one, three, many).
+TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
+  const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 0, 129};
+  DecodeRun base;
+  Case c{"grid_wg0", 16, 512, 64, 16, 2, "bf16", lens, "kv_chunks=10,tile_kv=16",
+         "grid"};
+  ASSERT_NO_FATAL_FAILURE(runDecode(c, base));
+  checkReference(c, base);
+  for (int64_t wg : {1, 3, 64}) {
+    Case w = c;
+    w.name = "grid_wg" + std::to_string(wg);
+    w.perfConfig += ",workgroups=" + std::to_string(wg);
+    DecodeRun r;
+    ASSERT_NO_FATAL_FAILURE(runDecode(w, r));
+    EXPECT_EQ(r.o, base.o) << "o differs with workgroups=" << wg;
+    EXPECT_EQ(0, std::memcmp(r.lse.data(), base.lse.data(),
+                             base.lse.size() * sizeof(float)))
+        << "lse differs with workgroups=" << wg;
+  }
+}
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
   return info.param.name;

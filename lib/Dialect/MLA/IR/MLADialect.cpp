@@ -60,7 +60,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t tileKv, int64_t kvSplits,
                                  int64_t headGroup, int64_t warps,
                                  int64_t stages, int64_t minWorkgroups,
-                                 int64_t tileQ, int64_t wgmma) {
+                                 int64_t tileQ, int64_t wgmma,
+                                 int64_t kvChunks, int64_t workgroups) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -80,6 +81,21 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << tileQ;
   if (wgmma != 0 && wgmma != 1)
     return emitError() << "wgmma must be 0 or 1, got " << wgmma;
+  if (kvChunks < 0 || kvChunks > (int64_t{1} << 20))
+    return emitError() << "kv_chunks must be in [0, 2^20], got " << kvChunks;
+  if (workgroups < 0 || workgroups > (int64_t{1} << 20))
+    return emitError() << "workgroups must be in [0, 2^20], got "
+                       << workgroups;
+  if (kvChunks > 0 && (kvSplits != 1 || minWorkgroups != 0))
+    return emitError() << "kv_chunks (the length-aware schedule) needs "
+                          "kv_splits = 1 and min_workgroups = 0, got "
+                          "kv_splits = "
+                       << kvSplits << ", min_workgroups = " << minWorkgroups
+                       << " (kv_chunks = 0 selects the fixed split-KV "
+                          "schedule)";
+  if (workgroups > 0 && kvChunks == 0)
+    return emitError() << "workgroups applies to the length-aware schedule "
+                          "only (kv_chunks > 0)";
   return success();
 }
 
@@ -122,6 +138,9 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
     return expect(op->getName().getStringRef() == "memref.alloca",
                   "memref.alloca", isa<IntegerAttr>(value),
                   "an integer buffer id");
+  if (name == kFreshTilesAttrName)
+    return expect(op->getName().getStringRef() == "scf.for", "scf.for",
+                  isa<UnitAttr>(value), "a unit attribute");
   return op->emitError() << "unknown mla attribute '" << name << "'";
 }
 

@@ -521,3 +521,60 @@ LogicalResult AppendKVOp::verify() {
 
 #define GET_OP_CLASSES
 #include "mla/Dialect/MLA/IR/MLAOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// ChunkPlanOp, ChunkMergeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ChunkPlanOp::verify() {
+  MemRefType lens = getSeqLens().getType(), plan = getPlan().getType();
+  if (failed(checkMemRef(*this, "seq_lens", lens, {})) ||
+      failed(checkMemRef(*this, "plan", plan, {0})))
+    return failure();
+  if (plan.getDimSize(0) != 2)
+    return emitOpError() << "operand 'plan' dim 0 must be 2 (the header and "
+                            "C_b row, the chunks' requests), got "
+                         << plan.getDimSize(0);
+  if (!lens.isDynamicDim(0) && !plan.isDynamicDim(1) &&
+      plan.getDimSize(1) < lens.getDimSize(0) + int64_t(getChunks()) + 2)
+    return emitOpError() << "operand 'plan' dim 1 must be at least batch + "
+                            "chunks + 2 = "
+                         << lens.getDimSize(0) + getChunks() + 2 << ", got "
+                         << plan.getDimSize(1);
+  return success();
+}
+
+LogicalResult ChunkMergeOp::verify() {
+  Operation *op = getOperation();
+  MemRefType oParts = getOParts().getType(), lseParts = getLseParts().getType(),
+             plan = getPlan().getType(), o = getO().getType(),
+             lse = getLse().getType();
+  for (auto [name, type] :
+       {std::pair<StringRef, MemRefType>{rt::roles::kOParts, oParts},
+        {rt::roles::kLseParts, lseParts},
+        {"plan", plan},
+        {rt::roles::kO, o},
+        {rt::roles::kLse, lse}})
+    if (failed(checkMemRef(op, name, type, {})))
+      return failure();
+  if (!compatible(plan.getDimSize(0), 2))
+    return emitOpError() << "operand 'plan' dim 0 must be 2, got "
+                         << plan.getDimSize(0);
+  // Slots: dim 0 of the parts; requests: dim 0 of o and lse.
+  if (failed(checkDim(op, rt::roles::kLseParts, lseParts, 0,
+                      oParts.getDimSize(0), "chunk slots")) ||
+      failed(checkDim(op, rt::roles::kLse, lse, 0, o.getDimSize(0), "batch")))
+    return failure();
+  for (unsigned d = 1; d < 3; ++d)
+    if (failed(checkDim(op, rt::roles::kOParts, oParts, d, o.getDimSize(d),
+                        d == 1 ? "query length" : "heads")) ||
+        failed(checkDim(op, rt::roles::kLseParts, lseParts, d, o.getDimSize(d),
+                        d == 1 ? "query length" : "heads")) ||
+        failed(checkDim(op, rt::roles::kLse, lse, d, o.getDimSize(d),
+                        d == 1 ? "query length" : "heads")))
+      return failure();
+  if (o.isDynamicDim(3))
+    return emitOpError() << "the value dim (last dim of o) must be static";
+  return checkDim(op, rt::roles::kOParts, oParts, 3, o.getDimSize(3),
+                  "value dim");
+}

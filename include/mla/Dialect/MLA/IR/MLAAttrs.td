@@ -28,6 +28,22 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       head groups)), 1, kv_splits)` of its `kv_splits` splits, chosen at run
       time from the batch size, so that small batches still fill the chip
       and large ones do not pay for needless splits; the others are empty.
+    * `kv_chunks` (optional, default 0): the length-aware schedule of
+      `mla.decode` when non-zero (then `kv_splits = 1`, `min_workgroups =
+      0`). At run time, on the device, `mla.chunk_plan` cuts the batch's key
+      tiles into chunks of `q = max(1, ceil(T / max(1, kv_chunks / G)))`
+      tiles each, where `T` is the sum over requests of `ceil(seq_len /
+      tile_kv)` and `G` the head groups: each request gets
+      `max(1, ceil(its tiles / q))` chunks, aligned to its first key, so that long
+      requests are split and short ones take one chunk each; about
+      `kv_chunks` workgroups (chunks times head groups) run, at most
+      `kv_chunks + G·batch`. `mla.chunk_merge` combines each request's
+      chunks. The chunks depend on the lengths alone, so the result is the
+      same for any `workgroups`.
+    * `workgroups` (optional, default 0): with `kv_chunks`, the workgroups
+      along the grid's x that take the chunks in turn (workgroup w runs
+      chunks w, w + workgroups, ...); 0: one workgroup per possible chunk
+      (`batch + max(1, kv_chunks / G)`), each running at most one.
     * `tile_q` (optional, default 0): query rows per workgroup of
       `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
       `head_group` heads times the query length).
@@ -44,7 +60,9 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         "int64_t":$stages,
                         DefaultValuedParameter<"int64_t", "0">:$min_workgroups,
                         DefaultValuedParameter<"int64_t", "0">:$tile_q,
-                        DefaultValuedParameter<"int64_t", "1">:$wgmma);
+                        DefaultValuedParameter<"int64_t", "1">:$wgmma,
+                        DefaultValuedParameter<"int64_t", "0">:$kv_chunks,
+                        DefaultValuedParameter<"int64_t", "0">:$workgroups);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

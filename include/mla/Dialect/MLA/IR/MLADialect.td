@@ -49,6 +49,13 @@ def MLA_Dialect : Dialect {
         "mla.swizzle_src";
     static constexpr ::llvm::StringLiteral kSwizzleDstAttrName =
         "mla.swizzle_dst";
+    /// scf.for in an mla.grid: every iteration writes each workgroup tile
+    /// it uses before reading it, so that no tile carries a value from one
+    /// iteration to the next (the chunk loop of decode's length-aware
+    /// schedule; unit attribute; mla-tile). mla-outline-gpu-kernels then
+    /// lets tiles used only inside it share memory per iteration.
+    static constexpr ::llvm::StringLiteral kFreshTilesAttrName =
+        "mla.fresh_tiles";
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

@@ -198,6 +198,80 @@ def MLA_MergeOp : MLA_Op<"merge"> {
   let hasVerifier = 1;
 }
 
+def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
+  let summary = "Cut a batch's key tiles into chunks by length (on the device)";
+  let description = [{
+    The plan of decode's length-aware schedule (`#mla.config` `kv_chunks`),
+    computed where the kernel runs from the sequence lengths alone, with no
+    host synchronisation (so that a captured graph replays with other
+    lengths). With `T_b = ceil(max(seq_lens[b], 0) / tile_kv)` key tiles per
+    request and `T = Σ T_b`, the chunk size is `q = max(1, ceil(T /
+    chunks))` tiles; request `b` gets `n_b = max(1, ceil(T_b / q))` chunks,
+    chunk `j` of it holding tiles `[j·q, min((j+1)·q, T_b))` (a request
+    without keys gets one empty chunk, which still writes its rows: `o = 0`,
+    or the sink's share). Chunks are numbered request by request: `C_b =
+    Σ_{b' < b} n_b'` is the first chunk of request `b` and `K = C_B` their
+    count (`K <= chunks + B`).
+
+    `plan` is `memref<2 x N x i32>` with `N >= B + chunks + 2`:
+    `plan[0][0] = K`, `plan[0][1] = q`, `plan[0][2 + b] = C_b` for
+    `b = 0..B` (so `plan[0][2 + B] = K`), and `plan[1][k]` is the request of
+    chunk `k < K`. `mla-tile` runs it as one workgroup (a scan over the
+    lengths in blocks of 256).
+
+    ```mlir
+    mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256}
+        : memref<?xi32>, memref<2x?xi32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[I32], [1]>, "sequence lengths", [MemRead]>:$seq_lens,
+    Arg<MemRefRankOf<[I32], [2]>, "the plan", [MemWrite]>:$plan,
+    ConfinedAttr<I64Attr, [IntPositive]>:$tile_kv,
+    ConfinedAttr<I64Attr, [IntPositive]>:$chunks);
+  let assemblyFormat = [{
+    $seq_lens `,` $plan attr-dict `:` type($seq_lens) `,` type($plan)
+  }];
+  let hasVerifier = 1;
+}
+
+def MLA_ChunkMergeOp : MLA_Op<"chunk_merge"> {
+  let summary = "Merge each request's chunks of a length-aware decode";
+  let description = [{
+    `mla.merge` for the chunks of `mla.chunk_plan`: request `b`'s rows are
+    the log-sum-exp weighted sum of chunks `[C_b, C_{b+1})` of the plan
+    (`plan[0][2 + b]`, `plan[0][3 + b]`), merged in chunk order:
+
+    `lse[b, i, h] = log Σₖ exp(lse_parts[k, i, h])`,
+    `o[b, i, h, :] = Σₖ exp(lse_parts[k, i, h] - lse[b, i, h]) ·
+    o_parts[k, i, h, :]`.
+
+    `o_parts` is `memref<K' x Sq x H x Dv x f32>`, `lse_parts`
+    `memref<K' x Sq x H x f32>` (one slot per chunk), `o`
+    `memref<B x Sq x H x Dv x T>`, `lse` `memref<B x Sq x H x f32>`. A
+    request without chunks, or whose chunks all have `lse = -inf`, gets
+    `o = 0` and `lse = -inf` (never NaN).
+
+    ```mlir
+    mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>,
+        memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>,
+        memref<?x1x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[F32], [4]>, "partial outputs", [MemRead]>:$o_parts,
+    Arg<MemRefRankOf<[F32], [3]>, "partial log-sum-exps", [MemRead]>:$lse_parts,
+    Arg<MemRefRankOf<[I32], [2]>, "the plan", [MemRead]>:$plan,
+    Arg<MemRefRankOf<[BF16, F16, F32], [4]>, "merged output", [MemWrite]>:$o,
+    Arg<MemRefRankOf<[F32], [3]>, "merged log-sum-exp", [MemWrite]>:$lse);
+  let assemblyFormat = [{
+    $o_parts `,` $lse_parts `,` $plan `,` $o `,` $lse attr-dict `:`
+    type($o_parts) `,` type($lse_parts) `,` type($plan) `,` type($o) `,`
+    type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
 def MLA_AppendKVOp : MLA_Op<"append_kv"> {
   let summary = "Write new tokens' KV rows into their pages (KV append)";
   let description = [{

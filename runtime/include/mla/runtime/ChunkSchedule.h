@@ -1,0 +1,31 @@
+//===- ChunkSchedule.h - decode's length-aware schedule: its sizes -*- C++ -*-//
+//
+// The sizes of decode's length-aware schedule (#mla.config kv_chunks,
+// docs/Architecture.md "Decode: what mla-tile builds"), written once for
+// the compiler, which builds the plan, workspaces and grid from them, and
+// for the runtime, which checks a package's manifest against them.
+// Header-only; no dependencies.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_RUNTIME_CHUNKSCHEDULE_H
+#define MLA_RUNTIME_CHUNKSCHEDULE_H
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mla::rt::schedule {
+
+/// The chunks mla.chunk_plan aims at for `kvChunks` workgroups of
+/// `headGroups` head groups each: max(1, kvChunks / headGroups). A batch
+/// of B requests gets at most that many plus B chunks.
+inline int64_t chunkTarget(int64_t kvChunks, int64_t headGroups) {
+  return std::max<int64_t>(1, kvChunks / std::max<int64_t>(1, headGroups));
+}
+
+/// Workspace slots (partial results) for a batch: batch + chunkTarget.
+/// The plan is [2, batch + chunkTarget + kPlanHeader] int32.
+inline constexpr int64_t kPlanHeader = 2;
+
+} // namespace mla::rt::schedule
+
+#endif // MLA_RUNTIME_CHUNKSCHEDULE_H
