@@ -50,6 +50,22 @@ def compile_package(tmp_path_factory):
     return Compiler(str(tmp_path_factory.mktemp("packages")))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def package_cache(tmp_path_factory):
+    """mla.compile's cache in a folder of the session, and no
+    $MLA_PACKAGE_DIR, so that mla.find_package compiles what it needs."""
+    saved = {k: os.environ.get(k) for k in ("MLA_CACHE_DIR",
+                                             "MLA_PACKAGE_DIR")}
+    os.environ["MLA_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    os.environ.pop("MLA_PACKAGE_DIR", None)
+    yield os.environ["MLA_CACHE_DIR"]
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture(scope="session")
 def host():
     return mla.Device("host", threads=2)
