@@ -6,6 +6,8 @@ Environment (the ctest `python` sets all three):
   MLA_RUNTIME_LIBRARY  the shared library (build/lib/libmla_runtime.so.1);
                        unset for an installed package
   MLA_COMPILE          the mla-compile that writes the test packages
+  MLA_PACKAGE_DIR      (optional) folders of packages mla.find_package
+                       takes before compiling (the ctest python.cuda)
 """
 
 import os
@@ -52,18 +54,15 @@ def compile_package(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def package_cache(tmp_path_factory):
-    """mla.compile's cache in a folder of the session, and no
-    $MLA_PACKAGE_DIR, so that mla.find_package compiles what it needs."""
-    saved = {k: os.environ.get(k) for k in ("MLA_CACHE_DIR",
-                                             "MLA_PACKAGE_DIR")}
+    """mla.compile's cache in a folder of the session (mla.find_package
+    compiles there what $MLA_PACKAGE_DIR does not hold)."""
+    saved = os.environ.get("MLA_CACHE_DIR")
     os.environ["MLA_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
-    os.environ.pop("MLA_PACKAGE_DIR", None)
     yield os.environ["MLA_CACHE_DIR"]
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    if saved is None:
+        os.environ.pop("MLA_CACHE_DIR", None)
+    else:
+        os.environ["MLA_CACHE_DIR"] = saved
 
 
 @pytest.fixture(scope="session")

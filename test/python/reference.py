@@ -130,12 +130,12 @@ def flashmla_decode(q, blocked_k, block_table, seq_lens, head_dim_v, causal,
     return o, lse
 
 
-def flashmla_close(ans, ref, abs_tol, rel_tol, cos_diff_tol=None):
+def flashmla_close(ans, ref, abs_tol, rel_tol, cos_diff_tol=1e-7):
     """FlashMLA's comparison of an answer with its reference (the criteria
-    of its tests' check_is_allclose): the same positions of inf, -inf and
-    NaN; every other element within abs_tol or within rel_tol; and, when
-    cos_diff_tol is given, 1 - 2<a,r>/(|a|^2 + |r|^2) at most that. Returns
-    (passed, why)."""
+    of its tests' check_is_allclose, whose cos_diff_tol defaults to 1e-7):
+    the same positions of inf, -inf and NaN; every other element within
+    abs_tol or within rel_tol; 1 - 2<a,r>/(|a|^2 + |r|^2) at most
+    cos_diff_tol. Returns (passed, why)."""
     ans = np.array(ans, np.float64)
     ref = np.array(ref, np.float64)
     if ans.shape != ref.shape:
@@ -156,7 +156,7 @@ def flashmla_close(ans, ref, abs_tol, rel_tol, cos_diff_tol=None):
                                  error.shape)
         return False, "%d of %d elements off; worst at %s: %r vs %r" % (
             bad.sum(), bad.size, worst, ans[worst], ref[worst])
-    if cos_diff_tol is not None and (ref * ref).sum() >= 1e-12:
+    if (ref * ref).sum() >= 1e-12:
         cos_diff = 1 - 2 * (ans * ref).sum() / (ans * ans + ref * ref).sum()
         if abs(cos_diff) > cos_diff_tol:
             return False, "cosine diff %g > %g" % (cos_diff, cos_diff_tol)

@@ -4,7 +4,6 @@ merge, append_kv) are built from the runtime's kind table."""
 import collections
 import ctypes
 import inspect
-import numbers
 import os
 
 import numpy as np
