@@ -31,6 +31,9 @@ _TORCH_DTYPE_NAMES = {_capi.DTYPE_BF16: "bfloat16", _capi.DTYPE_F16: "float16",
                       _capi.DTYPE_I64: "int64"}
 
 
+_TORCH_CODES = {}  # torch dtype -> mla dtype code, filled at first use
+
+
 class DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
@@ -107,16 +110,17 @@ def is_external(value):
         hasattr(value, "__dlpack__")
 
 
-def _make_tensor(role, data, code, shape):
-    if len(shape) > _capi.MAX_RANK:
+def _make_tensor(role, data, code, shape, out=None):
+    """An mla_tensor (written into `out` when given)."""
+    rank = len(shape)
+    if rank > _capi.MAX_RANK:
         raise _capi.InvalidArgumentError(
-            "%s: rank %d exceeds %d" % (role, len(shape), _capi.MAX_RANK))
-    t = _capi.Tensor()
+            "%s: rank %d exceeds %d" % (role, rank, _capi.MAX_RANK))
+    t = _capi.Tensor() if out is None else out
     t.data = data
     t.dtype = code
-    t.rank = len(shape)
-    for d, size in enumerate(shape):
-        t.shape[d] = size
+    t.rank = rank
+    t.shape[:rank] = shape
     return t
 
 
@@ -142,14 +146,14 @@ def torch_dtype(code):
     return getattr(torch_module(), _TORCH_DTYPE_NAMES[code])
 
 
-def _torch_view(role, tensor, writable):
+def _torch_view(role, tensor, writable, out):
     torch = torch_module()
-    code = None
-    for c, name in _TORCH_DTYPE_NAMES.items():
-        if tensor.dtype == getattr(torch, name):
-            code = c
-    if tensor.dtype == getattr(torch, "uint16", None):
-        code = _capi.DTYPE_BF16  # bf16 bits, as with numpy
+    if not _TORCH_CODES:
+        for c, name in _TORCH_DTYPE_NAMES.items():
+            _TORCH_CODES[getattr(torch, name)] = c
+        if hasattr(torch, "uint16"):
+            _TORCH_CODES[torch.uint16] = _capi.DTYPE_BF16  # bits, as numpy's
+    code = _TORCH_CODES.get(tensor.dtype)
     if code is None:
         raise _dtype_error(role, "torch dtype %s" % tensor.dtype)
     if not tensor.is_contiguous():
@@ -167,11 +171,11 @@ def _torch_view(role, tensor, writable):
         raise _capi.InvalidArgumentError(
             "%s: a torch tensor on %s (mla runs cpu, cuda and ROCm tensors)"
             % (role, device))
-    t = _make_tensor(role, tensor.data_ptr(), code, tuple(tensor.shape))
+    t = _make_tensor(role, tensor.data_ptr(), code, tuple(tensor.shape), out)
     return View(role, tensor, t, "torch", kind, index)
 
 
-def _cai_view(role, array, writable):
+def _cai_view(role, array, writable, out):
     iface = array.__cuda_array_interface__
     version = iface.get("version", 0)
     if version < 2:
@@ -196,12 +200,12 @@ def _cai_view(role, array, writable):
         raise _capi.InvalidArgumentError(
             "%s: the array is read-only, and the kernel writes it" % role)
     # The interface names no device: the pointer's is the kernel's.
-    t = _make_tensor(role, pointer, code, shape)
+    t = _make_tensor(role, pointer, code, shape, out)
     return View(role, array, t, "cai", "cuda", None,
                 stream=iface.get("stream"))
 
 
-def _dlpack_view(role, array, stream):
+def _dlpack_view(role, array, stream, out):
     device_type, device_id = array.__dlpack_device__()
     if device_type in (DL_CUDA, DL_CUDA_MANAGED, DL_ROCM):
         # The consumer's stream, so that the producer orders its work
@@ -236,22 +240,23 @@ def _dlpack_view(role, array, stream):
             "%s: DLPack device type %d (mla reads CPU, CUDA and ROCm memory)"
             % (role, device_type))
     data = (dl.data or 0) + dl.byte_offset
-    t = _make_tensor(role, data, code, shape)
+    t = _make_tensor(role, data, code, shape, out)
     # Unconsumed, the capsule's destructor releases the tensor: keeping
     # the capsule keeps the memory described.
     return View(role, array, t, "dlpack", kind,
                 None if kind == "cpu" else device_id, keep=capsule)
 
 
-def view(role, array, writable=False, stream=None):
+def view(role, array, writable=False, stream=None, out=None):
     """The View of a torch tensor, __cuda_array_interface__ or DLPack
-    object (in that order of preference)."""
+    object (in that order of preference); its mla_tensor is written into
+    `out` when given."""
     if is_torch(array):
-        return _torch_view(role, array, writable)
+        return _torch_view(role, array, writable, out)
     if hasattr(array, "__cuda_array_interface__"):
-        return _cai_view(role, array, writable)
+        return _cai_view(role, array, writable, out)
     if hasattr(array, "__dlpack__"):
-        return _dlpack_view(role, array, stream)
+        return _dlpack_view(role, array, stream, out)
     raise _capi.InvalidArgumentError(
         "%s: expected a numpy array, a torch tensor or an array with "
         "__cuda_array_interface__ or __dlpack__, got %s"

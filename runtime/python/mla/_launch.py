@@ -16,6 +16,7 @@ from . import _devarrays as _dev
 
 I32_MIN, I32_MAX = -2 ** 31, 2 ** 31 - 1
 _FLOATS = ("bf16", "f16", "f32")
+_ROLES = {}  # role -> its C string
 
 
 def parse_device(name):
@@ -46,6 +47,19 @@ def _range_error(role, host):
                   I32_MIN, I32_MAX, role))
 
 
+def _cached(kernel, key):
+    """What the kernel said for these argument shapes (output shapes and
+    workspace sizes depend on nothing else), or None."""
+    return kernel._shape_answers.get(key)
+
+
+def _remember(kernel, key, answer):
+    if len(kernel._shape_answers) > 512:  # serving has a few shapes
+        kernel._shape_answers.clear()
+    kernel._shape_answers[key] = answer
+    return answer
+
+
 class Launch:
     """The arguments of one launch of `kernel`, bound one by one, then
     run()."""
@@ -56,7 +70,11 @@ class Launch:
         self.host = kernel.uses_host_memory
         self.device_type, self.device_index = parse_device(kernel.device_name)
         self.stream = _dev.launch_stream(stream, arrays)
-        self.args = []
+        # The arguments, filled in place (the kernel's args, or more when
+        # a call passes roles the kernel lacks: the runtime names them).
+        self.c_args = (_capi.Arg * (len(kernel.args) + 8))()
+        self.count = 0
+        self.shapes = []  # (role, dtype, shape) of the tensors bound
         self.views = []
         self.keep = []
         self.host_copies = []  # (role, numpy array)
@@ -71,8 +89,18 @@ class Launch:
 
     # -- arguments -------------------------------------------------------
 
+    def _next(self, role):
+        if self.count == len(self.c_args):
+            grown = (_capi.Arg * (2 * self.count))()
+            ctypes.memmove(grown, self.c_args, ctypes.sizeof(self.c_args))
+            self.c_args = grown
+        arg = self.c_args[self.count]
+        self.count += 1
+        arg.role = _ROLES.get(role) or _ROLES.setdefault(role, role.encode())
+        return arg
+
     def scalar(self, role, value):
-        arg = _capi.Arg(role=role.encode())
+        arg = self._next(role)
         info = self.kernel.args.get(role)
         floating = info.dtype in _FLOATS if info else \
             not isinstance(value, numbers.Integral)
@@ -88,7 +116,6 @@ class Launch:
                     "%s: expected an integer, got %s"
                     % (role, type(value).__name__))
             arg.kind, arg.i64 = _capi.ARG_INT, int(value)
-        self.args.append(arg)
 
     def _wants_i32(self, role):
         info = self.kernel.args.get(role)
@@ -99,7 +126,9 @@ class Launch:
         writes (a narrowed copy of an i64 index input)."""
         if not _dev.is_external(value):
             value = self._numpy(role, value)
-            t = _arrays.tensor(role, value, writable)
+            arg = self._next(role)
+            _arrays.tensor(role, value, writable, arg.tensor)
+            shape = value.shape
         else:
             v = _dev.view(role, value, writable, self.stream)
             self._check_place(v)
@@ -110,12 +139,14 @@ class Launch:
                     _capi.DTYPE_I32, _capi.DTYPE_I64):
                 self._host_copy(v, value)
             self.views.append(v)
-            t = v.tensor
+            arg = self._next(role)
+            arg.tensor = v.tensor
+            shape = tuple(v.tensor.shape[:v.tensor.rank])
+        arg.kind = _capi.ARG_TENSOR
         self.keep.append(value)
         if self.model is None:
             self.model = value
-        self.args.append(_capi.Arg(role=role.encode(), kind=_capi.ARG_TENSOR,
-                                   tensor=t))
+        self.shapes.append((role, arg.tensor.dtype, shape))
         return value
 
     def _numpy(self, role, value):
@@ -152,20 +183,19 @@ class Launch:
                 "%s: an array on %s, the kernel runs on %s"
                 % (v.role, v.where(), name))
 
-    def _host_copy(self, v, value):
-        if v.family != "torch":
-            return  # only torch tensors are copied (docs/Python.md)
+    def _to_host(self, value):
+        """A torch CUDA tensor copied to the host after the work enqueued
+        on the launch stream (a sync)."""
         torch = _dev.torch_module()
-        current = torch.cuda.current_stream(value.device)
-        if current.cuda_stream == self.stream:
-            host = value.cpu()
-        else:
-            with torch.cuda.stream(torch.cuda.ExternalStream(
-                    self.stream, device=value.device)):
-                host = value.cpu()
-        array = host.numpy()
-        self.host_copies.append((v.role, array))
-        return array
+        if torch.cuda.current_stream(value.device).cuda_stream == self.stream:
+            return value.cpu().numpy()
+        with torch.cuda.stream(torch.cuda.ExternalStream(
+                self.stream, device=value.device)):
+            return value.cpu().numpy()
+
+    def _host_copy(self, v, value):
+        if v.family == "torch":  # only torch tensors (docs/Python.md)
+            self.host_copies.append((v.role, self._to_host(value)))
 
     def _narrow(self, v):
         """An i64 index input as i32: numpy-like arrays are refused, torch
@@ -178,7 +208,8 @@ class Launch:
                 "inputs of numpy arrays and torch tensors only)" % v.role)
         torch = _dev.torch_module()
         if self.copy_to_host or v.memory == "host":
-            host = value.cpu().numpy()
+            host = value.numpy() if v.memory == "host" else \
+                self._to_host(value)
             if host.size and (host.min() < I32_MIN or host.max() > I32_MAX):
                 raise _range_error(v.role, host)
             if v.memory == "device":
@@ -193,11 +224,16 @@ class Launch:
         """A new output `role` shaped by the inputs bound so far, in the
         manifest's dtype, of the first input's kind (numpy, torch on its
         device, CuPy)."""
-        inputs = (_capi.Arg * len(self.args))(*self.args)
-        t = _capi.Tensor()
-        _capi.call("mla_kernel_output_shape", self.kernel._live(),
-                   role.encode(), inputs, len(self.args), ctypes.byref(t))
-        return self.empty(role, tuple(t.shape[:t.rank]), t.dtype)
+        key = (role, tuple(self.shapes))
+        known = _cached(self.kernel, key)
+        if known is None:
+            t = _capi.Tensor()
+            _capi.call("mla_kernel_output_shape", self.kernel._live(),
+                       role.encode(), self.c_args, self.count,
+                       ctypes.byref(t))
+            known = _remember(self.kernel, key,
+                              (tuple(t.shape[:t.rank]), t.dtype))
+        return self.empty(role, *known)
 
     def empty(self, role, shape, code):
         model = self.model
@@ -224,22 +260,25 @@ class Launch:
     def _workspace(self, options):
         if self.host:
             return  # the runtime keeps a pool of host workspaces
-        args = (_capi.Arg * len(self.args))(*self.args)
-        size = ctypes.c_size_t()
-        _capi.call("mla_kernel_workspace_bytes", self.kernel._live(), args,
-                   len(self.args), ctypes.byref(size))
-        if not size.value:
+        key = ("workspace", tuple(self.shapes))
+        nbytes = _cached(self.kernel, key)
+        if nbytes is None:
+            size = ctypes.c_size_t()
+            _capi.call("mla_kernel_workspace_bytes", self.kernel._live(),
+                       self.c_args, self.count, ctypes.byref(size))
+            nbytes = _remember(self.kernel, key, size.value)
+        if not nbytes:
             return
         torch_view = next((v for v in self.views if v.family == "torch"),
                           None)
         if torch_view is None:
-            self.kernel._reserve(size.value)
+            self.kernel._reserve(nbytes)
             return
-        buffer = self.kernel._torch_workspace(size.value, torch_view.array,
+        buffer = self.kernel._torch_workspace(nbytes, torch_view.array,
                                               self.stream, self.capturing)
         self.keep.append(buffer)
         options.workspace = buffer.data_ptr()
-        options.workspace_bytes = size.value
+        options.workspace_bytes = nbytes
 
     def run(self):
         _dev.check_cai_streams(self.views, self.stream)
@@ -254,6 +293,5 @@ class Launch:
             options.num_host_copies = len(self.host_copies)
             self.keep.append(copies)
         self._workspace(options)
-        args = (_capi.Arg * len(self.args))(*self.args)
-        _capi.call("mla_launch", self.kernel._live(), args, len(self.args),
-                   ctypes.byref(options))
+        _capi.call("mla_launch", self.kernel._live(), self.c_args,
+                   self.count, ctypes.byref(options))

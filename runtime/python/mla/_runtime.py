@@ -4,6 +4,7 @@ merge, append_kv) are built from the runtime's kind table."""
 import collections
 import ctypes
 import inspect
+import keyword
 import os
 
 import numpy as np
@@ -168,6 +169,7 @@ class Kernel(_Handle):
         self.uses_host_memory = device.uses_host_memory
         self._reserved = 0
         self._torch_workspaces = {}
+        self._shape_answers = {}
         self.kind = _string("mla_kernel_kind", self._handle)
         self.target = _string("mla_kernel_target", self._handle)
         count = ctypes.c_size_t()
@@ -300,7 +302,7 @@ def _lse_bhs(call, given):
     """Decode's lse in FlashMLA's [batch, heads, q_len] layout: (the array
     the kernel writes, [batch, q_len, heads]; the one returned; a function
     run after the launch that returns it)."""
-    q = call.args[0].tensor
+    q = call.c_args[0].tensor
     batch, q_len, heads = q.shape[0], q.shape[1], q.shape[2]
     torch = _devarrays.is_torch(call.model)
     if given is not None and tuple(given.shape) != (batch, heads, q_len):
@@ -344,6 +346,45 @@ _KEYWORDS = {"o": "out"}
 _P = inspect.Parameter
 
 
+def _compiled_launcher(kind, roles):
+    """The launcher as a function of its own parameters (binding through
+    inspect.Signature costs more than the launch itself): positional
+    inputs, keyword-only outputs, stream, validate (, lse_layout), variant
+    inputs."""
+    for r in roles:
+        if not r.role.isidentifier() or keyword.iskeyword(r.role):
+            raise ImportError("mla: role %r is not a Python name" % r.role)
+    inputs = [r.role for r in roles if r.use != "output"]
+    outputs = [(r.role, _KEYWORDS.get(r.role, r.role)) for r in roles
+               if r.use == "output"]
+    params = ["self"] + inputs + ["*"] + ["%s=None" % k for _, k in outputs]
+    params += ["stream=None", "validate=True"]
+    layout = "lse_layout" if kind == "decode" else "None"
+    if kind == "decode":
+        params.append("lse_layout='bsh'")
+    params.append("**variant_inputs")
+    values = ", ".join(["%r: %s" % (r, r) for r in inputs] +
+                       ["%r: %s" % (r, k) for r, k in outputs])
+    source = (
+        "def %s(%s):\n"
+        "    values = {%s}\n"
+        "    if variant_inputs:\n"
+        "        _check(variant_inputs)\n"
+        "        values.update(variant_inputs)\n"
+        "    return self._launch(_kind, _roles, values, stream, validate, "
+        "%s)\n" % (kind, ", ".join(params), values, layout))
+
+    def check(variant_inputs):
+        for role, keyword_ in outputs:
+            if role in variant_inputs:  # an output's role, not its keyword
+                raise TypeError("%s() got an unexpected keyword argument %r "
+                                "(pass the output %s as %s=)"
+                                % (kind, role, role, keyword_))
+    namespace = {"_check": check, "_kind": kind, "_roles": roles}
+    exec(source, namespace)
+    return namespace[kind]
+
+
 def _launcher(kind, roles):
     """Kernel.<kind>(inputs in table order, *, outputs=None, stream=None,
     validate=True, **variant_inputs)."""
@@ -359,22 +400,7 @@ def _launcher(kind, roles):
     params.append(_P("variant_inputs", _P.VAR_KEYWORD))
     signature = inspect.Signature(params)
 
-    def launch(self, *args, **kwargs):
-        call = signature.bind(self, *args, **kwargs)
-        call.apply_defaults()
-        bound = call.arguments
-        values = dict(bound.pop("variant_inputs"))
-        for r in roles:
-            if r.role in values:  # an output's role instead of its keyword
-                raise TypeError("%s() got an unexpected keyword argument %r "
-                                "(pass the output %s as %s=)"
-                                % (kind, r.role, r.role,
-                                   _KEYWORDS.get(r.role, r.role)))
-        for r in roles:
-            values[r.role] = bound[_KEYWORDS.get(r.role, r.role)] \
-                if r.use == "output" else bound[r.role]
-        return self._launch(kind, roles, values, bound["stream"],
-                            bound["validate"], bound.get("lse_layout"))
+    launch = _compiled_launcher(kind, roles)
 
     inputs = [r.role for r in roles if r.use != "output"]
     outputs = [r.role for r in roles if r.use == "output"]
