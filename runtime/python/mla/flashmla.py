@@ -200,9 +200,12 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
     kv = k_cache.reshape(blocks, page, dim)  # a view: one KV head
     if plan.rows:  # Sq independent queries per request
         q = q.reshape(batch * s_q, 1, heads, dim)
-        if plan.torch:
-            block_table = block_table.repeat_interleave(s_q, dim=0)
-            cache_seqlens = cache_seqlens.repeat_interleave(s_q)
+        if plan.torch:  # expand + reshape: no sync, capture safe
+            width = block_table.shape[1]
+            block_table = block_table[:, None, :].expand(
+                batch, s_q, width).reshape(batch * s_q, width)
+            cache_seqlens = cache_seqlens[:, None].expand(
+                batch, s_q).reshape(batch * s_q)
         else:
             block_table = np.repeat(block_table, s_q, axis=0)
             cache_seqlens = np.repeat(cache_seqlens, s_q)

@@ -24,6 +24,11 @@ import torch
 
 from . import _capi
 
+if not hasattr(torch.library, "custom_op"):
+    raise ImportError("mla.torch needs torch 2.4 or later "
+                      "(torch.library.custom_op); this is torch %s"
+                      % torch.__version__)
+
 __all__ = ["append_kv", "decode", "merge", "prefill", "register"]
 
 _KERNELS = {}

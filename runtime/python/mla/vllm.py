@@ -212,7 +212,7 @@ try:
     MlaRuntimeBackend, MlaRuntimeImpl, MlaRuntimeMetadataBuilder = \
         _define_backend()
     VLLM_ERROR = None
-except ImportError as e:  # no vLLM (or another one): MlaDecodeMethods only
+except Exception as e:  # no vLLM, or one without these classes
     VLLM_ERROR = e
 
 
