@@ -14,6 +14,8 @@ Python rows add to):
   decode/False   Kernel.decode(..., validate=False)
   decode/shapes  Kernel.decode(..., validate="shapes")
   decode/True    Kernel.decode(...) (GPU: index inputs copied to the host)
+  binding        Kernel.decode(..., validate=False) with mla_launch itself
+                 replaced by a no-op: the Python package's own work
 and, with torch on a CUDA device:
   torch_op       torch.ops.mla.decode (eager)
   flashmla       mla.flashmla.flash_mla_with_kvcache
@@ -54,6 +56,24 @@ def timed(call, iters, repeats, sync=None):
         if sync:
             sync()
     return statistics.median(runs)
+
+
+def binding_only(call):
+    """`call` with the C API's mla_launch replaced by a no-op."""
+    from mla import _launch
+    real = _launch._capi.call
+
+    def skip_launch(name, *args):
+        if name != "mla_launch":
+            return real(name, *args)
+
+    def run():
+        _launch._capi.call = skip_launch
+        try:
+            call()
+        finally:
+            _launch._capi.call = real
+    return run
 
 
 def raw_launch(kernel, arrays, scale):
@@ -100,6 +120,8 @@ def host_rows(args):
     for validate in (False, "shapes", True):
         rows["decode/%s" % validate] = (
             lambda v=validate: k.decode(q, kv, table, lens, 0.1, validate=v))
+    rows["binding"] = binding_only(
+        lambda: k.decode(q, kv, table, lens, 0.1, validate=False))
     return {name: timed(call, args.iters, args.repeats)
             for name, call in rows.items()}
 
@@ -122,6 +144,8 @@ def cuda_rows(args):
     for validate in (False, "shapes", True):
         rows["decode/%s" % validate] = (
             lambda v=validate: k.decode(q, kv, table, lens, 0.1, validate=v))
+    rows["binding"] = binding_only(
+        lambda: k.decode(q, kv, table, lens, 0.1, validate=False))
     rows["torch_op"] = lambda: torch.ops.mla.decode(q, kv, table, lens, 0.1,
                                                     key)
     meta, _ = flashmla.get_mla_metadata()
