@@ -6,7 +6,9 @@ mode="reduce-overhead"); mla.vllm on CUDA tensors; mla.flashmla on
 FlashMLA's dense-decode test grid with FlashMLA's comparison
 (kernelkit/compare.py of its tests when found: $MLA_FLASHMLA_TESTS,
 .peers/FlashMLA/tests, ../shared/peers/FlashMLA/tests; else
-reference.flashmla_close, the same criteria).
+reference.flashmla_close, the same criteria); beside FlashMLA's own kernel
+when $MLA_FLASHMLA_SO names its built extension (the peers kit's
+flashmla_dense_sm90.so), skipped otherwise.
 
 Skips with a message without torch or a CUDA device. Packages: mla.find_
 package, i.e. $MLA_PACKAGE_DIR (gpu_packages.py writes them) or
@@ -467,3 +469,53 @@ def test_flashmla_in_a_cuda_graph():
     ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(), 1e-6,
                      8.01 / 65536)
     assert ok, "lse: " + why
+
+
+def _flashmla_itself():
+    """FlashMLA's own interface on its sm90 dense-decode extension, when
+    $MLA_FLASHMLA_SO names one (the peers kit's run-on-gpu builds
+    flashmla_dense_sm90.so) and FlashMLA's flash_mla/ folder is found
+    ($MLA_FLASHMLA_SRC, .peers/FlashMLA, ../shared/peers/FlashMLA)."""
+    so = os.environ.get("MLA_FLASHMLA_SO")
+    if not so or not os.path.isfile(so):
+        pytest.skip("MLA_FLASHMLA_SO is not set to FlashMLA's built "
+                    "extension (flashmla_dense_sm90.so of the peers kit)")
+    for src in filter(None, [os.environ.get("MLA_FLASHMLA_SRC"),
+                             os.path.join(ROOT, ".peers", "FlashMLA"),
+                             os.path.join(ROOT, "..", "shared", "peers",
+                                          "FlashMLA")]):
+        if os.path.isfile(os.path.join(src, "flash_mla", "__init__.py")):
+            break
+    else:
+        pytest.skip("FlashMLA's flash_mla/ folder not found (MLA_FLASHMLA_SRC)")
+    import sys
+    spec = importlib.util.spec_from_file_location("flashmla_dense_sm90", so)
+    extension = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(extension)
+    sys.modules["flash_mla.cuda"] = extension
+    sys.path.insert(0, src)
+    import flash_mla
+    return flash_mla
+
+
+@pytest.mark.parametrize("b,s_q,h_q,causal", [(64, 1, 16, False),
+                                              (64, 2, 16, True),
+                                              (32, 1, 128, False),
+                                              (32, 2, 128, True),
+                                              (128, 2, 64, False)])
+def test_beside_flashmla(b, s_q, h_q, causal):
+    flash_mla = _flashmla_itself()
+    q, k_cache, table, lens = _flashmla_inputs(b, s_q, 4096, h_q, True, False,
+                                               seed=b + h_q)
+    theirs = flash_mla.flash_mla_with_kvcache(
+        q, k_cache, table, lens, LATENT, flash_mla.get_mla_metadata()[0],
+        None, causal=causal)
+    ours = flashmla.flash_mla_with_kvcache(
+        q, k_cache, table, lens, LATENT, flashmla.get_mla_metadata()[0], None,
+        causal=causal)
+    ok, why = _close("out", ours[0], theirs[0], 8e-4, 2.01 / 128, 5e-6)
+    assert ok, "out vs FlashMLA: " + why
+    # Two approximations of one lse: twice FlashMLA's tolerance to its
+    # reference.
+    ok, why = _close("lse", ours[1], theirs[1], 2e-6, 2 * 8.01 / 65536)
+    assert ok, "lse vs FlashMLA: " + why
