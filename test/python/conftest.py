@@ -6,6 +6,8 @@ Environment (the ctest `python` sets all three):
   MLA_RUNTIME_LIBRARY  the shared library (build/lib/libmla_runtime.so.1);
                        unset for an installed package
   MLA_COMPILE          the mla-compile that writes the test packages
+  MLA_PACKAGE_DIR      (optional) folders of packages mla.find_package
+                       takes before compiling (the ctest python.cuda)
 """
 
 import os
@@ -48,6 +50,19 @@ class Compiler:
 @pytest.fixture(scope="session")
 def compile_package(tmp_path_factory):
     return Compiler(str(tmp_path_factory.mktemp("packages")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def package_cache(tmp_path_factory):
+    """mla.compile's cache in a folder of the session (mla.find_package
+    compiles there what $MLA_PACKAGE_DIR does not hold)."""
+    saved = os.environ.get("MLA_CACHE_DIR")
+    os.environ["MLA_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield os.environ["MLA_CACHE_DIR"]
+    if saved is None:
+        os.environ.pop("MLA_CACHE_DIR", None)
+    else:
+        os.environ["MLA_CACHE_DIR"] = saved
 
 
 @pytest.fixture(scope="session")

@@ -103,3 +103,100 @@ def paged_cache(rng, lengths, page_size, row, dtype, spare_pages=3):
         table[b, :need] = order[start:start + need]
         start += need
     return kv, kv64, table, np.array(lengths, np.int32)
+
+
+def flashmla_decode(q, blocked_k, block_table, seq_lens, head_dim_v, causal,
+                    scale):
+    """FlashMLA's dense decode in float64: q [B, Sq, H, D], blocked_k
+    [blocks, P, 1, D] -> out [B, Sq, H, Dv], lse [B, H, Sq]; causal: query
+    i sees keys t <= L - Sq + i, else every key t < L; a query that sees
+    no key gets out 0 and lse +inf."""
+    batch, q_len, heads, dim = q.shape
+    kv = blocked_k.reshape(blocked_k.shape[0], blocked_k.shape[1], dim)
+    page_size = kv.shape[1]
+    o = np.zeros((batch, q_len, heads, head_dim_v))
+    lse = np.full((batch, heads, q_len), np.inf)
+    for b in range(batch):
+        length = int(seq_lens[b])
+        pages = block_table[b, :(length + page_size - 1) // page_size]
+        rows = kv[pages].reshape(-1, dim)[:length]
+        for i in range(q_len):
+            limit = length - q_len + i + 1 if causal else length
+            visible = np.arange(length)[None, :] < limit
+            visible = np.repeat(visible, heads, axis=0)
+            o[b, i], row_lse = _attend(q[b, i], rows, rows[:, :head_dim_v],
+                                       visible, scale)
+            lse[b, :, i] = np.where(np.isneginf(row_lse), np.inf, row_lse)
+    return o, lse
+
+
+def flashmla_close(ans, ref, abs_tol, rel_tol, cos_diff_tol=1e-7):
+    """FlashMLA's comparison of an answer with its reference (the criteria
+    of its tests' check_is_allclose, whose cos_diff_tol defaults to 1e-7):
+    the same positions of inf, -inf and NaN; every other element within
+    abs_tol or within rel_tol; 1 - 2<a,r>/(|a|^2 + |r|^2) at most
+    cos_diff_tol. Returns (passed, why)."""
+    ans = np.array(ans, np.float64)
+    ref = np.array(ref, np.float64)
+    if ans.shape != ref.shape:
+        return False, "shape %s, expected %s" % (ans.shape, ref.shape)
+    for name, test in (("inf", np.isposinf), ("-inf", np.isneginf),
+                       ("nan", np.isnan)):
+        if not np.array_equal(test(ans), test(ref)):
+            return False, "%s at %d positions, expected %d" % (
+                name, test(ans).sum(), test(ref).sum())
+    special = ~np.isfinite(ref)
+    ans[special] = 0.0
+    ref[special] = 0.0
+    error = np.abs(ans - ref)
+    relative = error / (np.abs(ref) + 1e-6)
+    bad = (error >= abs_tol) & (relative >= rel_tol)
+    if bad.any():
+        worst = np.unravel_index(np.argmax(np.where(bad, error, 0)),
+                                 error.shape)
+        return False, "%d of %d elements off; worst at %s: %r vs %r" % (
+            bad.sum(), bad.size, worst, ans[worst], ref[worst])
+    if (ref * ref).sum() >= 1e-12:
+        cos_diff = 1 - 2 * (ans * ref).sum() / (ans * ans + ref * ref).sum()
+        if abs(cos_diff) > cos_diff_tol:
+            return False, "cosine diff %g > %g" % (cos_diff, cos_diff_tol)
+    return True, ""
+
+
+def flashmla_inputs(rng, batch, q_len, s_k, heads, varlen, zero_lengths,
+                    page_size, dim=576, nan=True):
+    """Inputs shaped like FlashMLA's dense-decode tests: lengths s_k (or,
+    varlen, normal around s_k with sd s_k / 2, at least q_len; zeroed at
+    random with zero_lengths), q and the cache N(0, 1) / 10 clamped to
+    [-1, 1], a block table that is a random permutation of the pages with
+    the rows padded to a multiple of 256 tokens, its unused entries
+    2147480000, and NaN in every cache row past a request's length.
+    Returns (q, blocked_k [pages, P, 1, D] as bf16 bits, block_table,
+    cache_seqlens, q and blocked_k as float64 with the NaNs)."""
+    lengths = np.full(batch, s_k, np.int64)
+    if varlen:
+        lengths = np.maximum(rng.normal(s_k, s_k / 2, batch), q_len)
+        lengths = lengths.astype(np.int64)
+    if zero_lengths:
+        lengths[rng.standard_normal(batch) > 0] = 0
+    padded = -(-max(int(lengths.max()), 1) // 256) * 256
+    width = -(-padded // page_size)
+    table = rng.permutation(batch * width).astype(np.int32).reshape(batch,
+                                                                    width)
+    values = np.clip(rng.standard_normal((batch * width, page_size, 1, dim))
+                     / 10, -1, 1)
+    k_bits = mla.to_bf16(values)
+    for b, length in enumerate(lengths):
+        used = -(-int(length) // page_size)
+        if nan:
+            rows = k_bits[table[b, used:]]
+            rows[...] = 0x7FC0  # bf16 NaN
+            k_bits[table[b, used:]] = rows
+            if length % page_size:
+                k_bits[table[b, used - 1], length % page_size:] = 0x7FC0
+        table[b, used:] = 2147480000
+    q = np.clip(rng.standard_normal((batch, q_len, heads, dim)) / 10, -1, 1)
+    q_bits = mla.to_bf16(q)
+    return (q_bits, k_bits, table, lengths.astype(np.int32),
+            mla.from_bf16(q_bits).astype(np.float64),
+            mla.from_bf16(k_bits).astype(np.float64))

@@ -51,34 +51,37 @@ def _conventions():
                      for c, d in _NUMPY.items())
 
 
-def tensor(role, array, writable=False):
-    """The mla_tensor viewing `array` (no copy); `role` names it in errors."""
+def tensor(role, array, writable=False, out=None):
+    """The mla_tensor viewing `array` (no copy), written into `out` when
+    given; `role` names it in errors."""
     if not isinstance(array, np.ndarray):
         raise _capi.InvalidArgumentError(
             "%s: expected a numpy array, got %s" % (role, type(array).__name__))
-    code = _MLA.get(array.dtype)
-    if code is None or array.dtype.byteorder == ">":
+    dtype = array.dtype
+    code = _MLA.get(dtype)
+    if code is None or dtype.byteorder == ">":
         raise _capi.InvalidArgumentError(
             "%s: numpy dtype %s is not an mla dtype (%s; bf16 bits come from "
-            "mla.to_bf16)" % (role, array.dtype.str, _conventions()))
-    if not array.flags.c_contiguous:
+            "mla.to_bf16)" % (role, dtype.str, _conventions()))
+    flags = array.flags
+    if not flags.c_contiguous:
         raise _capi.InvalidArgumentError(
             "%s: the array is not C-contiguous (pass np.ascontiguousarray(%s))"
             % (role, role))
-    if not array.flags.aligned:
+    if not flags.aligned:
         raise _capi.InvalidArgumentError("%s: the array is not aligned" % role)
-    if writable and not array.flags.writeable:
+    if writable and not flags.writeable:
         raise _capi.InvalidArgumentError(
             "%s: the array is read-only, and the kernel writes it" % role)
-    if array.ndim > _capi.MAX_RANK:
+    rank = array.ndim
+    if rank > _capi.MAX_RANK:
         raise _capi.InvalidArgumentError(
-            "%s: rank %d exceeds %d" % (role, array.ndim, _capi.MAX_RANK))
-    t = _capi.Tensor()
+            "%s: rank %d exceeds %d" % (role, rank, _capi.MAX_RANK))
+    t = _capi.Tensor() if out is None else out
     t.data = array.ctypes.data
     t.dtype = code
-    t.rank = array.ndim
-    for d, size in enumerate(array.shape):
-        t.shape[d] = size
+    t.rank = rank
+    t.shape[:rank] = array.shape
     return t
 
 

@@ -4,13 +4,15 @@ merge, append_kv) are built from the runtime's kind table."""
 import collections
 import ctypes
 import inspect
-import numbers
+import keyword
 import os
 
 import numpy as np
 
 from . import _arrays
 from . import _capi
+from . import _devarrays
+from ._launch import Launch
 
 ArgInfo = collections.namedtuple("ArgInfo", "index role is_scalar dtype shape")
 ArgInfo.__doc__ = """One manifest argument of a kernel: its position, role,
@@ -165,6 +167,9 @@ class Kernel(_Handle):
                    ctypes.byref(self._handle))
         self.device_name = device.name
         self.uses_host_memory = device.uses_host_memory
+        self._reserved = 0
+        self._torch_workspaces = {}
+        self._shape_answers = {}
         self.kind = _string("mla_kernel_kind", self._handle)
         self.target = _string("mla_kernel_target", self._handle)
         count = ctypes.c_size_t()
@@ -200,89 +205,184 @@ class Kernel(_Handle):
 
     # -- launching -------------------------------------------------------
 
-    def _scalar(self, role, value):
-        arg = _capi.Arg(role=role.encode())
-        info = self.args.get(role)
-        floating = info.dtype in ("bf16", "f16", "f32") if info else \
-            not isinstance(value, numbers.Integral)
-        if floating:
-            if not isinstance(value, numbers.Real):
-                raise _capi.InvalidArgumentError(
-                    "%s: expected a number, got %s"
-                    % (role, type(value).__name__))
-            arg.kind, arg.f32 = _capi.ARG_F32, float(value)
-        else:
-            if not isinstance(value, numbers.Integral):
-                raise _capi.InvalidArgumentError(
-                    "%s: expected an integer, got %s"
-                    % (role, type(value).__name__))
-            arg.kind, arg.i64 = _capi.ARG_INT, int(value)
-        return arg
+    def _reserve(self, nbytes):
+        """The reserved workspace (GPU arrays other than torch tensors),
+        grown to `nbytes`."""
+        if nbytes > self._reserved:
+            self.reserve_workspace(nbytes)
+            self._reserved = nbytes
 
-    def _tensor(self, role, array, writable):
-        return _capi.Arg(role=role.encode(), kind=_capi.ARG_TENSOR,
-                         tensor=_arrays.tensor(role, array, writable))
+    def _torch_workspace(self, nbytes, like, stream, capturing):
+        """A workspace of torch's allocator on `like`'s device: while a
+        CUDA graph is captured a new one (the graph's pool keeps it), else
+        the kernel's own for the stream, grown when too small."""
+        torch = _devarrays.torch_module()
+        key = (like.device, stream)
+        held = None if capturing else self._torch_workspaces.get(key)
+        if held is not None and held.numel() >= nbytes:
+            return held
+        if torch.cuda.current_stream(like.device).cuda_stream == stream:
+            buffer = torch.empty(nbytes, dtype=torch.uint8, device=like.device)
+        else:  # allocated on the stream that uses it
+            with torch.cuda.stream(torch.cuda.ExternalStream(
+                    stream, device=like.device)):
+                buffer = torch.empty(nbytes, dtype=torch.uint8,
+                                     device=like.device)
+        if not capturing:
+            self._torch_workspaces[key] = buffer
+        return buffer
 
-    def _output(self, role, given, inputs):
-        if given is not None:
-            return given, self._tensor(role, given, True)
-        args = (_capi.Arg * len(inputs))(*inputs)
-        shape = _capi.Tensor()
-        _capi.call("mla_kernel_output_shape", self._live(), role.encode(),
-                   args, len(inputs), ctypes.byref(shape))
-        array = _arrays.empty(shape)
-        return array, self._tensor(role, array, True)
-
-    def _launch(self, kind, roles, values, stream, validate):
+    def _launch(self, kind, roles, values, stream, validate, lse_layout=None):
         """Binds `values` (by role: the kind's, then variant inputs) and
         launches; returns what the kernel wrote."""
-        handle = self._live()
+        self._live()
         if self.kind != kind:
             raise _capi.UnsupportedError(
                 "%s() needs a%s '%s' kernel, this one is '%s'"
                 % (kind, "n" if kind[0] in "aeiou" else "", kind, self.kind))
-        if not self.uses_host_memory:
-            raise _capi.UnsupportedError(
-                "%s: numpy arrays are host memory, which this device's "
-                "kernels cannot read (the Python package runs on host-memory "
-                "devices: host, emu)" % self.device_name)
-        args, written = [], []
+        if lse_layout not in (None, "bsh", "bhs"):
+            raise _capi.InvalidArgumentError(
+                "lse_layout: expected 'bsh' ([batch, q_len, heads]) or 'bhs' "
+                "([batch, heads, q_len], FlashMLA's), got %r" % (lse_layout,))
+        names = [r.role for r in roles]
+        arrays = [v for v in values.values() if _is_array(v)]
+        call = Launch(self, arrays, stream, validate)
+        written = []
         for role in roles:
             if role.use == "output":
                 continue
             value = values.pop(role.role)
             if role.is_scalar:
-                args.append(self._scalar(role.role, value))
+                call.scalar(role.role, value)
             else:
-                args.append(self._tensor(role.role, value,
-                                         role.use == "inout"))
+                call.tensor(role.role, value, role.use == "inout")
                 if role.use == "inout":
                     written.append(value)
         for role, value in values.items():
-            if role in [r.role for r in roles]:
-                continue
-            args.append(self._tensor(role, value, False)
-                        if isinstance(value, np.ndarray)
-                        else self._scalar(role, value))
-        inputs = list(args)
-        outputs = []
+            if role not in names:
+                if _is_array(value):
+                    call.tensor(role, value)
+                else:
+                    call.scalar(role, value)
+        outputs, finish = [], None
         for role in roles:
-            if role.use == "output":
-                array, arg = self._output(role.role, values[role.role], inputs)
-                outputs.append(array)
-                args.append(arg)
-        options = _capi.LaunchOptions(skip_validation=0 if validate else 1,
-                                      stream=stream)
-        c_args = (_capi.Arg * len(args))(*args)
-        _capi.call("mla_launch", handle, c_args, len(args),
-                   ctypes.byref(options))
+            if role.use != "output":
+                continue
+            given = values[role.role]
+            if role.role == "lse" and lse_layout == "bhs":
+                array, result, finish = _lse_bhs(call, given)
+            else:
+                array = result = call.allocate(role.role) \
+                    if given is None else given
+            call.tensor(role.role, array, True)
+            outputs.append(result)
+        call.run()
+        if finish is not None:
+            outputs[-1] = finish()
         results = outputs or written
         return results[0] if len(results) == 1 else tuple(results)
+
+
+def _is_array(value):
+    return isinstance(value, np.ndarray) or _devarrays.is_external(value)
+
+
+def _array_module(array):
+    if type(array).__module__.split(".")[0] == "cupy":
+        import cupy
+        return cupy
+    if isinstance(array, np.ndarray):
+        return np
+    raise _capi.InvalidArgumentError(
+        "lse: lse_layout='bhs' needs numpy arrays, torch tensors or CuPy "
+        "arrays, got %s" % type(array).__name__)
+
+
+def _lse_bhs(call, given):
+    """Decode's lse in FlashMLA's [batch, heads, q_len] layout: (the array
+    the kernel writes, [batch, q_len, heads]; the one returned; a function
+    run after the launch that returns it)."""
+    q = call.c_args[0].tensor
+    batch, q_len, heads = q.shape[0], q.shape[1], q.shape[2]
+    torch = _devarrays.is_torch(call.model)
+    if given is not None and tuple(given.shape) != (batch, heads, q_len):
+        raise _capi.InvalidArgumentError(
+            "lse: shape %s, expected [batch, heads, q_len] = %s for "
+            "lse_layout='bhs'" % (tuple(given.shape), (batch, heads, q_len)))
+    if q_len == 1:  # the same memory in both layouts
+        if given is None:
+            written = call.allocate("lse")
+            result = written.view(batch, heads, 1) if torch else \
+                written.reshape(batch, heads, 1)
+            return written, result, lambda: result
+        if torch:
+            return given.view(batch, 1, heads), given, lambda: given
+        if not getattr(given, "flags", None) or not given.flags.c_contiguous:
+            raise _capi.InvalidArgumentError(
+                "lse: the array is not C-contiguous")
+        return given.reshape(batch, 1, heads), given, lambda: given
+    written = call.allocate("lse")
+    if torch:
+        if given is None:
+            return written, None, lambda: written.transpose(1, 2).contiguous()
+
+        def copy():
+            given.copy_(written.transpose(1, 2))
+            return given
+        return written, given, copy
+    xp = _array_module(written)
+    if given is None:
+        return written, None, \
+            lambda: xp.ascontiguousarray(written.transpose(0, 2, 1))
+
+    def copy_array():
+        given[...] = written.transpose(0, 2, 1)
+        return given
+    return written, given, copy_array
 
 
 # The Python keyword of an output role: numpy's `out` for "o".
 _KEYWORDS = {"o": "out"}
 _P = inspect.Parameter
+
+
+def _compiled_launcher(kind, roles):
+    """The launcher as a function of its own parameters (binding through
+    inspect.Signature costs more than the launch itself): positional
+    inputs, keyword-only outputs, stream, validate (, lse_layout), variant
+    inputs."""
+    for r in roles:
+        if not r.role.isidentifier() or keyword.iskeyword(r.role):
+            raise ImportError("mla: role %r is not a Python name" % r.role)
+    inputs = [r.role for r in roles if r.use != "output"]
+    outputs = [(r.role, _KEYWORDS.get(r.role, r.role)) for r in roles
+               if r.use == "output"]
+    params = ["self"] + inputs + ["*"] + ["%s=None" % k for _, k in outputs]
+    params += ["stream=None", "validate=True"]
+    layout = "lse_layout" if kind == "decode" else "None"
+    if kind == "decode":
+        params.append("lse_layout='bsh'")
+    params.append("**variant_inputs")
+    values = ", ".join(["%r: %s" % (r, r) for r in inputs] +
+                       ["%r: %s" % (r, k) for r, k in outputs])
+    source = (
+        "def %s(%s):\n"
+        "    values = {%s}\n"
+        "    if variant_inputs:\n"
+        "        _check(variant_inputs)\n"
+        "        values.update(variant_inputs)\n"
+        "    return self._launch(_kind, _roles, values, stream, validate, "
+        "%s)\n" % (kind, ", ".join(params), values, layout))
+
+    def check(variant_inputs):
+        for role, keyword_ in outputs:
+            if role in variant_inputs:  # an output's role, not its keyword
+                raise TypeError("%s() got an unexpected keyword argument %r "
+                                "(pass the output %s as %s=)"
+                                % (kind, role, role, keyword_))
+    namespace = {"_check": check, "_kind": kind, "_roles": roles}
+    exec(source, namespace)
+    return namespace[kind]
 
 
 def _launcher(kind, roles):
@@ -294,26 +394,13 @@ def _launcher(kind, roles):
     params += [_P(_KEYWORDS.get(r.role, r.role), _P.KEYWORD_ONLY,
                   default=None) for r in roles if r.use == "output"]
     params += [_P("stream", _P.KEYWORD_ONLY, default=None),
-               _P("validate", _P.KEYWORD_ONLY, default=True),
-               _P("variant_inputs", _P.VAR_KEYWORD)]
+               _P("validate", _P.KEYWORD_ONLY, default=True)]
+    if kind == "decode":
+        params.append(_P("lse_layout", _P.KEYWORD_ONLY, default="bsh"))
+    params.append(_P("variant_inputs", _P.VAR_KEYWORD))
     signature = inspect.Signature(params)
 
-    def launch(self, *args, **kwargs):
-        call = signature.bind(self, *args, **kwargs)
-        call.apply_defaults()
-        bound = call.arguments
-        values = dict(bound.pop("variant_inputs"))
-        for r in roles:
-            if r.role in values:  # an output's role instead of its keyword
-                raise TypeError("%s() got an unexpected keyword argument %r "
-                                "(pass the output %s as %s=)"
-                                % (kind, r.role, r.role,
-                                   _KEYWORDS.get(r.role, r.role)))
-        for r in roles:
-            values[r.role] = bound[_KEYWORDS.get(r.role, r.role)] \
-                if r.use == "output" else bound[r.role]
-        return self._launch(kind, roles, values, bound["stream"],
-                            bound["validate"])
+    launch = _compiled_launcher(kind, roles)
 
     inputs = [r.role for r in roles if r.use != "output"]
     outputs = [r.role for r in roles if r.use == "output"]
@@ -322,15 +409,26 @@ def _launcher(kind, roles):
     launch.__qualname__ = "Kernel." + kind
     launch.__signature__ = signature
     launch.__doc__ = (
-        "Launches a '%s' kernel on numpy arrays (dtypes: mla.numpy_dtype).\n\n"
-        "Inputs: %s. Outputs (allocated when None): %s. Returns %s.\n"
-        "stream: a GPU stream (ignored by the host); validate=False skips\n"
-        "the checks that cost time; other keywords are the inputs of a\n"
-        "variant's regions, by role (e.g. sinks=...). Errors raise mla.Error\n"
-        "subclasses carrying the runtime's message."
+        "Launches a '%s' kernel.\n\n"
+        "Inputs: %s. Outputs (allocated like the first input when None):\n"
+        "%s. Returns %s.\n"
+        "Arrays: numpy on the host and the emulator (dtypes:\n"
+        "mla.numpy_dtype); torch tensors, __cuda_array_interface__ or DLPack\n"
+        "arrays where their memory is the device's (torch CPU tensors on the\n"
+        "host). stream: the GPU stream (default: torch's current stream for\n"
+        "torch tensors, else the default stream); validate: True (every\n"
+        "check; on GPUs the index inputs of torch tensors are copied to the\n"
+        "host for the content checks, a sync), 'shapes' (no content checks:\n"
+        "never syncs), False (skips the checks that cost time).%s Other\n"
+        "keywords are the inputs of a variant's regions, by role (e.g.\n"
+        "sinks=...). Errors raise mla.Error subclasses carrying the runtime's\n"
+        "message."
         % (kind, ", ".join(inputs),
            ", ".join(_KEYWORDS.get(r, r) for r in outputs) or "none",
-           " and ".join(written)))
+           " and ".join(written),
+           "\nlse_layout: 'bsh' (lse [batch, q_len, heads], the kernel's) or\n"
+           "'bhs' ([batch, heads, q_len], FlashMLA's)." if kind == "decode"
+           else ""))
     return launch
 
 
