@@ -284,7 +284,7 @@ const Case kCases[] = {
      1,
      "bf16",
      {0, 1, 64, 128, 65, 3000, 2, 0, 63},
-     "kv_chunks=6,tile_kv=32"},
+     "kv_chunks=6"},
     {"chunks_h16_p1_s1_bf16",
      16,
      512,
@@ -293,7 +293,7 @@ const Case kCases[] = {
      1,
      "bf16",
      {1500, 1, 0, 7, 32, 33},
-     "kv_chunks=40,tile_kv=16"},
+     "kv_chunks=40"},
     {"chunks_h16_p3_s2_f32",
      16,
      512,
@@ -302,7 +302,7 @@ const Case kCases[] = {
      2,
      "f32",
      {0, 1, 2, 3, 700, 5, 6},
-     "kv_chunks=9,head_group=8,tile_kv=16"},
+     "kv_chunks=9"},
     {"chunks_h16_p16_s4_bf16",
      16,
      512,
@@ -311,7 +311,7 @@ const Case kCases[] = {
      4,
      "bf16",
      {2, 4, 16, 999, 48, 0},
-     "kv_chunks=1000,tile_kv=16"},
+     "kv_chunks=1000"},
     {"chunks_b1_h16_p64_s1_bf16",
      16,
      512,
@@ -320,7 +320,7 @@ const Case kCases[] = {
      1,
      "bf16",
      {4000},
-     "kv_chunks=24,tile_kv=32"},
+     "kv_chunks=24"},
     {"chunks_h128_p3_s1_bf16",
      128,
      512,
@@ -329,7 +329,7 @@ const Case kCases[] = {
      1,
      "bf16",
      {0, 600, 1},
-     "kv_chunks=12,head_group=32,tile_kv=16"},
+     "kv_chunks=12"},
     // Run-time page size, and configs that stress the split-KV combine.
     {"ds_h16_pdyn_s1_bf16", 16, 512, 64, 0, 1, "bf16", {90, 1}},
     {"ds_h16_p16_splits1_f32",
@@ -389,7 +389,7 @@ const Case kCases[] = {
 TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
   const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 0, 129};
   DecodeRun base;
-  Case c{"grid_wg0", 16, 512, 64, 16, 2, "bf16", lens, "kv_chunks=10,tile_kv=16",
+  Case c{"grid_wg0", 16, 512, 64, 16, 2, "bf16", lens, "kv_chunks=10",
          "grid"};
   ASSERT_NO_FATAL_FAILURE(runDecode(c, base));
   checkReference(c, base);
