@@ -37,9 +37,9 @@ struct ConfigFields {
 constexpr int64_t kHostDecodeChunks = 32;
 
 /// Decode's length-aware schedule (#mla.config kv_chunks): the batch's key
-/// tiles cut into about as many chunks as workgroups fill the chip, on the
-/// device from the lengths (mla.chunk_plan), in place of kv_splits fixed
-/// splits per request.
+/// tiles cut into about as many equal shares as workgroups fill the chip,
+/// on the device from the lengths (mla.chunk_plan), in place of kv_splits
+/// fixed splits per request (docs/Performance.md, "Length-aware split-KV").
 ConfigFields lengthAwareSchedule(ConfigFields cfg, const ArchInfo &arch) {
   cfg.kvSplits = 1;
   cfg.minWorkgroups = 0;

@@ -53,9 +53,14 @@ void recordMergeInfo(MergeOp op) {
 /// LSE-weighted; stores the merged output through `storeO(d, o)` and the
 /// LSE through `storeLse`. Inside the current workgroup: each parallel
 /// iteration owns one vector chunk of the value dim; the parts' LSEs are
-/// re-read by every iteration instead of being shared.
+/// re-read by every iteration instead of being shared. With
+/// `allPartsWritten` every part's output is written (0 where it saw no
+/// key), so that it is read without a branch (its weight is 0 when its LSE
+/// is -inf) and the loads of consecutive parts can be in flight together;
+/// otherwise an empty part's output may be unwritten and is not read.
 static void emitMergeRow(
     ImplicitLocOpBuilder &g, Value lo, Value hi, int64_t dv, Type outElem,
+    bool allPartsWritten,
     function_ref<Value(ImplicitLocOpBuilder &, Value)> lseAt,
     function_ref<Value(ImplicitLocOpBuilder &, Value, Value, VectorType)> oAt,
     function_ref<void(ImplicitLocOpBuilder &, Value, Value)> storeO,
@@ -89,6 +94,15 @@ static void emitMergeRow(
               Value w = math::Exp2Op::create(
                   jb, arith::MulFOp::create(
                           jb, arith::SubFOp::create(jb, l, ref), log2e));
+              if (allPartsWritten) {
+                Value wv = vector::BroadcastOp::create(jb, vecType, w);
+                Value acc =
+                    vector::FMAOp::create(jb, oAt(jb, n, d, vecType), wv,
+                                          args[1]);
+                scf::YieldOp::create(
+                    jb, ValueRange{arith::AddFOp::create(jb, args[0], w), acc});
+                return;
+              }
               // Empty parts (lse = -inf) are not read at all.
               Value used = arith::CmpFOp::create(jb, arith::CmpFPredicate::OGT,
                                                  l, negInf);
@@ -155,7 +169,7 @@ LogicalResult tileMerge(MergeOp op) {
   };
   emitMergeRow(
       g, indexConst(g, 0), indexConst(g, parts), oType.getDimSize(lead),
-      oType.getElementType(),
+      oType.getElementType(), /*allPartsWritten=*/false,
       [&](ImplicitLocOpBuilder &jb, Value n) -> Value {
         return memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
       },
@@ -189,17 +203,23 @@ LogicalResult tileChunkMerge(ChunkMergeOp op) {
   ImplicitLocOpBuilder g =
       ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
   Value req = ids[0], i = ids[1], head = ids[2];
-  // Request req's chunks: [plan[0][2 + req], plan[0][3 + req]).
-  auto planAt = [&](Value col) -> Value {
-    Value v = memref::LoadOp::create(g, op.getPlan(),
-                                     ValueRange{indexConst(g, 0), col});
+  // Request req's chunks: slots req + s for the shares s in [s0, s1] that
+  // its tiles [P_b, P_{b+1}) meet (mla.chunk_plan).
+  auto planAt = [&](Value r, Value col) -> Value {
+    Value v = memref::LoadOp::create(g, op.getPlan(), ValueRange{r, col});
     return arith::IndexCastOp::create(g, g.getIndexType(), v);
   };
-  Value c2 = indexConst(g, 2);
-  Value lo = planAt(arith::AddIOp::create(g, req, c2));
-  Value hi = planAt(arith::AddIOp::create(g, req, indexConst(g, 3)));
+  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value first = planAt(c0, arith::AddIOp::create(g, req, indexConst(g, 2)));
+  Value next = planAt(c0, arith::AddIOp::create(g, req, indexConst(g, 3)));
+  auto [s0, s1] = requestShares(g, first, arith::SubIOp::create(g, next, first),
+                                planAt(c0, c1));
+  Value lo = arith::AddIOp::create(g, req, s0);
+  Value hi = arith::AddIOp::create(g, arith::AddIOp::create(g, req, s1), c1);
   emitMergeRow(
       g, lo, hi, oType.getDimSize(3), oType.getElementType(),
+      // Every chunk writes all its rows (o = 0 where it saw no key).
+      /*allPartsWritten=*/true,
       [&](ImplicitLocOpBuilder &jb, Value n) -> Value {
         return memref::LoadOp::create(jb, op.getLseParts(),
                                       ValueRange{n, i, head});

@@ -26,6 +26,13 @@ inline int64_t chunkTarget(int64_t kvChunks, int64_t headGroups) {
 /// The plan is [2, batch + chunkTarget + kPlanHeader] int32.
 inline constexpr int64_t kPlanHeader = 2;
 
+/// The plan's balance: chunks of at least ceil(sqrt(T / kChunkBalance))
+/// key tiles for T tiles in the batch (mla.chunk_plan). Measured on the
+/// H200 (docs/Performance.md, "Length-aware split-KV"): fewer, longer
+/// chunks for small batches (a chunk costs its partial result and a share
+/// of the merge), more, shorter ones for large ragged ones (balance).
+inline constexpr int64_t kChunkBalance = 16;
+
 } // namespace mla::rt::schedule
 
 #endif // MLA_RUNTIME_CHUNKSCHEDULE_H

@@ -206,7 +206,10 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     host synchronisation (so that a captured graph replays with other
     lengths). With `T_b = ceil(max(seq_lens[b], 0) / tile_kv)` key tiles per
     request and `T = Σ T_b`, the chunk size is `q = max(1, ceil(T /
-    chunks))` tiles; request `b` gets `n_b = max(1, ceil(T_b / q))` chunks,
+    chunks), ceil(sqrt(T / balance)))` tiles (the square root balances a
+    chunk's fixed cost, its partial result and its share of the merge,
+    against the tail that a long chunk leaves: the q that minimises
+    `T / q · c0 / S + q · c1` is `sqrt(T · c0 / (S · c1))`); request `b` gets `n_b = max(1, ceil(T_b / q))` chunks,
     chunk `j` of it holding tiles `[j·q, min((j+1)·q, T_b))` (a request
     without keys gets one empty chunk, which still writes its rows: `o = 0`,
     or the sink's share). Chunks are numbered request by request: `C_b =
@@ -220,7 +223,7 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     lengths in blocks of 256).
 
     ```mlir
-    mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256}
+    mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16}
         : memref<?xi32>, memref<2x?xi32>
     ```
   }];
@@ -228,7 +231,8 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     Arg<MemRefRankOf<[I32], [1]>, "sequence lengths", [MemRead]>:$seq_lens,
     Arg<MemRefRankOf<[I32], [2]>, "the plan", [MemWrite]>:$plan,
     ConfinedAttr<I64Attr, [IntPositive]>:$tile_kv,
-    ConfinedAttr<I64Attr, [IntPositive]>:$chunks);
+    ConfinedAttr<I64Attr, [IntPositive]>:$chunks,
+    ConfinedAttr<I64Attr, [IntPositive]>:$balance);
   let assemblyFormat = [{
     $seq_lens `,` $plan attr-dict `:` type($seq_lens) `,` type($plan)
   }];
