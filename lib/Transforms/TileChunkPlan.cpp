@@ -1,9 +1,9 @@
 //===- TileChunkPlan.cpp - mla-tile for mla.chunk_plan --------------------===//
 //
-// The plan of decode's length-aware schedule as one workgroup: a scan over
-// the sequence lengths in blocks of kScanBlock, each block a parallel load
-// and a Hillis-Steele scan in workgroup memory, with the running total kept
-// in a workgroup-memory cell; then each request's slots. Every value the scans share is read in a
+// The plan of decode's length-aware schedule as one workgroup: two scans
+// over the sequence lengths in blocks of kScanBlock, each block a parallel
+// load and a Hillis-Steele scan in workgroup memory, with the running total
+// kept in a workgroup-memory cell. Every value the scans share is read in a
 // parallel loop (each followed by a barrier on GPUs), never by the scalar
 // code of all threads, so that no thread reads a cell while another
 // rewrites it.
@@ -104,15 +104,6 @@ void scanCounts(
 }
 } // namespace
 
-std::pair<Value, Value> requestShares(ImplicitLocOpBuilder &b, Value first,
-                                      Value tiles, Value q) {
-  Value c1 = indexConst(b, 1);
-  Value s0 = arith::DivUIOp::create(b, first, q);
-  Value last = arith::SubIOp::create(
-      b, arith::AddIOp::create(b, first, maxIdx(b, tiles, c1)), c1);
-  return {s0, arith::DivUIOp::create(b, last, q)};
-}
-
 //===----------------------------------------------------------------------===//
 // mla.chunk_plan
 //===----------------------------------------------------------------------===//
@@ -145,7 +136,7 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
                                                 indexConst(ib, op.getChunks())),
                      indexConst(ib, 1));
     // ceil(sqrt(T / balance)): the least r with r·r·balance >= T, by
-    // bisection over [1, 2^16] (T < 2^31), in integers so that every target
+    // bisection over [0, 2^16] (T < 2^31), in integers so that every target
     // computes the same q.
     Value lo = indexConst(ib, 0), hi = indexConst(ib, 1 << 16);
     Value cBalance = indexConst(ib, op.getBalance());
@@ -160,38 +151,36 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
       hi = arith::SelectOp::create(ib, enough, mid, hi);
       lo = arith::SelectOp::create(ib, enough, lo, mid);
     }
-    Value rootQ = hi;
-    return maxIdx(ib, q, rootQ);
+    return maxIdx(ib, q, hi);
   };
-  Value c2 = indexConst(g, 2), cShares = indexConst(g, op.getChunks());
-  auto row0 = [&](ImplicitLocOpBuilder &ib, Value req) {
-    return SmallVector<Value>{c0, arith::AddIOp::create(ib, req, c2)};
-  };
-  // 1. P_b = Σ_{b' < b} T_b' into plan[0][2 + b]; T into cell 0.
+  // 1. T = Σ ceil(len_b / tile_kv).
   scanCounts(g, t, batch, 0, tilesOf,
-             [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value) {
-               i32Store(ib, first, plan, row0(ib, req));
-             });
-  // 2. No request in any slot yet.
-  Value slots = arith::AddIOp::create(g, batch, cShares);
-  parallelFor(g, {slots}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-    i32Store(ib, indexConst(ib, -1), plan, {c1, iv[0]});
-  });
-  // 3. Request b in slots b + s for the shares s it meets.
-  parallelFor(g, {batch}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-    Value req = iv[0];
-    auto [s0, s1] = requestShares(ib, i32Load(ib, plan, row0(ib, req)),
-                                  tilesOf(ib, req), chunkTiles(ib));
-    forLoop(ib, s0, arith::AddIOp::create(ib, s1, c1), c1,
-            [&](ImplicitLocOpBuilder &jb, Value sh) {
-              i32Store(jb, req, plan, {c1, arith::AddIOp::create(jb, req, sh)});
-            });
-  });
-  // 4. The header: the slots, q, and P_B = T.
+             [](ImplicitLocOpBuilder &, Value, Value, Value) {});
+  // 2. n_b = max(1, ceil(T_b / q)); C_b and the requests of the chunks.
+  scanCounts(
+      g, t, batch, 1,
+      [&](ImplicitLocOpBuilder &ib, Value req) -> Value {
+        return maxIdx(ib,
+                      arith::CeilDivSIOp::create(ib, tilesOf(ib, req),
+                                                 chunkTiles(ib)),
+                      indexConst(ib, 1));
+      },
+      [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value n) {
+        i32Store(ib, first, plan,
+                 {c0, arith::AddIOp::create(ib, req, indexConst(ib, 2))});
+        forLoop(ib, c0, n, indexConst(ib, 1),
+                [&](ImplicitLocOpBuilder &jb, Value j) {
+                  i32Store(jb, req, plan,
+                           {indexConst(jb, 1), arith::AddIOp::create(jb, first, j)});
+                });
+      });
+  // 3. The header: K, q, and C_B = K.
   parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
-    i32Store(ib, slots, plan, {c0, c0});
-    i32Store(ib, chunkTiles(ib), plan, {c0, c1});
-    i32Store(ib, i32Load(ib, t.cells, c0), plan, row0(ib, batch));
+    Value k = i32Load(ib, t.cells, indexConst(ib, 1));
+    i32Store(ib, k, plan, {c0, c0});
+    i32Store(ib, chunkTiles(ib), plan, {c0, indexConst(ib, 1)});
+    i32Store(ib, k, plan,
+             {c0, arith::AddIOp::create(ib, batch, indexConst(ib, 2))});
   });
   op.erase();
   return success();

@@ -135,13 +135,6 @@ LogicalResult tileDecode(DecodeOp op);
 LogicalResult tilePrefill(PrefillOp op);
 LogicalResult tileMerge(MergeOp op);
 LogicalResult tileChunkPlan(ChunkPlanOp op);
-
-/// Decode's length-aware schedule (mla.chunk_plan): the shares [s0, s1]
-/// (inclusive; q key tiles each) that a request's tiles [first, first +
-/// tiles) of the batch meet; a request without tiles meets share first / q
-/// alone. Its chunks are in workspace slots b + s0 .. b + s1.
-std::pair<Value, Value> requestShares(ImplicitLocOpBuilder &b, Value first,
-                                      Value tiles, Value q);
 LogicalResult tileChunkMerge(ChunkMergeOp op);
 
 } // namespace mla::tiling

@@ -315,48 +315,40 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
       Value v = memref::LoadOp::create(ib, plan, ValueRange{r, c});
       return arith::IndexCastOp::create(ib, ib.getIndexType(), v);
     };
-    Value numSlots = planAt(g, c0, c0), q = planAt(g, c0, c1);
-    Value cTile = indexConst(g, tile);
+    Value numChunks = planAt(g, c0, c0);
+    Value chunkKeys = arith::MulIOp::create(g, planAt(g, c0, c1),
+                                            indexConst(g, tile));
     Value step = persistent
                      ? indexConst(g, persistent)
                      : arith::AddIOp::create(g, dimValue(g, op.getQ(), 0),
                                              indexConst(g, chunks));
     AttentionTiles t = decodeTiles(g, op);
-    // Each slot writes every tile before reading it (mla.fresh_tiles).
-    auto slotLoop = scf::ForOp::create(g, ids[0], numSlots, step);
-    slotLoop->setAttr(MLADialect::kFreshTilesAttrName, g.getUnitAttr());
-    ImplicitLocOpBuilder lb(op.getLoc(), slotLoop.getBody()->getTerminator());
-    Value slot = slotLoop.getInductionVar();
-    // Slot b + s: request b's keys in share s (none: an unused slot).
-    Value req = planAt(lb, c1, slot);
-    auto used = scf::IfOp::create(
-        lb, arith::CmpIOp::create(lb, arith::CmpIPredicate::sge, req, c0),
-        /*withElseRegion=*/false);
-    ImplicitLocOpBuilder ub(op.getLoc(), used.thenBlock()->getTerminator());
-    Value first = planAt(ub, c0, arith::AddIOp::create(ub, req, c2));
-    Value lenI32 = memref::LoadOp::create(ub, op.getSeqLens(), ValueRange{req});
-    Value len = maxIdx(
-        ub, arith::IndexCastOp::create(ub, ub.getIndexType(), lenI32), c0);
-    Value tiles = arith::CeilDivSIOp::create(ub, len, cTile);
-    Value share = arith::SubIOp::create(ub, slot, req);
-    auto [s0, s1] = requestShares(ub, first, tiles, q);
-    (void)s1;
-    // Tiles [max(s·q, P_b), min((s+1)·q, P_b + T_b)) of the batch.
-    Value shareLo = arith::MulIOp::create(ub, share, q);
-    Value lo = arith::SubIOp::create(ub, maxIdx(ub, shareLo, first), first);
-    Value hi = arith::SubIOp::create(
-        ub,
-        minIdx(ub, arith::AddIOp::create(ub, shareLo, q),
-               arith::AddIOp::create(ub, first, tiles)),
-        first);
-    Value start = arith::MulIOp::create(ub, lo, cTile);
-    Value end = minIdx(ub, len, arith::MulIOp::create(ub, hi, cTile));
-    Value isFirst =
-        arith::CmpIOp::create(ub, arith::CmpIPredicate::eq, share, s0);
-    emitKeyRange(ub, op, t, headBase, {req, len, start, end, isFirst}, wsO, wsL,
-                 [&](ImplicitLocOpBuilder &, Value i, Value head) {
-                   return SmallVector<Value>{slot, i, head};
-                 });
+    // Each chunk writes every tile before reading it (mla.fresh_tiles).
+    auto chunkLoop = scf::ForOp::create(g, ids[0], numChunks, step);
+    chunkLoop->setAttr(MLADialect::kFreshTilesAttrName, g.getUnitAttr());
+    {
+              ImplicitLocOpBuilder lb(op.getLoc(),
+                                      chunkLoop.getBody()->getTerminator());
+              Value slot = chunkLoop.getInductionVar();
+              Value req = planAt(lb, c1, slot);
+              Value j = arith::SubIOp::create(
+                  lb, slot, planAt(lb, c0, arith::AddIOp::create(lb, req, c2)));
+              Value lenI32 = memref::LoadOp::create(lb, op.getSeqLens(),
+                                                    ValueRange{req});
+              Value len = maxIdx(
+                  lb, arith::IndexCastOp::create(lb, lb.getIndexType(), lenI32),
+                  c0);
+              Value start = arith::MulIOp::create(lb, j, chunkKeys);
+              Value end = minIdx(lb, len,
+                                 arith::AddIOp::create(lb, start, chunkKeys));
+              Value first =
+                  arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, j, c0);
+              emitKeyRange(lb, op, t, headBase, {req, len, start, end, first},
+                           wsO, wsL,
+                           [&](ImplicitLocOpBuilder &, Value i, Value head) {
+                             return SmallVector<Value>{slot, i, head};
+                           });
+    }
   }
   ChunkMergeOp::create(b, wsO, wsL, plan, op.getO(), op.getLse());
   memref::DeallocOp::create(b, wsO);
