@@ -193,6 +193,11 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
         softmax_scale = dim ** -0.5
     plan = _plan(meta, q, k_cache, head_dim_v, causal)
     q = _contiguous(q)
+    # FlashMLA needs only a unit last stride of the block table (serving
+    # engines pass row slices of a larger table); mla's C API takes dense
+    # arrays, so such a table is copied (a capturable copy kernel).
+    block_table = _contiguous(block_table)
+    cache_seqlens = _contiguous(cache_seqlens)
     if not (k_cache.is_contiguous() if plan.torch else
             k_cache.flags.c_contiguous):
         raise _capi.InvalidArgumentError(
@@ -202,10 +207,12 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
         q = q.reshape(batch * s_q, 1, heads, dim)
         if plan.torch:  # expand + reshape: no sync, capture safe
             width = block_table.shape[1]
+            # reshape may return a stride-0 view (batch 1): contiguous()
+            # makes the copy the C API needs.
             block_table = block_table[:, None, :].expand(
-                batch, s_q, width).reshape(batch * s_q, width)
+                batch, s_q, width).reshape(batch * s_q, width).contiguous()
             cache_seqlens = cache_seqlens[:, None].expand(
-                batch, s_q).reshape(batch * s_q)
+                batch, s_q).reshape(batch * s_q).contiguous()
         else:
             block_table = np.repeat(block_table, s_q, axis=0)
             cache_seqlens = np.repeat(cache_seqlens, s_q)
