@@ -26,10 +26,8 @@ using namespace mla;
 
 namespace {
 struct ConfigFields {
-  int64_t tileKv, kvSplits, headGroup, warps, stages, minWorkgroups = 0,
-                                                      tileQ = 0, wgmma = 1,
-                                                      kvChunks = 0,
-                                                      workgroups = 0;
+  int64_t tileKv, kvSplits, headGroup, warps, stages,
+      minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0;
 };
 
 /// Chunks the host's length-aware decode schedule aims at (its workgroups
@@ -43,7 +41,8 @@ constexpr int64_t kHostDecodeChunks = 32;
 ConfigFields lengthAwareSchedule(ConfigFields cfg, const ArchInfo &arch) {
   cfg.kvSplits = 1;
   cfg.minWorkgroups = 0;
-  cfg.kvChunks = arch.minWorkgroups > 0 ? arch.minWorkgroups : kHostDecodeChunks;
+  cfg.kvChunks =
+      arch.minWorkgroups > 0 ? arch.minWorkgroups : kHostDecodeChunks;
   return cfg;
 }
 
@@ -477,18 +476,18 @@ struct SelectConfigPass
     auto select = [&](Operation *op, ConfigFields cfg,
                       ConfigAttr existing) -> ConfigAttr {
       if (existing)
-        cfg = {existing.getTileKv(),     existing.getKvSplits(),
-               existing.getHeadGroup(),  existing.getWarps(),
-               existing.getStages(),     existing.getMinWorkgroups(),
-               existing.getTileQ(),      existing.getWgmma(),
-               existing.getKvChunks(),   existing.getWorkgroups()};
+        cfg = {existing.getTileKv(),    existing.getKvSplits(),
+               existing.getHeadGroup(), existing.getWarps(),
+               existing.getStages(),    existing.getMinWorkgroups(),
+               existing.getTileQ(),     existing.getWgmma(),
+               existing.getKvChunks(),  existing.getWorkgroups()};
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
       auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
-      return ConfigAttr::getChecked(
-          emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
-          cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
-          cfg.kvChunks, cfg.workgroups);
+      return ConfigAttr::getChecked(emitErr, op->getContext(), cfg.tileKv,
+                                    cfg.kvSplits, cfg.headGroup, cfg.warps,
+                                    cfg.stages, cfg.minWorkgroups, cfg.tileQ,
+                                    cfg.wgmma, cfg.kvChunks, cfg.workgroups);
     };
     WalkResult result = getOperation().walk([&](Operation *o) {
       if (auto op = dyn_cast<PrefillOp>(o)) {

@@ -73,8 +73,8 @@ void scanCounts(
         Value cd = indexConst(ib, d);
         Value has =
             arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, iv[0], cd);
-        Value prev = maxIdx(ib, arith::SubIOp::create(ib, iv[0], cd),
-                            indexConst(ib, 0));
+        Value prev =
+            maxIdx(ib, arith::SubIOp::create(ib, iv[0], cd), indexConst(ib, 0));
         Value add = arith::SelectOp::create(ib, has, i32Load(ib, src, prev),
                                             indexConst(ib, 0));
         i32Store(ib, arith::AddIOp::create(ib, i32Load(ib, src, iv[0]), add),
@@ -95,9 +95,9 @@ void scanCounts(
       use(tb, bIdx, excl, n);
     });
     parallelFor(lb, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
-      Value total =
-          arith::AddIOp::create(ib, i32Load(ib, t.cells, cCell),
-                                i32Load(ib, src, indexConst(ib, kScanBlock - 1)));
+      Value total = arith::AddIOp::create(
+          ib, i32Load(ib, t.cells, cCell),
+          i32Load(ib, src, indexConst(ib, kScanBlock - 1)));
       i32Store(ib, total, t.cells, cCell);
     });
   });
@@ -123,26 +123,26 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   Value c0 = indexConst(g, 0), cTile = indexConst(g, op.getTileKv());
   Value plan = op.getPlan();
   auto tilesOf = [&](ImplicitLocOpBuilder &ib, Value req) -> Value {
-    Value len = maxIdx(ib, i32Load(ib, op.getSeqLens(), req),
-                       indexConst(ib, 0));
+    Value len =
+        maxIdx(ib, i32Load(ib, op.getSeqLens(), req), indexConst(ib, 0));
     return arith::CeilDivSIOp::create(ib, len, cTile);
   };
   // q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from cell 0
   // (final after the first scan; read inside parallel loops only).
   auto chunkTiles = [&](ImplicitLocOpBuilder &ib) -> Value {
     Value total = i32Load(ib, t.cells, indexConst(ib, 0));
-    Value q = maxIdx(ib,
-                     arith::CeilDivSIOp::create(ib, total,
-                                                indexConst(ib, op.getChunks())),
-                     indexConst(ib, 1));
+    Value q = maxIdx(
+        ib,
+        arith::CeilDivSIOp::create(ib, total, indexConst(ib, op.getChunks())),
+        indexConst(ib, 1));
     // ceil(sqrt(T / balance)): the least r with r·r·balance >= T, by
     // bisection over [0, 2^16] (T < 2^31), in integers so that every target
     // computes the same q.
     Value lo = indexConst(ib, 0), hi = indexConst(ib, 1 << 16);
     Value cBalance = indexConst(ib, op.getBalance());
     for (int step = 0; step < 17; ++step) {
-      Value mid = arith::DivUIOp::create(
-          ib, arith::AddIOp::create(ib, lo, hi), indexConst(ib, 2));
+      Value mid = arith::DivUIOp::create(ib, arith::AddIOp::create(ib, lo, hi),
+                                         indexConst(ib, 2));
       Value enough = arith::CmpIOp::create(
           ib, arith::CmpIPredicate::sge,
           arith::MulIOp::create(ib, arith::MulIOp::create(ib, mid, mid),
@@ -160,18 +160,19 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   scanCounts(
       g, t, batch, 1,
       [&](ImplicitLocOpBuilder &ib, Value req) -> Value {
-        return maxIdx(ib,
-                      arith::CeilDivSIOp::create(ib, tilesOf(ib, req),
-                                                 chunkTiles(ib)),
-                      indexConst(ib, 1));
+        return maxIdx(
+            ib,
+            arith::CeilDivSIOp::create(ib, tilesOf(ib, req), chunkTiles(ib)),
+            indexConst(ib, 1));
       },
       [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value n) {
         i32Store(ib, first, plan,
                  {c0, arith::AddIOp::create(ib, req, indexConst(ib, 2))});
         forLoop(ib, c0, n, indexConst(ib, 1),
                 [&](ImplicitLocOpBuilder &jb, Value j) {
-                  i32Store(jb, req, plan,
-                           {indexConst(jb, 1), arith::AddIOp::create(jb, first, j)});
+                  i32Store(
+                      jb, req, plan,
+                      {indexConst(jb, 1), arith::AddIOp::create(jb, first, j)});
                 });
       });
   // 3. The header: K, q, and C_B = K.

@@ -160,8 +160,8 @@ void emitKeyRange(
                 Value d = arith::MulIOp::create(ib, iv[2], cQvw);
                 Value v = vector::LoadOp::create(
                     ib, qVec, op.getQ(), ValueRange{req, iv[0], head, d});
-                vector::StoreOp::create(
-                    ib, v, t.qTile, ValueRange{rowOf(ib, iv[0], iv[1]), d});
+                vector::StoreOp::create(ib, v, t.qTile,
+                                        ValueRange{rowOf(ib, iv[0], iv[1]), d});
               });
 
   // Row i * group + hh: request req, head headBase + hh, query position
@@ -204,11 +204,10 @@ void emitKeyRange(
 /// the staged key rows).
 AttentionTiles decodeTiles(ImplicitLocOpBuilder &g, DecodeOp op) {
   ConfigAttr cfg = op.getConfigAttr();
-  return allocateTiles(g, op.getQLen() * cfg.getHeadGroup(), cfg.getTileKv(),
-                       op.getHeadDim(), op.getLatentDim(),
-                       op.getQ().getType().getElementType(),
-                       /*separateValues=*/false,
-                       op.getMask().empty() ? cfg.getStages() : 1);
+  return allocateTiles(
+      g, op.getQLen() * cfg.getHeadGroup(), cfg.getTileKv(), op.getHeadDim(),
+      op.getLatentDim(), op.getQ().getType().getElementType(),
+      /*separateValues=*/false, op.getMask().empty() ? cfg.getStages() : 1);
 }
 
 /// Fixed split-KV (kv_chunks = 0): a grid of (batch, head groups,
@@ -244,11 +243,11 @@ void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op) {
     // A split past the used ones (balanced split-KV) holds no key: it only
     // writes LSE = -inf, which tells the merge not to read its output.
     // Everything else happens in the `then` branch (uniform per workgroup).
-    auto activeIf = scf::IfOp::create(
-        g,
-        arith::CmpIOp::create(g, arith::CmpIPredicate::slt, split,
-                              range.usedSplits),
-        /*withElseRegion=*/true);
+    auto activeIf =
+        scf::IfOp::create(g,
+                          arith::CmpIOp::create(g, arith::CmpIPredicate::slt,
+                                                split, range.usedSplits),
+                          /*withElseRegion=*/true);
     {
       ImplicitLocOpBuilder eb(op.getLoc(),
                               activeIf.elseBlock()->getTerminator());
@@ -261,7 +260,8 @@ void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op) {
                   });
     }
     ImplicitLocOpBuilder tb(op.getLoc(), activeIf.thenBlock()->getTerminator());
-    Value first = arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, split, c0);
+    Value first =
+        arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, split, c0);
     emitKeyRange(tb, op, t, headBase,
                  {req, range.len, range.start, range.end, first}, wsO, wsL,
                  [&](ImplicitLocOpBuilder &, Value i, Value head) {
@@ -292,7 +292,8 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
   Value slots = arith::AddIOp::create(b, batch, indexConst(b, chunks));
   Value plan = memref::AllocOp::create(
       b, MemRefType::get({2, dyn}, b.getI32Type()),
-      ValueRange{arith::AddIOp::create(b, batch, indexConst(b, chunks + rt::schedule::kPlanHeader))});
+      ValueRange{arith::AddIOp::create(
+          b, batch, indexConst(b, chunks + rt::schedule::kPlanHeader))});
   Value wsO = memref::AllocOp::create(
       b, MemRefType::get({dyn, sq, heads, dv}, f32), ValueRange{slots});
   Value wsL = memref::AllocOp::create(b, MemRefType::get({dyn, sq, heads}, f32),
@@ -309,15 +310,14 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
     ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
         op.getLoc(), &grid.getBody().front());
     Value c0 = indexConst(g, 0), c1 = indexConst(g, 1), c2 = indexConst(g, 2);
-    Value headBase =
-        arith::MulIOp::create(g, ids[1], indexConst(g, group));
+    Value headBase = arith::MulIOp::create(g, ids[1], indexConst(g, group));
     auto planAt = [&](ImplicitLocOpBuilder &ib, Value r, Value c) -> Value {
       Value v = memref::LoadOp::create(ib, plan, ValueRange{r, c});
       return arith::IndexCastOp::create(ib, ib.getIndexType(), v);
     };
     Value numChunks = planAt(g, c0, c0);
-    Value chunkKeys = arith::MulIOp::create(g, planAt(g, c0, c1),
-                                            indexConst(g, tile));
+    Value chunkKeys =
+        arith::MulIOp::create(g, planAt(g, c0, c1), indexConst(g, tile));
     Value step = persistent
                      ? indexConst(g, persistent)
                      : arith::AddIOp::create(g, dimValue(g, op.getQ(), 0),
@@ -327,27 +327,23 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
     auto chunkLoop = scf::ForOp::create(g, ids[0], numChunks, step);
     chunkLoop->setAttr(MLADialect::kFreshTilesAttrName, g.getUnitAttr());
     {
-              ImplicitLocOpBuilder lb(op.getLoc(),
-                                      chunkLoop.getBody()->getTerminator());
-              Value slot = chunkLoop.getInductionVar();
-              Value req = planAt(lb, c1, slot);
-              Value j = arith::SubIOp::create(
-                  lb, slot, planAt(lb, c0, arith::AddIOp::create(lb, req, c2)));
-              Value lenI32 = memref::LoadOp::create(lb, op.getSeqLens(),
-                                                    ValueRange{req});
-              Value len = maxIdx(
-                  lb, arith::IndexCastOp::create(lb, lb.getIndexType(), lenI32),
-                  c0);
-              Value start = arith::MulIOp::create(lb, j, chunkKeys);
-              Value end = minIdx(lb, len,
-                                 arith::AddIOp::create(lb, start, chunkKeys));
-              Value first =
-                  arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, j, c0);
-              emitKeyRange(lb, op, t, headBase, {req, len, start, end, first},
-                           wsO, wsL,
-                           [&](ImplicitLocOpBuilder &, Value i, Value head) {
-                             return SmallVector<Value>{slot, i, head};
-                           });
+      ImplicitLocOpBuilder lb(op.getLoc(),
+                              chunkLoop.getBody()->getTerminator());
+      Value slot = chunkLoop.getInductionVar();
+      Value req = planAt(lb, c1, slot);
+      Value j = arith::SubIOp::create(
+          lb, slot, planAt(lb, c0, arith::AddIOp::create(lb, req, c2)));
+      Value lenI32 =
+          memref::LoadOp::create(lb, op.getSeqLens(), ValueRange{req});
+      Value len = maxIdx(
+          lb, arith::IndexCastOp::create(lb, lb.getIndexType(), lenI32), c0);
+      Value start = arith::MulIOp::create(lb, j, chunkKeys);
+      Value end = minIdx(lb, len, arith::AddIOp::create(lb, start, chunkKeys));
+      Value first = arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, j, c0);
+      emitKeyRange(lb, op, t, headBase, {req, len, start, end, first}, wsO, wsL,
+                   [&](ImplicitLocOpBuilder &, Value i, Value head) {
+                     return SmallVector<Value>{slot, i, head};
+                   });
     }
   }
   ChunkMergeOp::create(b, wsO, wsL, plan, op.getO(), op.getLse());

@@ -96,9 +96,8 @@ static void emitMergeRow(
                           jb, arith::SubFOp::create(jb, l, ref), log2e));
               if (allPartsWritten) {
                 Value wv = vector::BroadcastOp::create(jb, vecType, w);
-                Value acc =
-                    vector::FMAOp::create(jb, oAt(jb, n, d, vecType), wv,
-                                          args[1]);
+                Value acc = vector::FMAOp::create(jb, oAt(jb, n, d, vecType),
+                                                  wv, args[1]);
                 scf::YieldOp::create(
                     jb, ValueRange{arith::AddFOp::create(jb, args[0], w), acc});
                 return;
@@ -197,9 +196,9 @@ LogicalResult tileMerge(MergeOp op) {
 LogicalResult tileChunkMerge(ChunkMergeOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto oType = op.getO().getType();
-  auto [grid, ids] = createGrid(b, dimValue(b, op.getO(), 0),
-                                dimValue(b, op.getO(), 1),
-                                dimValue(b, op.getO(), 2));
+  auto [grid, ids] =
+      createGrid(b, dimValue(b, op.getO(), 0), dimValue(b, op.getO(), 1),
+                 dimValue(b, op.getO(), 2));
   ImplicitLocOpBuilder g =
       ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
   Value req = ids[0], i = ids[1], head = ids[2];

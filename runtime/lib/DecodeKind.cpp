@@ -89,9 +89,8 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
   SizeRule one = SizeRule::constantOf(1, "1");
   SizeRule batch = SizeRule::symbolOf(Batch, "the batch");
   SizeRule slots = SizeRule::symbolOf(Batch, "batch + " + chunksText, aim);
-  SizeRule planCols =
-      SizeRule::symbolOf(Batch, "batch + " + chunksText + " + 2",
-                         aim + schedule::kPlanHeader);
+  SizeRule planCols = SizeRule::symbolOf(
+      Batch, "batch + " + chunksText + " + 2", aim + schedule::kPlanHeader);
   SizeRule qLen = SizeRule::symbolOf(QLen, "q_len");
   SizeRule heads = SizeRule::symbolOf(Heads, "heads");
   SizeRule latent = SizeRule::symbolOf(Latent, "latent_dim");

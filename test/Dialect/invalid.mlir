@@ -821,3 +821,68 @@ module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "tens
 // expected-error @+1 {{max_bytes <5, 100> names no buffer of the plan}}
 module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?">] workspaces [] launches [] max_bytes [<5, 100>]>]} {
 }
+
+// -----
+
+func.func @chunk_plan_rows(%lens: memref<?xi32>, %plan: memref<3x?xi32>) {
+  // expected-error @+1 {{operand 'plan' dim 0 must be 2 (the header and C_b row, the chunks' requests), got 3}}
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16} : memref<?xi32>, memref<3x?xi32>
+  return
+}
+
+// -----
+
+func.func @chunk_plan_small(%lens: memref<4xi32>, %plan: memref<2x13xi32>) {
+  // expected-error @+1 {{operand 'plan' dim 1 must be at least batch + chunks + 2 = 14, got 13}}
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16} : memref<4xi32>, memref<2x13xi32>
+  return
+}
+
+// -----
+
+func.func @chunk_plan_zero(%lens: memref<?xi32>, %plan: memref<2x?xi32>) {
+  // expected-error @+1 {{attribute 'chunks' failed to satisfy constraint}}
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 0, balance = 16} : memref<?xi32>, memref<2x?xi32>
+  return
+}
+
+// -----
+
+func.func @chunk_merge_heads(%op: memref<?x1x8x512xf32>, %lp: memref<?x1x8xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{operand 'o_parts' dim 2 (heads) is 8, expected 16}}
+  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x8x512xf32>, memref<?x1x8xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_merge_value(%op: memref<?x1x16x256xf32>, %lp: memref<?x1x16xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{operand 'o_parts' dim 3 (value dim) is 256, expected 512}}
+  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x256xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @chunks_need_one_split(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{kv_chunks (the length-aware schedule) needs kv_splits = 1 and min_workgroups = 0, got kv_splits = 4, min_workgroups = 0}}
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1, kv_chunks = 8>} : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @workgroups_need_chunks(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{workgroups applies to the length-aware schedule only (kv_chunks > 0)}}
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1, workgroups = 3>} : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @fresh_tiles_on_if(%c: i1) {
+  // expected-error @+1 {{'mla.fresh_tiles' belongs on a scf.for}}
+  scf.if %c {
+  } {mla.fresh_tiles}
+  return
+}

@@ -389,8 +389,7 @@ const Case kCases[] = {
 TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
   const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 0, 129};
   DecodeRun base;
-  Case c{"grid_wg0", 16, 512, 64, 16, 2, "bf16", lens, "kv_chunks=10",
-         "grid"};
+  Case c{"grid_wg0", 16, 512, 64, 16, 2, "bf16", lens, "kv_chunks=10", "grid"};
   ASSERT_NO_FATAL_FAILURE(runDecode(c, base));
   checkReference(c, base);
   for (int64_t wg : {1, 3, 64}) {

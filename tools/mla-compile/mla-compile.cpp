@@ -139,7 +139,11 @@ static cl::opt<std::string>
                cl::desc("Override config fields: tile_kv=N,kv_splits=N,"
                         "head_group=N,warps=N,stages=N,min_workgroups=N,"
                         "tile_q=N (prefill),wgmma=0|1 (sm_90a: warpgroup "
-                        "MMA in the fused attention step, default 1)"),
+                        "MMA in the fused attention step, default 1),"
+                        "kv_chunks=N (decode's length-aware schedule, the "
+                        "default; kv_chunks=0 with kv_splits=N selects fixed "
+                        "split-KV),workgroups=N (with kv_chunks: workgroups "
+                        "that take the chunks in turn)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

@@ -60,8 +60,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t tileKv, int64_t kvSplits,
                                  int64_t headGroup, int64_t warps,
                                  int64_t stages, int64_t minWorkgroups,
-                                 int64_t tileQ, int64_t wgmma,
-                                 int64_t kvChunks, int64_t workgroups) {
+                                 int64_t tileQ, int64_t wgmma, int64_t kvChunks,
+                                 int64_t workgroups) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -84,8 +84,7 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kvChunks < 0 || kvChunks > (int64_t{1} << 20))
     return emitError() << "kv_chunks must be in [0, 2^20], got " << kvChunks;
   if (workgroups < 0 || workgroups > (int64_t{1} << 20))
-    return emitError() << "workgroups must be in [0, 2^20], got "
-                       << workgroups;
+    return emitError() << "workgroups must be in [0, 2^20], got " << workgroups;
   if (kvChunks > 0 && (kvSplits != 1 || minWorkgroups != 0))
     return emitError() << "kv_chunks (the length-aware schedule) needs "
                           "kv_splits = 1 and min_workgroups = 0, got "

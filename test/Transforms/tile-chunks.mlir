@@ -1,0 +1,47 @@
+// RUN: mla-opt %s --mla-tile | FileCheck %s
+// RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,workgroups=3,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=PERSIST
+
+// Decode's length-aware schedule (kv_chunks): the plan of chunks from the
+// lengths in one workgroup, the chunks' partial results in one workspace
+// slot each (batch + 8 / 1 head group slots), their merge per request.
+// CHECK-LABEL: func @chunks
+// CHECK-SAME: mla.kernel_info = {config = "tile_kv=16 kv_splits=1 head_group=2 warps=1 stages=1 kv_chunks=8"
+// CHECK: %[[B:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[SLOTS:.*]] = arith.addi %[[B]], %c8
+// CHECK: %[[COLS:.*]] = arith.addi %[[B]], %c10
+// CHECK: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<2x?xi32>
+// CHECK: %[[WSO:.*]] = memref.alloc(%[[SLOTS]]) : memref<?x2x2x32xf32>
+// CHECK: %[[WSL:.*]] = memref.alloc(%[[SLOTS]]) : memref<?x2x2xf32>
+//   The plan: one workgroup; a scan of ceil(len / 16) in blocks of 256.
+// CHECK: mla.grid in (%c1, %c1, %c1) {
+// CHECK: memref.alloca() : memref<256xi32>
+// CHECK: memref.load %arg3
+// CHECK: arith.ceildivsi %{{.*}}, %c16
+// CHECK: memref.store %{{.*}}, %[[PLAN]]
+//   The chunks: one workgroup per slot; the slot loop's iterations write
+//   every tile before reading it.
+// CHECK: mla.grid in (%[[SLOTS]], %{{.*}}, %{{.*}}) attributes {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 2, warps = 1, stages = 1, kv_chunks = 8>} {
+// CHECK: ^bb0(%[[X:.*]]: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK: %[[K:.*]] = memref.load %[[PLAN]][%c0{{.*}}, %c0{{.*}}]
+// CHECK: scf.for %[[SLOT:.*]] = %[[X]] to %{{.*}} step %{{.*}} {
+// CHECK: %[[REQ:.*]] = memref.load %[[PLAN]][%c1{{.*}}, %[[SLOT]]]
+// CHECK: mla.load_kv_tile %arg1[%arg2, %{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK: mla.attention_step
+// CHECK: memref.store %{{.*}}, %[[WSL]][%[[SLOT]], %{{.*}}, %{{.*}}]
+// CHECK: } {mla.fresh_tiles}
+//   The merge: request b's chunks [plan[0][2 + b], plan[0][3 + b]).
+// CHECK: mla.grid in
+// CHECK: memref.load %[[PLAN]]
+// CHECK: memref.load %[[WSL]]
+// CHECK: vector.fma
+// CHECK: vector.store %{{.*}}, %arg5
+// CHECK: memref.dealloc %[[PLAN]]
+
+// With workgroups = 3: a grid of 3 workgroups along x, each taking the
+// slots x, x + 3, ...
+// PERSIST: mla.grid in (%c3{{.*}}, %{{.*}}, %{{.*}}) attributes {config = #mla.config<{{.*}}kv_chunks = 8, workgroups = 3>}
+// PERSIST: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c3
+func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x2x2x32xbf16>, %lse: memref<?x2x2xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 2, warps = 1, stages = 1, kv_chunks = 8>} : memref<?x2x2x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x2x32xbf16>, memref<?x2x2xf32>
+  return
+}
