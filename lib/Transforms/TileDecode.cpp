@@ -143,7 +143,7 @@ void emitKeyRange(
                 group = op.getConfigAttr().getHeadGroup();
   Type elem = op.getQ().getType().getElementType();
   const int64_t qvw = vectorWidthFor(dim);
-  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value c1 = indexConst(g, 1);
   Value cSq = indexConst(g, sq), cGroup = indexConst(g, group);
   Value req = kr.req, len = kr.len;
   auto rowOf = [&](ImplicitLocOpBuilder &ib, Value i, Value hh) {
@@ -195,7 +195,6 @@ void emitKeyRange(
     ImplicitLocOpBuilder sb(op.getLoc(), first.thenBlock()->getTerminator());
     applySink(sb, t, variants);
   }
-  (void)c0;
   // Epilogue: normalise and write this range's partial result.
   writePartial(g, t, headBase, sq, group, wsO, wsL, partAt);
 }
