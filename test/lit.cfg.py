@@ -27,3 +27,12 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# valgrind (installed by scripts/setup) runs the compiler under memcheck in
+# test/tools/memcheck-*.test: a use of an erased op is found on every run,
+# not only when the freed memory happens to be reused.
+valgrind = shutil.which("valgrind")
+if valgrind:
+    config.available_features.add("valgrind")
+    config.substitutions.append(
+        ("%memcheck", valgrind + " -q --error-exitcode=99 --leak-check=no"))

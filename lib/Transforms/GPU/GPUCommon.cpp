@@ -67,10 +67,12 @@ carryStepState(AttentionStepOp op, ArrayRef<Value> init,
       });
   if (failed(newLoop))
     return failure();
-  op.erase();
+  // `after` may still read the step's operands (acc, m, l): the step is
+  // erased only once it has run.
   ImplicitLocOpBuilder ab((*newLoop)->getLoc(), (*newLoop)->getContext());
   ab.setInsertionPointAfter(*newLoop);
   after(ab, (*newLoop)->getResults().take_back(init.size()));
+  op.erase();
   return success();
 }
 

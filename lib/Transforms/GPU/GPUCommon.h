@@ -45,9 +45,10 @@ checkStepLoop(AttentionStepOp op,
               llvm::SmallVectorImpl<mlir::Operation *> &pure, std::string &why);
 
 /// Carries a register-resident step's state through its key loop: the loop
-/// gets `init` as extra iteration arguments, `step` (at `op`, which is then
-/// erased) computes the next state from the current one, and `after` runs
-/// after the loop with the final state.
+/// gets `init` as extra iteration arguments, `step` (at `op`) computes the
+/// next state from the current one, and `after` runs after the loop with the
+/// final state; `op` is erased last. The original loop is replaced: callers
+/// must not touch it once `step` runs.
 mlir::LogicalResult carryStepState(
     AttentionStepOp op, llvm::ArrayRef<mlir::Value> init,
     llvm::function_ref<llvm::SmallVector<mlir::Value>(

@@ -223,7 +223,7 @@ private:
   RegisterStepPlan p;
   const MatrixInstr &mi;
   MatrixEmitter &em;
-  scf::ForOp loop;
+  scf::ForOp loop; ///< replaced (erased) by carryStepState in emit()
   // setUp: the lane's coordinates and what is loop-invariant.
   Value wave, keyWave, aRow, kLane, cRow, owner, firstKeyWave, negInf;
   Value keyOff; ///< this wave's first key in the tile
@@ -484,7 +484,9 @@ void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
   }
   // The key waves' states meet: m and l of each through a small buffer,
   // then the accumulators scaled to the common maximum, one wave at a time.
-  ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(), loop->getBlock());
+  // (`loop` was replaced by carryStepState: b stands right after its
+  // successor, in the same block.)
+  ImplicitLocOpBuilder top = builderAtGridTop(b.getLoc(), b.getInsertionBlock());
   Value buf = memref::AllocaOp::create(
       top, MemRefType::get({p.keyWaves, 2, p.paddedRows()}, b.getF32Type()));
   Value c0 = indexConst(b, 0), c1 = indexConst(b, 1);
