@@ -486,7 +486,8 @@ void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
   // then the accumulators scaled to the common maximum, one wave at a time.
   // (`loop` was replaced by carryStepState: b stands right after its
   // successor, in the same block.)
-  ImplicitLocOpBuilder top = builderAtGridTop(b.getLoc(), b.getInsertionBlock());
+  ImplicitLocOpBuilder top =
+      builderAtGridTop(b.getLoc(), b.getInsertionBlock());
   Value buf = memref::AllocaOp::create(
       top, MemRefType::get({p.keyWaves, 2, p.paddedRows()}, b.getF32Type()));
   Value c0 = indexConst(b, 0), c1 = indexConst(b, 1);
