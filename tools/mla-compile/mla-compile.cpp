@@ -137,7 +137,8 @@ static cl::opt<int> emuDropBarrier(
 static cl::opt<std::string>
     perfConfig("perf-config",
                cl::desc("Override config fields: tile_kv=N,kv_splits=N,"
-                        "head_group=N,warps=N,stages=N,min_workgroups=N,"
+                        "head_group=N,warps=N (GPU: 1-16; the host: 1),"
+                        "stages=N,min_workgroups=N,"
                         "tile_q=N (prefill),wgmma=0|1 (sm_90a: warpgroup "
                         "MMA in the fused attention step, default 1),"
                         "kv_chunks=N (decode's length-aware schedule, the "
