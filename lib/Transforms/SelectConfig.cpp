@@ -8,8 +8,8 @@
 #include "GPU/RegisterStep.h"
 #include "NVIDIA/NVIDIA.h"
 #include "mla/Target/Arch.h"
-#include "mla/runtime/Manifest.h"
 #include "mla/Transforms/Passes.h"
+#include "mla/runtime/Manifest.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
