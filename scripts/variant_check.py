@@ -1,21 +1,31 @@
 #!/usr/bin/env python3
-"""Inputs and float64 check for the prefill variant examples
-(test/e2e/variants/{softcap,sliding_window,alibi,sink}.mlir) run by mla-run.
+"""Inputs and float64 check for the variant examples of docs/Variants.md
+(test/e2e/variants/NAME.mlir) run by mla-run.
 
   variant_check.py gen DIR --variant NAME [--seed S]
-      writes q/k/v/cu_seqlens_q/cu_seqlens_k (and sinks for `sink`) .npy
-      files: 16 heads, Dqk 192, Dv 128, a ragged batch with more keys than
-      queries; values exactly representable in bf16 (never zero).
+      creates DIR if needed and writes the inputs as .npy files, values
+      exactly representable in bf16 (never zero). Prefill variants (softcap,
+      sliding_window, alibi, sink): q/k/v/cu_seqlens_q/cu_seqlens_k, 16
+      heads, Dqk 192, Dv 128, a ragged batch with more keys than queries.
+      Decode variants (decode_softcap, decode_sliding_window, decode_alibi,
+      decode_sink): q/kv/block_table/seq_lens, 16 heads, 512+64, page 64,
+      one query per request. The sink variants also get sinks.npy.
   variant_check.py compare IN OUT --variant NAME --scale X [--tol T]
-      compares OUT/o.npy and OUT/lse.npy with a float64 causal prefill that
-      applies the variant; prints the relative errors, exits 1 above --tol.
+      compares OUT/o.npy and OUT/lse.npy with a float64 reference (causal
+      prefill or paged decode) that applies the variant; prints the
+      relative errors, exits 1 above --tol.
 """
 import argparse
+import os
 import sys
 
 import numpy as np
 
 H, DQK, DV = 16, 192, 128
+# Decode examples: 512+64 rows (V = the first 512 columns), page 64, Sq 1.
+LATENT, ROPE, PAGE = 512, 64, 64
+VARIANTS = ["softcap", "sliding_window", "alibi", "sink"]
+CHOICES = VARIANTS + ["decode_" + v for v in VARIANTS]
 
 
 def bf16_exact(x):
@@ -26,27 +36,106 @@ def bf16_exact(x):
 
 def gen(args):
     rng = np.random.default_rng(args.seed)
-    lens_q, lens_k = [1, 17, 150], [1, 40, 300]
-    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
-    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
-    t, tk = int(cu_q[-1]), int(cu_k[-1])
+    os.makedirs(args.dir, exist_ok=True)
 
     def rnd(*shape):
         x = rng.standard_normal(shape).astype(np.float32)
         x[x == 0] = 0.5
         return bf16_exact(x)
 
-    np.save(f"{args.dir}/q.npy", rnd(t, H, DQK))
-    np.save(f"{args.dir}/k.npy", rnd(tk, H, DQK))
-    np.save(f"{args.dir}/v.npy", rnd(tk, H, DV))
-    np.save(f"{args.dir}/cu_seqlens_q.npy", cu_q)
-    np.save(f"{args.dir}/cu_seqlens_k.npy", cu_k)
-    if args.variant == "sink":
+    if args.variant.startswith("decode_"):
+        lens = np.array([1, 150, 300], dtype=np.int32)
+        max_pages = -(-int(lens.max()) // PAGE)
+        pages = len(lens) * max_pages + 2
+        table = rng.permutation(pages)[:len(lens) * max_pages]
+        np.save(f"{args.dir}/q.npy", rnd(len(lens), 1, H, LATENT + ROPE))
+        np.save(f"{args.dir}/kv.npy", rnd(pages, PAGE, LATENT + ROPE))
+        np.save(f"{args.dir}/block_table.npy",
+                table.reshape(len(lens), max_pages).astype(np.int32))
+        np.save(f"{args.dir}/seq_lens.npy", lens)
+    else:
+        lens_q, lens_k = [1, 17, 150], [1, 40, 300]
+        cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+        cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+        t, tk = int(cu_q[-1]), int(cu_k[-1])
+        save_prefill(args.dir, rnd, t, tk, cu_q, cu_k)
+    if args.variant.endswith("sink"):
         np.save(f"{args.dir}/sinks.npy",
                 rng.uniform(-1, 3, H).astype(np.float32))
 
 
+def save_prefill(d, rnd, t, tk, cu_q, cu_k):
+    np.save(f"{d}/q.npy", rnd(t, H, DQK))
+    np.save(f"{d}/k.npy", rnd(tk, H, DQK))
+    np.save(f"{d}/v.npy", rnd(tk, H, DV))
+    np.save(f"{d}/cu_seqlens_q.npy", cu_q)
+    np.save(f"{d}/cu_seqlens_k.npy", cu_k)
+
+
+def variant_scores(s, dist, variant):
+    """Scores s [h, i, j] with the variant's score region applied, and the
+    mask region's visibility (None: all), for query-key distances dist
+    [i, j] (query position - key position)."""
+    variant = variant.removeprefix("decode_")
+    if variant == "softcap":
+        s = 30.0 * np.tanh(s / 30.0)
+    if variant == "alibi":
+        slope = 2.0 ** (-8.0 * (np.arange(H) + 1) / H)
+        s = s - slope[:, None, None] * dist[None]
+    visible = dist < 128 if variant == "sliding_window" else None
+    return s, visible
+
+
+def softmax_rows(s, sinks):
+    """Weights w [h, i, j], the denominators [h, i] and lse [h, i] of the
+    masked scores s (-inf: invisible), a sink logit per head joining each
+    denominator."""
+    m = s.max(axis=2)                                       # [h, i]
+    if sinks is not None:
+        m = np.maximum(m, sinks[:, None])
+    safe = np.where(np.isinf(m), 0.0, m)
+    w = np.exp(s - safe[:, :, None])
+    total = w.sum(axis=2)
+    if sinks is not None:
+        total = total + np.exp(sinks[:, None] - safe)
+    with np.errstate(divide="ignore"):
+        lse = np.where(total > 0, safe + np.log(total), -np.inf)
+    return w, total, lse
+
+
+def decode_reference(inp, variant, scale):
+    q = np.load(f"{inp}/q.npy").astype(np.float64)        # [B, 1, H, D]
+    kv = np.load(f"{inp}/kv.npy").astype(np.float64)      # [P, page, D]
+    table = np.load(f"{inp}/block_table.npy")
+    lens = np.load(f"{inp}/seq_lens.npy")
+    sinks = np.load(f"{inp}/sinks.npy").astype(np.float64) \
+        if variant.endswith("sink") else None
+    batch, sq, page = q.shape[0], q.shape[1], kv.shape[1]
+    o = np.zeros((batch, sq, H, LATENT))
+    lse = np.full((batch, sq, H), -np.inf)
+    for b in range(batch):
+        t = np.arange(lens[b])
+        rows = kv[table[b, t // page], t % page]           # [len, D]
+        qpos = lens[b] - sq + np.arange(sq)                # [sq]
+        dist = (qpos[:, None] - t[None, :]).astype(np.float64)
+        s = np.einsum("ihd,jd->hij", q[b], rows) * scale
+        s, visible = variant_scores(s, dist, variant)
+        causal = dist >= 0
+        if visible is not None:
+            causal &= visible
+        s = np.where(causal[None], s, -np.inf)
+        w, total, lb = softmax_rows(s, sinks)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ob = np.einsum("hij,jd->ihd", w, rows[:, :LATENT]) / \
+                total.T[:, :, None]
+        o[b] = np.where(total.T[:, :, None] > 0, ob, 0.0)
+        lse[b] = lb.T
+    return o, lse
+
+
 def reference(inp, variant, scale):
+    if variant.startswith("decode_"):
+        return decode_reference(inp, variant, scale)
     q = np.load(f"{inp}/q.npy").astype(np.float64)
     k = np.load(f"{inp}/k.npy").astype(np.float64)
     v = np.load(f"{inp}/v.npy").astype(np.float64)
@@ -66,29 +155,16 @@ def reference(inp, variant, scale):
         kpos = np.arange(lk)                                # [lk]
         s = np.einsum("ihd,jhd->hij", q[q0:q0 + lq], k[k0:k0 + lk]) * scale
         dist = (qpos[:, None] - kpos[None, :]).astype(np.float64)
-        if variant == "softcap":
-            s = 30.0 * np.tanh(s / 30.0)
-        if variant == "alibi":
-            slope = 2.0 ** (-8.0 * (np.arange(H) + 1) / H)
-            s = s - slope[:, None, None] * dist[None]
+        s, window = variant_scores(s, dist, variant)
         visible = kpos[None, :] <= qpos[:, None]            # causal
-        if variant == "sliding_window":
-            visible &= dist < 128
+        if window is not None:
+            visible &= window
         s = np.where(visible[None], s, -np.inf)
-        m = s.max(axis=2)                                   # [h, i]
-        if sinks is not None:
-            m = np.maximum(m, sinks[:, None])
-        safe = np.where(np.isinf(m), 0.0, m)
-        w = np.exp(s - safe[:, :, None])
-        total = w.sum(axis=2)
-        if sinks is not None:
-            total = total + np.exp(sinks[:, None] - safe)
+        w, total, lb = softmax_rows(s, sinks)
         with np.errstate(divide="ignore", invalid="ignore"):
             ob = np.einsum("hij,jhd->ihd", w, v[k0:k0 + lk]) / \
                 total.T[:, :, None]
-            lb = safe + np.log(total)
         ob = np.where(total.T[:, :, None] > 0, ob, 0.0)
-        lb = np.where(total > 0, lb, -np.inf)
         o[q0:q0 + lq] = ob
         lse[:, q0:q0 + lq] = lb
     return o, lse
@@ -125,14 +201,12 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gen")
     g.add_argument("dir")
-    g.add_argument("--variant", required=True,
-                   choices=["softcap", "sliding_window", "alibi", "sink"])
+    g.add_argument("--variant", required=True, choices=CHOICES)
     g.add_argument("--seed", type=int, default=1)
     c = sub.add_parser("compare")
     c.add_argument("inputs")
     c.add_argument("outputs")
-    c.add_argument("--variant", required=True,
-                   choices=["softcap", "sliding_window", "alibi", "sink"])
+    c.add_argument("--variant", required=True, choices=CHOICES)
     c.add_argument("--scale", type=float, required=True)
     c.add_argument("--tol", type=float, default=2e-2)
     args = p.parse_args()

@@ -19,16 +19,28 @@ using namespace mlir;
 
 namespace mla {
 
-void buildHostKernelPipeline(OpPassManager &pm,
-                             const PipelineOptions &options) {
-  // Layer 2 -- config: --mla-select-config="target=host perf-config=..."
-  // (sets the module's #mla.target).
+/// The chip the kernel passes see: the emulated chip for an emulation target,
+/// so that gfx942 and gfx942-emu build the same module up to ROCDL.
+static std::string kernelChip(const std::string &target) {
+  const ArchInfo *arch = compiledArch(lookupArch(target));
+  return arch ? arch->name.str() : target;
+}
+
+void buildTilePipeline(OpPassManager &pm, const PipelineOptions &options) {
+  // Layer 2 -- config: --mla-select-config="target=T perf-config=..." (sets
+  // the module's #mla.target, which the later passes read).
   MLASelectConfigOptions cfg;
-  cfg.target = options.target;
+  cfg.target = kernelChip(options.target);
   cfg.perfConfig = options.perfConfig;
   pm.addPass(createMLASelectConfig(cfg));
   // Layer 3 -- gridwise: --mla-tile. Needs the config from above.
   pm.addPass(createMLATile());
+}
+
+void buildHostKernelPipeline(OpPassManager &pm,
+                             const PipelineOptions &options) {
+  // --mla-select-config="target=host perf-config=..." --mla-tile
+  buildTilePipeline(pm, options);
   // Paging made explicit: --mla-expand-paging. After tiling, which is what
   // creates the mla.load_kv_tile ops it expands.
   pm.addPass(createMLAExpandPaging());
@@ -73,25 +85,14 @@ void buildHostToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
-/// The chip the kernel passes see: the emulated chip for an emulation target,
-/// so that gfx942 and gfx942-emu build the same module up to ROCDL.
-static std::string kernelChip(const std::string &target) {
-  const ArchInfo *arch = compiledArch(lookupArch(target));
-  return arch ? arch->name.str() : target;
-}
-
 void buildGPUKernelPipeline(OpPassManager &pm,
                             const PipelineOptions &requested) {
   PipelineOptions options = requested;
   options.target = kernelChip(requested.target);
-  // Layer 2: --mla-select-config="target=sm_90a perf-config=...": sets the
-  // module's #mla.target, which the later passes read.
-  MLASelectConfigOptions cfg;
-  cfg.target = options.target;
-  cfg.perfConfig = options.perfConfig;
-  pm.addPass(createMLASelectConfig(cfg));
-  // Layer 3, the same as on the host: --mla-tile --mla-expand-paging
-  pm.addPass(createMLATile());
+  // Layers 2 and 3, the same as on the host:
+  // --mla-select-config="target=sm_90a perf-config=..." --mla-tile
+  // --mla-expand-paging
+  buildTilePipeline(pm, options);
   pm.addPass(createMLAExpandPaging());
   // Layer 4: --mla-distribute: threads, barriers, mma.sync / MFMA, for the
   // module's mla.target (set above). After paging expansion, whose row

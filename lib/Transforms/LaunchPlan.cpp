@@ -4,6 +4,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 
@@ -81,10 +82,32 @@ FailureOr<std::string> LaunchPlanBuilder::dimsExpr(MemRefType type,
 }
 
 LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
+  llvm::StringMap<unsigned> roles;
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     index[arg] = i;
+    // A kernel tiled from a semantic op (it has mla.kernel_info) is bound
+    // by role (the runtime, mla-run's ROLE.npy): mla-tile tags the op's
+    // operands, a variant's own inputs must carry theirs. Hand-written grid
+    // functions name an unnamed argument by its position, argI.
     auto role = func.getArgAttrOfType<StringAttr>(i, MLADialect::kRoleAttrName);
-    std::string name = role ? role.str() : "arg" + std::to_string(i);
+    bool semantic = func->hasAttr(MLADialect::kKernelInfoAttrName);
+    if (!role && !semantic)
+      role = StringAttr::get(func.getContext(), "arg" + std::to_string(i));
+    if (!role || role.getValue().empty())
+      return emitError(arg.getLoc())
+             << "argument " << i << " of '" << func.getSymName()
+             << "' is not an operand of the kernel's mla op and has no '"
+             << MLADialect::kRoleAttrName
+             << "': the runtime and mla-run bind arguments by role; name "
+                "this input, e.g. {"
+             << MLADialect::kRoleAttrName << " = \"sinks\"}";
+    auto [first, isNew] = roles.try_emplace(role.getValue(), i);
+    if (!isNew)
+      return emitError(arg.getLoc())
+             << "argument " << i << " of '" << func.getSymName()
+             << "' has the role '" << role.getValue() << "' of argument "
+             << first->second << "; each argument needs a role of its own";
+    std::string name = role.str();
     MLIRContext *ctx = func.getContext();
     if (auto mt = dyn_cast<MemRefType>(arg.getType())) {
       if (!mt.getLayout().isIdentity())

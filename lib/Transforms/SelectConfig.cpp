@@ -9,6 +9,7 @@
 #include "NVIDIA/NVIDIA.h"
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
+#include "mla/runtime/Manifest.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -412,6 +413,26 @@ LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
   return success();
 }
 
+/// The config fields whose lowering on `arch` takes fewer values than
+/// #mla.config allows: a host workgroup runs on one thread (its tiles are
+/// loops, not warps), so warps other than 1 would be ignored silently; a
+/// GPU workgroup has at most rt::kMaxBlockThreads threads.
+LogicalResult checkConfigForTarget(Operation *op, ConfigAttr cfg,
+                                   const ArchInfo &arch) {
+  int64_t maxWarps = arch.isGPU() ? rt::kMaxBlockThreads / arch.warpSize : 1;
+  if (cfg.getWarps() <= maxWarps)
+    return success();
+  InFlightDiagnostic diag = op->emitError()
+                            << "config warps = " << cfg.getWarps()
+                            << " is not supported on target " << arch.name;
+  if (!arch.isGPU())
+    return diag << ": a host workgroup runs on one thread (allowed: warps = "
+                   "1)";
+  return diag << ": at most " << rt::kMaxBlockThreads << " threads of "
+              << arch.warpSize << " per warp (allowed: warps in [1, "
+              << maxWarps << "])";
+}
+
 struct SelectConfigPass
     : public mla::impl::MLASelectConfigBase<SelectConfigPass> {
   using MLASelectConfigBase::MLASelectConfigBase;
@@ -484,10 +505,13 @@ struct SelectConfigPass
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
       auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
-      return ConfigAttr::getChecked(emitErr, op->getContext(), cfg.tileKv,
-                                    cfg.kvSplits, cfg.headGroup, cfg.warps,
-                                    cfg.stages, cfg.minWorkgroups, cfg.tileQ,
-                                    cfg.wgmma, cfg.kvChunks, cfg.workgroups);
+      ConfigAttr attr = ConfigAttr::getChecked(
+          emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
+          cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
+          cfg.kvChunks, cfg.workgroups);
+      if (!attr || failed(checkConfigForTarget(op, attr, *arch)))
+        return ConfigAttr();
+      return attr;
     };
     WalkResult result = getOperation().walk([&](Operation *o) {
       if (auto op = dyn_cast<PrefillOp>(o)) {

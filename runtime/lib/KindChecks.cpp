@@ -34,6 +34,10 @@ Status kinds::checkScale(const Manifest &m, const std::vector<ArgValue> &args) {
   default:
     std::memcpy(&value, scale.data(), sizeof(value));
   }
+  if (value == 0.0f)
+    return argError("scale: 0 is not a softmax scale (every score would be "
+                    "0); there is no default: pass the scale the model uses, "
+                    "e.g. 1/sqrt of the q.k length");
   if (std::isfinite(value))
     return Status::success();
   return argError(std::string("scale: ") +

@@ -77,7 +77,8 @@ Status checkHeaderDims(const char *role, const TensorView &t,
 int64_t readIndex(const void *data, DType dtype, int64_t i);
 
 /// "scale: nan is not a finite number (the softmax scale)" unless the
-/// kind's scale argument (a floating-point scalar) is finite.
+/// kind's scale argument (a floating-point scalar) is finite and not 0 (a
+/// zero-initialized mla_decode_args / mla_prefill_args: no default scale).
 Status checkScale(const Manifest &m, const std::vector<ArgValue> &args);
 
 Status argError(const std::string &message);

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -714,6 +715,21 @@ TEST_F(CApiDecodeTest, LaunchErrorsNameTheArgument) {
             MLA_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "mla_kernel_validate: kernel is null");
 
+  // No default scale: a zero (e.g. a zero-initialized mla_decode_args)
+  // or non-finite scale is refused, naming the argument.
+  mla_decode_args unscaled = args;
+  unscaled.scale = 0.0f;
+  EXPECT_EQ(mla_launch_decode(kernel, &unscaled, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "scale: 0 is not a softmax scale (every score would "
+                         "be 0); there is no default: pass the scale the "
+                         "model uses, e.g. 1/sqrt of the q.k length");
+  unscaled.scale = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(mla_launch_decode(kernel, &unscaled, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "scale: nan is not a finite number (the softmax "
+                         "scale)");
+
   // Content checks: a block-table entry outside the pool.
   int32_t saved = data.blockTable.dataAs<int32_t>()[0];
   data.blockTable.dataAs<int32_t>()[0] = 1000;
@@ -964,6 +980,12 @@ TEST(CApiKindsTest, PrefillMatchesTheReference) {
   float scale = 0.3f;
   mla_prefill_args args{toC(q),    toC(kT), toC(v), toC(cuQT),
                         toC(cuKT), scale,   toC(o), toC(lse)};
+  mla_prefill_args unscaled = args;
+  unscaled.scale = 0.0f;
+  EXPECT_EQ(mla_launch_prefill(k.kernel, &unscaled, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError().rfind("scale: 0 is not a softmax scale", 0), 0u)
+      << lastError();
   ASSERT_EQ(mla_launch_prefill(k.kernel, &args, nullptr), MLA_OK)
       << lastError();
   for (int b = 0; b < 2; ++b) {

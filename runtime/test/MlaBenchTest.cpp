@@ -370,9 +370,11 @@ TEST_F(MlaBenchTest, ScaleIsRequired) {
                 "missing required option --scale (the softmax scale: a "
                 "number, or 'default' for 1/sqrt of the q.k length)");
   expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--scale=abc"},
-                "--scale 'abc' is not a finite number");
+                "--scale 'abc' is not a finite, nonzero number");
   expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--scale=inf"},
-                "--scale 'inf' is not a finite number");
+                "--scale 'inf' is not a finite, nonzero number");
+  expectFailure({"--device=host", "--batch=1", "--seq-len=4", "--scale=0"},
+                "--scale '0' is not a finite, nonzero number");
   ToolResult result = bench({"--device=host", "--batch=1", "--seq-len=4",
                              "--iters=1", "--warmup=0", "--scale=0.5"});
   ASSERT_EQ(result.exitCode, 0) << result.err;

@@ -296,6 +296,13 @@ TEST_F(MlaRunTest, CommandLineErrors) {
   args.back() = "1e39";
   expectFailure(args, "--scale '1e39' is not a finite number");
 
+  // 0 is not a default scale either: the kernel's checks refuse it.
+  args = standardArgs();
+  args.back() = "0";
+  expectFailure(args, "scale: 0 is not a softmax scale (every score would be "
+                      "0); there is no default: pass the scale the model "
+                      "uses, e.g. 1/sqrt of the q.k length");
+
   args = standardArgs();
   args.push_back("--threads=0");
   expectFailure(args, "--threads '0' is not an integer in [1, 1024]");

@@ -93,6 +93,17 @@ TEST_F(ValidationTest, ScaleMustBeFinite) {
   expectNotLaunched();
 }
 
+// Nor is 0 a default: every score would be 0.
+TEST_F(ValidationTest, ScaleMustNotBeZero) {
+  args.scale = 0.0f;
+  expectError("scale: 0 is not a softmax scale (every score would be 0); "
+              "there is no default: pass the scale the model uses, e.g. "
+              "1/sqrt of the q.k length");
+  args.scale = -0.0f;
+  EXPECT_FALSE(kernel->launchDecode(args).ok());
+  expectNotLaunched();
+}
+
 TEST_F(ValidationTest, ArgumentCount) {
   std::vector<ArgValue> six = positional();
   six.pop_back();

@@ -530,6 +530,31 @@ func.func @variant_mask_args(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %
 
 // -----
 
+// The right count of arguments, one of the wrong type: reported as a type.
+func.func @variant_mask_arg_type(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{'mask' region argument 2 has type 'i32', expected 'index' (the region takes request, head, query position, key position: index)}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> mask {
+  ^bb0(%b: index, %h: index, %qpos: i32, %kpos: index):
+    %t = arith.constant true
+    mla.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @variant_score_arg_type(%q: memref<?x1x4x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x1x4x512xbf16>, %lse: memref<?x1x4xf32>) {
+  // expected-error @+1 {{'score' region argument 0 has type 'f16', expected 'f32'}}
+  mla.decode %q, %kv, %bt, %lens, %s, %o, %lse : memref<?x1x4x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x512xbf16>, memref<?x1x4xf32> score {
+  ^bb0(%x: f16, %b: index, %h: index, %qpos: index, %kpos: index):
+    %y = arith.extf %x : f16 to f32
+    mla.yield %y : f32
+  }
+  return
+}
+
+// -----
+
 func.func @variant_unsupported_op(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
   mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> score {
   ^bb0(%x: f32, %b: index, %h: index, %qp: index, %kp: index):

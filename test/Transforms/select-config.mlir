@@ -8,6 +8,8 @@
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,,stages=2" 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,tile_kv=64" 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx1200" 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=warps=3" 2>&1 | FileCheck %s --check-prefix=HOSTWARPS
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=warps=17" 2>&1 | FileCheck %s --check-prefix=WARPS17
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a" | FileCheck %s --check-prefix=SM90
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_80" | FileCheck %s --check-prefix=SM80
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=wgmma=0" | FileCheck %s --check-prefix=SM90SYNC
@@ -33,6 +35,8 @@
 // EMPTY: error: perf-config: empty field in 'tile_kv=32,,stages=2'
 // TWICE: error: perf-config: field 'tile_kv' is given twice
 // UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups)
+// HOSTWARPS: error: config warps = 3 is not supported on target host: a host workgroup runs on one thread (allowed: warps = 1)
+// WARPS17: error: perf-config: warps must be in [1, 16], got 17
 // TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)
 func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
@@ -70,8 +74,8 @@ func.func @heads7(%q: memref<?x1x7x288xf32>, %kv: memref<?x3x288xf32>, %bt: memr
 
 // An explicit config is kept.
 // CHECK-LABEL: func @explicit
-// CHECK: config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 2, stages = 3>
+// CHECK: config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 1, stages = 3>
 func.func @explicit(%q: memref<?x1x4x576xbf16>, %kv: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x4x512xbf16>, %lse: memref<?x1x4xf32>) {
-  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 2, stages = 3>} : memref<?x1x4x576xbf16>, memref<?x16x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x512xbf16>, memref<?x1x4xf32>
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 1, stages = 3>} : memref<?x1x4x576xbf16>, memref<?x16x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x512xbf16>, memref<?x1x4xf32>
   return
 }

@@ -33,8 +33,8 @@ A request of length 0 is valid (decode: o = 0, lse = -inf).
 
 options:
   --device=NAME        cuda (default), cuda:N, host or auto
-  --scale X|default    softmax scale applied to q.k (required): a finite
-                       number, or "default" for 1/sqrt(D) with D the q.k
+  --scale X|default    softmax scale applied to q.k (required): a finite,
+                       nonzero number, or "default" for 1/sqrt(D) with D the q.k
                        length (decode: latent_dim + rope_dim; prefill:
                        qk_dim); the value used is printed as scale=
   --warmup N           untimed launches first (default 10)
@@ -129,8 +129,9 @@ public:
       char *end = nullptr;
       errno = 0;
       float scale = std::strtof(value.c_str(), &end);
-      if (*end || errno || !std::isfinite(scale))
-        return usageError("--scale '" + value + "' is not a finite number");
+      if (*end || errno || !std::isfinite(scale) || scale == 0.0f)
+        return usageError("--scale '" + value +
+                          "' is not a finite, nonzero number");
       options.scale = scale;
     } else {
       std::optional<double> ceiling = parsePositive(value);

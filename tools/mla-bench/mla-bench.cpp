@@ -172,6 +172,47 @@ Status indexHost(Problem &p, const std::string &role,
   return Status::success();
 }
 
+/// The package's arguments beyond its kind's roles: a variant's own inputs
+/// (docs/Variants.md, e.g. `sinks`), from the manifest's argument list.
+/// Memrefs of static shape get random values (floating point) or zeros
+/// (integers); anything else is refused, naming the argument.
+Status addVariantInputs(Problem &p, const Manifest &m, Random &random) {
+  for (const ManifestArg &arg : m.args) {
+    bool known =
+        arg.role == roles::kScale ||
+        std::any_of(p.tensors.begin(), p.tensors.end(),
+                    [&](const auto &t) { return t.first == arg.role; });
+    if (known)
+      continue;
+    std::string what = "argument " + std::to_string(arg.index) + " '" +
+                       arg.role + "' (a variant's input)";
+    if (arg.kind != ArgKind::Memref)
+      return usageError(what +
+                        " is a scalar; mla-bench sets only the "
+                        "softmax scale (run the package with mla-run, "
+                        "which reads " +
+                        arg.role + ".npy)");
+    if (std::count(arg.dims.begin(), arg.dims.end(), kDynamicDim))
+      return usageError(what +
+                        " has a dynamic dim; mla-bench makes random "
+                        "variant inputs of static shape only (run the "
+                        "package with mla-run, which reads " +
+                        arg.role + ".npy)");
+    p.tensors.push_back({arg.role, {nullptr, arg.dtype, arg.dims}});
+    bool floating = arg.dtype == DType::BF16 || arg.dtype == DType::F16 ||
+                    arg.dtype == DType::F32;
+    Status status =
+        floating ? randomHost(p, arg.role, random)
+                 : indexHost(p, arg.role,
+                             std::vector<int64_t>(
+                                 p.tensors.back().second.numElements(), 0),
+                             arg.dtype, arg.dims);
+    if (!status.ok())
+      return status;
+  }
+  return Status::success();
+}
+
 /// Decode: B requests with `lengths` cached tokens, each in its own pages of
 /// one paged cache (mla::bench::layoutPages).
 Expected<Problem> decodeProblem(const Options &options, const Manifest &m,
@@ -501,6 +542,8 @@ Status run(const Options &options) {
   if (!problem.ok())
     return problem.status();
   Problem &p = *problem;
+  if (Status status = addVariantInputs(p, m, random); !status.ok())
+    return status;
   Scalar scaleArg = Scalar::ofFloat(m.findArg(roles::kScale)->dtype, p.scale);
   std::map<std::string, ArgValue> shapesByRole;
   for (auto &[role, t] : p.tensors)

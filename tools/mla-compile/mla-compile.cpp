@@ -33,6 +33,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
@@ -117,9 +119,12 @@ static cl::opt<std::string>
             cl::init("host"), cl::cat(cat));
 static cl::opt<std::string>
     emit("emit",
-         cl::desc("What to write: package (default), mlir (after the mla "
-                  "passes; for gfx942-emu the same module as gfx942), llvm "
-                  "(optimised LLVM IR), asm, obj (the code object)"),
+         cl::desc("What to write: package (default), tiled (the tiled "
+                  "program: after mla-select-config and mla-tile, before "
+                  "the target's lowering), mlir (after all mla passes: "
+                  "outlined kernels and launch plan, before LLVM "
+                  "conversion; for gfx942-emu the same module as gfx942), "
+                  "llvm (optimised LLVM IR), asm, obj (the code object)"),
          cl::init("package"), cl::cat(cat));
 static cl::opt<std::string> report(
     "report", cl::ValueOptional,
@@ -137,7 +142,8 @@ static cl::opt<int> emuDropBarrier(
 static cl::opt<std::string>
     perfConfig("perf-config",
                cl::desc("Override config fields: tile_kv=N,kv_splits=N,"
-                        "head_group=N,warps=N,stages=N,min_workgroups=N,"
+                        "head_group=N,warps=N (GPU: 1-16; the host: 1),"
+                        "stages=N,min_workgroups=N,"
                         "tile_q=N (prefill),wgmma=0|1 (sm_90a: warpgroup "
                         "MMA in the fused attention step, default 1),"
                         "kv_chunks=N (decode's length-aware schedule, the "
@@ -266,9 +272,10 @@ checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
       llvm::any_of(archs, [](auto *a) { return !a->isEmulation(); }))
     return error("--emu-drop-barrier applies to AMD emulation targets only "
                  "(gfx90a-emu, gfx942-emu, gfx950-emu)");
-  if (!llvm::is_contained({"package", "mlir", "llvm", "asm", "obj"},
+  if (!llvm::is_contained({"package", "tiled", "mlir", "llvm", "asm", "obj"},
                           StringRef(emit)))
-    return error("--emit must be one of package, mlir, llvm, asm, obj (got '" +
+    return error("--emit must be one of package, tiled, mlir, llvm, asm, obj "
+                 "(got '" +
                  emit + "')");
   if (report.getNumOccurrences() > 0) {
     if (!llvm::is_contained({"", "text", "json"}, StringRef(report)))
@@ -366,7 +373,8 @@ static LogicalResult writeText(StringRef text, StringRef outPath) {
 }
 
 /// What one target's compilation produced: the stage --emit names (the
-/// module's text for mlir, else the code), and the launch plan.
+/// module's text for tiled and mlir, else the code), and the launch plan
+/// (null for tiled).
 struct TargetOutput {
   mla::LaunchPlanAttr plan;
   std::vector<uint8_t> bytes;
@@ -384,73 +392,109 @@ struct Knobs {
   std::string report;
 };
 
-/// Compiles a copy of `module` for `arch` up to the stage `emitKind` names
-/// (package: the code object).
-static FailureOr<TargetOutput> compileFor(MLIRContext &context, ModuleOp module,
-                                          const mla::ArchInfo &arch,
-                                          const Knobs &knobs,
-                                          StringRef emitKind) {
-  OwningOpRef<ModuleOp> copy = module.clone();
+/// Runs `pm` on `module` with the --mlir-* pass-manager options (IR
+/// printing, statistics, timing, crash reproducers) applied. Called for
+/// every target before any code object is linked (in-process lld resets
+/// those options).
+static LogicalResult runPasses(PassManager &pm, ModuleOp module) {
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
+  return pm.run(module);
+}
+
+/// One target's module after its MLIR pipelines: the tiled program
+/// (--emit=tiled), the kernels and launch plan (--emit=mlir), or, for the
+/// code stages, the LLVM-dialect module that codegen serializes.
+struct LoweredModule {
+  OwningOpRef<ModuleOp> module;
+  mla::LaunchPlanAttr plan;
+};
+
+/// Runs the MLIR passes of `arch` on a copy of `module`, up to the stage
+/// `emitKind` names (package: all of them).
+static FailureOr<LoweredModule> lowerFor(MLIRContext &context, ModuleOp module,
+                                         const mla::ArchInfo &arch,
+                                         const Knobs &knobs,
+                                         StringRef emitKind) {
+  LoweredModule out{module.clone(), {}};
   bool host = arch.kind == mla::TargetKind::Host;
   mla::PipelineOptions options;
   options.target = arch.name.str();
   options.perfConfig = knobs.perfConfig;
   options.emuDropBarrier = knobs.emuDropBarrier;
   PassManager pm(&context);
-  if (host)
+  if (emitKind == "tiled")
+    mla::buildTilePipeline(pm, options);
+  else if (host)
     mla::buildHostKernelPipeline(pm, options);
   else
     mla::buildGPUKernelPipeline(pm, options);
-  if (failed(pm.run(*copy)))
+  if (failed(runPasses(pm, *out.module)))
     return failure();
+  if (emitKind == "tiled")
+    return out;
   auto plans =
-      (*copy)->getAttrOfType<ArrayAttr>(mla::MLADialect::kLaunchPlansAttrName);
+      (*out.module)
+          ->getAttrOfType<ArrayAttr>(mla::MLADialect::kLaunchPlansAttrName);
   if (!plans || plans.size() != 1)
     return error("the input must hold exactly one function with mla ops "
                  "(found " +
                  Twine(plans ? plans.size() : 0) + ")");
-  TargetOutput out{cast<mla::LaunchPlanAttr>(plans[0]), {}};
-  if (emitKind == "mlir") {
+  out.plan = cast<mla::LaunchPlanAttr>(plans[0]);
+  if (emitKind == "mlir")
+    return out;
+  PassManager lower(&context);
+  if (host)
+    mla::buildHostToLLVMPipeline(lower);
+  else
+    mla::buildGPUToLLVMPipeline(lower, options);
+  if (failed(runPasses(lower, *out.module)))
+    return failure();
+  return out;
+}
+
+/// The stage `emitKind` names of `lowered` (what lowerFor returned for it):
+/// the module's text for tiled and mlir, else the code.
+static FailureOr<TargetOutput> emitFor(LoweredModule &lowered,
+                                       const mla::ArchInfo &arch,
+                                       const Knobs &knobs, StringRef emitKind) {
+  TargetOutput out{lowered.plan, {}, {}};
+  ModuleOp copy = *lowered.module;
+  if (emitKind == "tiled" || emitKind == "mlir") {
     std::string text;
     llvm::raw_string_ostream os(text);
     copy->print(os);
     out.bytes.assign(text.begin(), text.end());
     return out;
   }
-  PassManager lower(&context);
-  if (host)
-    mla::buildHostToLLVMPipeline(lower);
-  else
-    mla::buildGPUToLLVMPipeline(lower, options);
-  if (failed(lower.run(*copy)))
-    return failure();
   // Emulation targets lower to host code (a shared object of lanes).
-  if (host || arch.isEmulation()) {
+  if (arch.kind == mla::TargetKind::Host || arch.isEmulation()) {
     mla::HostEmit kind = emitKind == "llvm"  ? mla::HostEmit::LLVMIR
                          : emitKind == "asm" ? mla::HostEmit::Assembly
                                              : mla::HostEmit::SharedObject;
-    FailureOr<std::vector<uint8_t>> obj = mla::compileHost(*copy, kind);
+    FailureOr<std::vector<uint8_t>> obj = mla::compileHost(copy, kind);
     if (failed(obj))
       return failure();
     out.bytes = std::move(*obj);
-  } else {
-    mla::GPUEmit kind = emitKind == "llvm"  ? mla::GPUEmit::LLVMIR
-                        : emitKind == "asm" ? mla::GPUEmit::Assembly
-                                            : mla::GPUEmit::CodeObject;
-    FailureOr<std::string> text = mla::compileGPU(*copy, arch, kind);
-    if (failed(text))
+    return out;
+  }
+  mla::GPUEmit kind = emitKind == "llvm"  ? mla::GPUEmit::LLVMIR
+                      : emitKind == "asm" ? mla::GPUEmit::Assembly
+                                          : mla::GPUEmit::CodeObject;
+  FailureOr<std::string> text = mla::compileGPU(copy, arch, kind);
+  if (failed(text))
+    return failure();
+  out.bytes.assign(text->begin(), text->end());
+  // The report reads the AMD key loop from the assembly of the module
+  // the code object was built from (the same LLVM passes and options).
+  if (!knobs.report.empty() && arch.kind == mla::TargetKind::AMD &&
+      kind == mla::GPUEmit::CodeObject) {
+    FailureOr<std::string> assembly =
+        mla::compileGPU(copy, arch, mla::GPUEmit::Assembly);
+    if (failed(assembly))
       return failure();
-    out.bytes.assign(text->begin(), text->end());
-    // The report reads the AMD key loop from the assembly of the module
-    // the code object was built from (the same LLVM passes and options).
-    if (!knobs.report.empty() && arch.kind == mla::TargetKind::AMD &&
-        kind == mla::GPUEmit::CodeObject) {
-      FailureOr<std::string> assembly =
-          mla::compileGPU(*copy, arch, mla::GPUEmit::Assembly);
-      if (failed(assembly))
-        return failure();
-      out.assembly = std::move(*assembly);
-    }
+    out.assembly = std::move(*assembly);
   }
   return out;
 }
@@ -480,9 +524,18 @@ static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
   std::string targetBlocks;
   mla::rt::CodeSections sections;
   std::vector<mla::report::TargetCode> reportTargets;
+  // Every target's MLIR passes first, then the code objects (whose linking
+  // resets the --mlir-* options).
+  std::vector<LoweredModule> lowered;
   for (const mla::ArchInfo *arch : archs) {
-    FailureOr<TargetOutput> out =
-        compileFor(context, module, *arch, knobs, "package");
+    FailureOr<LoweredModule> one =
+        lowerFor(context, module, *arch, knobs, "package");
+    if (failed(one))
+      return failure();
+    lowered.push_back(std::move(*one));
+  }
+  for (auto [arch, low] : llvm::zip_equal(archs, lowered)) {
+    FailureOr<TargetOutput> out = emitFor(low, *arch, knobs, "package");
     if (failed(out))
       return failure();
     std::string targetName = arch->kind == mla::TargetKind::Host
@@ -520,9 +573,37 @@ static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
   return printReport(*manifest, reportTargets, knobs.report);
 }
 
+/// --allow-unregistered-dialect, mlir-opt's (which the parser's error for
+/// an op of an unknown dialect names); registerMLIROptions lists it under
+/// the MLIR options.
+static cl::opt<bool> allowUnregistered(
+    "allow-unregistered-dialect",
+    cl::desc("Allow operations of dialects that are not registered"),
+    cl::init(false));
+
+/// Registers MLIR's own options, as mlir-opt has them: the pass manager's
+/// (--mlir-print-ir-after-all, --mlir-timing, --mlir-pass-statistics, ...),
+/// the context's (--mlir-disable-threading, ...) and the printer's
+/// (--mlir-print-debuginfo, ...), listed under their own heading in --help
+/// with --allow-unregistered-dialect.
+static void registerMLIROptions(cl::OptionCategory &mlirCat) {
+  // The passes by name, for --mlir-print-ir-after=mla-tile and the like.
+  mla::registerMLAPasses();
+  registerTransformsPasses();
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  for (auto &[name, option] : cl::getRegisteredOptions())
+    if (name.starts_with("mlir-") || name == "allow-unregistered-dialect")
+      option->addCategory(mlirCat);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(cat);
+  static cl::OptionCategory mlirCat("MLIR options (as mlir-opt's)");
+  registerMLIROptions(mlirCat);
+  cl::HideUnrelatedOptions({&cat, &mlirCat});
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "mla-compile (mla " << mla_version_string() << ", package format "
        << mla_package_format_version() << ", LLVM " LLVM_VERSION_STRING ")\n";
@@ -551,8 +632,14 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registry.insert<mla::MLADialect>();
+  // The context reads --allow-unregistered-dialect, --mlir-* here.
   MLIRContext context(registry);
-  context.printOpOnDiagnostic(false);
+  context.allowUnregisteredDialects(allowUnregistered);
+  // Diagnostics name their location; the op only with the flag.
+  cl::Option *printOp =
+      cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+  if (!printOp || printOp->getNumOccurrences() == 0)
+    context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
 
   llvm::SourceMgr sourceMgr;
@@ -564,8 +651,12 @@ int main(int argc, char **argv) {
   if (knobs.emitKind == "package")
     return failed(writePackageFor(context, *module, archs, knobs)) ? 1 : 0;
   // One target (checkOptions): one stage of it, text or the code object.
+  FailureOr<LoweredModule> lowered =
+      lowerFor(context, *module, *archs.front(), knobs, knobs.emitKind);
+  if (failed(lowered))
+    return 1;
   FailureOr<TargetOutput> out =
-      compileFor(context, *module, *archs.front(), knobs, knobs.emitKind);
+      emitFor(*lowered, *archs.front(), knobs, knobs.emitKind);
   if (failed(out))
     return 1;
   StringRef bytes(reinterpret_cast<const char *>(out->bytes.data()),

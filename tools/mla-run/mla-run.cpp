@@ -48,7 +48,7 @@ which); the files of each are listed below.
 options:
   --inputs DIR     directory holding the input files (see below)
   --outputs DIR    directory for the output files; created if missing
-  --scale X        softmax scale applied to q.k (a finite number); required
+  --scale X        softmax scale applied to q.k (finite, not 0); required
                    for decode and prefill, not accepted for merge, append_kv
   --device=NAME    device to run on: host (default), cuda (device 0),
                    cuda:N, hip (AMD GPU 0), hip:N, emu (the AMD emulator on

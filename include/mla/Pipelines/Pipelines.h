@@ -19,6 +19,13 @@ struct PipelineOptions {
   int emuDropBarrier = -1;
 };
 
+/// Semantic ops -> the tiled program: the config selected for the target
+/// (--mla-select-config) and the semantic ops tiled into mla.grid
+/// workgroups of blockwise ops (--mla-tile), before paging is expanded and
+/// the target's lowering starts. The first passes of both kernel pipelines
+/// below; what `mla-compile --emit=tiled` prints.
+void buildTilePipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
+
 /// Semantic ops -> blockwise host program with outlined kernel entry points
 /// and an `mla.launch_plans` module attribute (still in MLIR dialects).
 void buildHostKernelPipeline(mlir::OpPassManager &pm,

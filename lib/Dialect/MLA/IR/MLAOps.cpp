@@ -53,10 +53,16 @@ LogicalResult verifyVariantRegion(Operation *op, Region &region, StringRef name,
   if (!region.hasOneBlock())
     return op->emitOpError() << "'" << name << "' region must have one block";
   Block &block = region.front();
-  if (block.getArgumentTypes() != TypeRange(argTypes))
+  if (block.getNumArguments() != argTypes.size())
     return op->emitOpError()
            << "'" << name << "' region must take (" << argsText << "), got "
            << block.getNumArguments() << " arguments";
+  for (auto [i, arg, want] : llvm::enumerate(block.getArguments(), argTypes))
+    if (arg.getType() != want)
+      return op->emitOpError()
+             << "'" << name << "' region argument " << i << " has type "
+             << arg.getType() << ", expected " << want << " (the region takes "
+             << argsText << ")";
   for (Operation &inner : block) {
     if (isa<YieldOp>(inner))
       continue;

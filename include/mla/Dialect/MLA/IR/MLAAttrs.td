@@ -113,7 +113,10 @@ def MLA_PlanArgAttr : AttrDef<MLA_Dialect, "PlanArg"> {
   let mnemonic = "plan_arg";
   let summary = "One argument of a planned function";
   let description = [{
-    Argument `index` of the function: its `role` (`mla.role`, or `argI`),
+    Argument `index` of the function: its `role` (its `mla.role`: every
+    argument of a kernel tiled from a semantic op has one, an argument
+    without it is a located error; in a hand-written grid function an
+    argument without one is `argI`),
     `memref` or `scalar`, its element type as the runtime names it (`bf16`,
     `f16`, `f32`, `i32`, `i64`) and, for a memref, its dims as manifest
     size formulas (`?` for a size the launcher reads from the tensor).

@@ -1,0 +1,5 @@
+// An op of a dialect no one registered (test/tools/mla-compile.test).
+func.func @f() {
+  "foo.bar"() : () -> ()
+  return
+}
