@@ -154,6 +154,20 @@ void storeInBranch(vector::StoreOp store) {
   ifOp.erase();
 }
 
+/// The vector loads and stores of lowerMatmul run along the innermost dim
+/// of every operand: it must have unit stride (vector.load's rule).
+LogicalResult checkContiguousRows(MatmulOp op) {
+  auto names = {"A", "B", "C"};
+  Value operands[] = {op.getA(), op.getB(), op.getC()};
+  for (auto [name, value] : llvm::zip(names, operands))
+    if (!cast<MemRefType>(value.getType()).isLastDimUnitStride())
+      return op.emitOpError("operand ")
+             << name
+             << " needs a unit stride in its last dim on the host (rows are "
+                "loaded and stored as vectors)";
+  return success();
+}
+
 struct LowerHostPass : public mla::impl::MLALowerHostBase<LowerHostPass> {
   void runOnOperation() override {
     SmallVector<vector::StoreOp> stores;
@@ -162,6 +176,9 @@ struct LowerHostPass : public mla::impl::MLALowerHostBase<LowerHostPass> {
       storeInBranch(op);
     SmallVector<MatmulOp> ops;
     getOperation().walk([&](MatmulOp op) { ops.push_back(op); });
+    for (MatmulOp op : ops)
+      if (failed(checkContiguousRows(op)))
+        return signalPassFailure();
     for (MatmulOp op : ops)
       lowerMatmul(op);
   }
