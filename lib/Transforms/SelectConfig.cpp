@@ -27,7 +27,8 @@ using namespace mla;
 namespace {
 struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages,
-      minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0;
+      minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0,
+      chunkBalance = rt::schedule::kChunkBalance;
 };
 
 /// Chunks the host's length-aware decode schedule aims at (its workgroups
@@ -401,12 +402,14 @@ LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
                         .Case("wgmma", &cfg.wgmma)
                         .Case("kv_chunks", &cfg.kvChunks)
                         .Case("workgroups", &cfg.workgroups)
+                        .Case("chunk_balance", &cfg.chunkBalance)
                         .Default(nullptr);
     if (!slot)
       return op->emitError()
              << "perf-config: unknown field '" << key
              << "' (fields: tile_kv, kv_splits, head_group, warps, stages, "
-                "min_workgroups, tile_q, wgmma, kv_chunks, workgroups)";
+                "min_workgroups, tile_q, wgmma, kv_chunks, workgroups, "
+                "chunk_balance)";
     *slot = v;
   }
   return success();
@@ -480,14 +483,16 @@ struct SelectConfigPass
                existing.getHeadGroup(), existing.getWarps(),
                existing.getStages(),    existing.getMinWorkgroups(),
                existing.getTileQ(),     existing.getWgmma(),
-               existing.getKvChunks(),  existing.getWorkgroups()};
+               existing.getKvChunks(),  existing.getWorkgroups(),
+               existing.getChunkBalance()};
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
       auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
       return ConfigAttr::getChecked(emitErr, op->getContext(), cfg.tileKv,
                                     cfg.kvSplits, cfg.headGroup, cfg.warps,
                                     cfg.stages, cfg.minWorkgroups, cfg.tileQ,
-                                    cfg.wgmma, cfg.kvChunks, cfg.workgroups);
+                                    cfg.wgmma, cfg.kvChunks, cfg.workgroups,
+                                    cfg.chunkBalance);
     };
     WalkResult result = getOperation().walk([&](Operation *o) {
       if (auto op = dyn_cast<PrefillOp>(o)) {
