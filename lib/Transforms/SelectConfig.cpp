@@ -28,7 +28,8 @@ using namespace mla;
 namespace {
 struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages,
-      minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0;
+      minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0,
+      chunkBalance = rt::schedule::kChunkBalance;
 };
 
 /// Chunks the host's length-aware decode schedule aims at (its workgroups
@@ -402,12 +403,14 @@ LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
                         .Case("wgmma", &cfg.wgmma)
                         .Case("kv_chunks", &cfg.kvChunks)
                         .Case("workgroups", &cfg.workgroups)
+                        .Case("chunk_balance", &cfg.chunkBalance)
                         .Default(nullptr);
     if (!slot)
       return op->emitError()
              << "perf-config: unknown field '" << key
              << "' (fields: tile_kv, kv_splits, head_group, warps, stages, "
-                "min_workgroups, tile_q, wgmma, kv_chunks, workgroups)";
+                "min_workgroups, tile_q, wgmma, kv_chunks, workgroups, "
+                "chunk_balance)";
     *slot = v;
   }
   return success();
@@ -497,18 +500,19 @@ struct SelectConfigPass
     auto select = [&](Operation *op, ConfigFields cfg,
                       ConfigAttr existing) -> ConfigAttr {
       if (existing)
-        cfg = {existing.getTileKv(),    existing.getKvSplits(),
-               existing.getHeadGroup(), existing.getWarps(),
-               existing.getStages(),    existing.getMinWorkgroups(),
-               existing.getTileQ(),     existing.getWgmma(),
-               existing.getKvChunks(),  existing.getWorkgroups()};
+        cfg = {existing.getTileKv(),      existing.getKvSplits(),
+               existing.getHeadGroup(),   existing.getWarps(),
+               existing.getStages(),      existing.getMinWorkgroups(),
+               existing.getTileQ(),       existing.getWgmma(),
+               existing.getKvChunks(),    existing.getWorkgroups(),
+               existing.getChunkBalance()};
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
       auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
       ConfigAttr attr = ConfigAttr::getChecked(
           emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
           cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
-          cfg.kvChunks, cfg.workgroups);
+          cfg.kvChunks, cfg.workgroups, cfg.chunkBalance);
       if (!attr || failed(checkConfigForTarget(op, attr, *arch)))
         return ConfigAttr();
       return attr;

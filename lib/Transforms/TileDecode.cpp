@@ -38,6 +38,8 @@ void recordDecodeInfo(DecodeOp op) {
     config += " kv_chunks=" + std::to_string(cfg.getKvChunks());
   if (cfg.getWorkgroups())
     config += " workgroups=" + std::to_string(cfg.getWorkgroups());
+  if (cfg.getKvChunks() && cfg.getChunkBalance() != rt::schedule::kChunkBalance)
+    config += " chunk_balance=" + std::to_string(cfg.getChunkBalance());
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",
@@ -298,7 +300,7 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
   Value wsL = memref::AllocOp::create(b, MemRefType::get({dyn, sq, heads}, f32),
                                       ValueRange{slots});
   ChunkPlanOp::create(b, op.getSeqLens(), plan, tile, chunks,
-                      rt::schedule::kChunkBalance);
+                      cfg.getChunkBalance());
 
   const int64_t persistent = cfg.getWorkgroups();
   Value gridX = persistent ? indexConst(b, persistent) : slots;

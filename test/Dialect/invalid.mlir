@@ -897,6 +897,11 @@ func.func @chunks_need_one_split(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x5
 
 // -----
 
+// expected-error @+1 {{chunk_balance must be in [1, 2^20], got 0}}
+func.func private @bad_chunk_balance() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, kv_chunks = 8, chunk_balance = 0>}
+
+// -----
+
 func.func @workgroups_need_chunks(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   // expected-error @+1 {{workgroups applies to the length-aware schedule only (kv_chunks > 0)}}
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1, workgroups = 3>} : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>

@@ -3,6 +3,8 @@
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=kv_splits=2" 2>&1 | FileCheck %s --check-prefix=SPLITS
 // RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=kv_chunks=7,workgroups=3,kv_splits=1" | FileCheck %s --check-prefix=CHUNKS
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=kv_chunks=0,workgroups=3" 2>&1 | FileCheck %s --check-prefix=WGONLY
+// RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=chunk_balance=64" | FileCheck %s --check-prefix=BALANCE
+// RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=chunk_balance=0" 2>&1 | FileCheck %s --check-prefix=BALANCE0
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=48" 2>&1 | FileCheck %s --check-prefix=BADTILE
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tiles=4" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not mla-opt %s -split-input-file --mla-select-config="perf-config=tile_kv=32,,stages=2" 2>&1 | FileCheck %s --check-prefix=EMPTY
@@ -31,10 +33,12 @@
 // SPLITS: error: perf-config: kv_chunks (the length-aware schedule) needs kv_splits = 1 and min_workgroups = 0, got kv_splits = 2, min_workgroups = 0 (kv_chunks = 0 selects the fixed split-KV schedule)
 // CHUNKS: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 7, workgroups = 3>
 // WGONLY: error: perf-config: workgroups applies to the length-aware schedule only (kv_chunks > 0)
+// BALANCE: config = #mla.config<{{.*}}kv_chunks = {{[0-9]+}}, chunk_balance = 64>
+// BALANCE0: error: perf-config: chunk_balance must be in [1, 2^20], got 0
 // BADTILE: error: perf-config: tile_kv must be a power of two in [8, 256], got 48
 // EMPTY: error: perf-config: empty field in 'tile_kv=32,,stages=2'
 // TWICE: error: perf-config: field 'tile_kv' is given twice
-// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups)
+// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance)
 // HOSTWARPS: error: config warps = 3 is not supported on target host: a host workgroup runs on one thread (allowed: warps = 1)
 // WARPS17: error: perf-config: warps must be in [1, 16], got 17
 // TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)

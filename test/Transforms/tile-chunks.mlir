@@ -1,5 +1,6 @@
 // RUN: mla-opt %s --mla-tile | FileCheck %s
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,workgroups=3,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=PERSIST
+// RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,chunk_balance=64,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=BALANCE
 
 // Decode's length-aware schedule (kv_chunks): the plan of chunks from the
 // lengths in one workgroup, the chunks' partial results in one workspace
@@ -45,3 +46,7 @@ func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memr
   mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 2, warps = 1, stages = 1, kv_chunks = 8>} : memref<?x2x2x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x2x32xbf16>, memref<?x2x2xf32>
   return
 }
+
+// chunk_balance reaches the chunks grid's config and the manifest.
+// BALANCE: mla.kernel_info = {config = "tile_kv=16 kv_splits=1 head_group=2 warps=1 stages=1 kv_chunks=8 chunk_balance=64"
+// BALANCE: mla.grid in {{.*}}kv_chunks = 8, chunk_balance = 64>

@@ -149,7 +149,9 @@ static cl::opt<std::string>
                         "kv_chunks=N (decode's length-aware schedule, the "
                         "default; kv_chunks=0 with kv_splits=N selects fixed "
                         "split-KV),workgroups=N (with kv_chunks: workgroups "
-                        "that take the chunks in turn)"),
+                        "that take the chunks in turn),chunk_balance=N "
+                        "(with kv_chunks: chunks of at least "
+                        "sqrt(tiles / N) tiles, default 16)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

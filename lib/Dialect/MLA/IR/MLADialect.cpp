@@ -61,7 +61,7 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t headGroup, int64_t warps,
                                  int64_t stages, int64_t minWorkgroups,
                                  int64_t tileQ, int64_t wgmma, int64_t kvChunks,
-                                 int64_t workgroups) {
+                                 int64_t workgroups, int64_t chunkBalance) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -92,6 +92,9 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << kvSplits << ", min_workgroups = " << minWorkgroups
                        << " (kv_chunks = 0 selects the fixed split-KV "
                           "schedule)";
+  if (chunkBalance < 1 || chunkBalance > (int64_t{1} << 20))
+    return emitError() << "chunk_balance must be in [1, 2^20], got "
+                       << chunkBalance;
   if (workgroups > 0 && kvChunks == 0)
     return emitError() << "workgroups applies to the length-aware schedule "
                           "only (kv_chunks > 0)";

@@ -13,6 +13,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "mla/Target/Arch.h"
+#include "mla/runtime/ChunkSchedule.h" // #mla.config chunk_balance default
 
 #include "mla/Dialect/MLA/IR/MLAOpsDialect.h.inc"
 

@@ -44,6 +44,12 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       along the grid's x that take the chunks in turn (workgroup w runs
       chunks w, w + workgroups, ...); 0: one workgroup per possible chunk
       (`batch + max(1, kv_chunks / G)`), each running at most one.
+    * `chunk_balance` (optional, default 16, `kChunkBalance` in
+      `mla/runtime/ChunkSchedule.h`): with `kv_chunks`, chunks are
+      also at least `ceil(sqrt(T / chunk_balance))` tiles long, so that a
+      small batch is cut into fewer, longer chunks (each chunk costs its
+      partial result and a share of the merge). 1..2^20; larger values give
+      more, shorter chunks.
     * `tile_q` (optional, default 0): query rows per workgroup of
       `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
       `head_group` heads times the query length).
@@ -62,7 +68,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         DefaultValuedParameter<"int64_t", "0">:$tile_q,
                         DefaultValuedParameter<"int64_t", "1">:$wgmma,
                         DefaultValuedParameter<"int64_t", "0">:$kv_chunks,
-                        DefaultValuedParameter<"int64_t", "0">:$workgroups);
+                        DefaultValuedParameter<"int64_t", "0">:$workgroups,
+                        DefaultValuedParameter<"int64_t", "::mla::rt::schedule::kChunkBalance">:$chunk_balance);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
