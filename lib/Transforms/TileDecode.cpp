@@ -288,8 +288,8 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
   Type f32 = b.getF32Type();
   Value batch = dimValue(b, op.getQ(), 0);
   int64_t dyn = ShapedType::kDynamic;
-  // Slots: at most batch + chunks chunks (request b gets ceil(T_b / q) of
-  // them, q >= T / chunks).
+  // Slots: at most batch + chunks chunks (each request's last chunk may be
+  // short, all others hold q tiles).
   Value slots = arith::AddIOp::create(b, batch, indexConst(b, chunks));
   Value plan = memref::AllocOp::create(
       b, MemRefType::get({2, dyn}, b.getI32Type()),
@@ -317,6 +317,8 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
       return arith::IndexCastOp::create(ib, ib.getIndexType(), v);
     };
     Value numChunks = planAt(g, c0, c0);
+    Value chunkKeys =
+        arith::MulIOp::create(g, planAt(g, c0, c1), indexConst(g, tile));
     Value step = persistent
                      ? indexConst(g, persistent)
                      : arith::AddIOp::create(g, dimValue(g, op.getQ(), 0),
@@ -329,29 +331,15 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
       ImplicitLocOpBuilder lb(op.getLoc(),
                               chunkLoop.getBody()->getTerminator());
       Value slot = chunkLoop.getInductionVar();
-      // Chunk j of the request's n covers its key tiles
-      // [j·T/n, (j+1)·T/n): the chunks of one request differ by at most a
-      // tile (none is a short remainder), and each holds at most the plan's
-      // q = plan[0][1] tiles since n = ceil(T / q).
       Value req = planAt(lb, c1, slot);
-      Value firstChunk = planAt(lb, c0, arith::AddIOp::create(lb, req, c2));
-      Value n = arith::SubIOp::create(
-          lb, planAt(lb, c0, arith::AddIOp::create(lb, req, indexConst(lb, 3))),
-          firstChunk);
-      Value j = arith::SubIOp::create(lb, slot, firstChunk);
+      Value j = arith::SubIOp::create(
+          lb, slot, planAt(lb, c0, arith::AddIOp::create(lb, req, c2)));
       Value lenI32 =
           memref::LoadOp::create(lb, op.getSeqLens(), ValueRange{req});
       Value len = maxIdx(
           lb, arith::IndexCastOp::create(lb, lb.getIndexType(), lenI32), c0);
-      Value cTile = indexConst(lb, tile);
-      Value tiles = arith::CeilDivSIOp::create(lb, len, cTile);
-      auto keyOf = [&](Value k) -> Value {
-        Value tileIdx =
-            arith::DivUIOp::create(lb, arith::MulIOp::create(lb, k, tiles), n);
-        return minIdx(lb, len, arith::MulIOp::create(lb, tileIdx, cTile));
-      };
-      Value start = keyOf(j);
-      Value end = keyOf(arith::AddIOp::create(lb, j, c1));
+      Value start = arith::MulIOp::create(lb, j, chunkKeys);
+      Value end = minIdx(lb, len, arith::AddIOp::create(lb, start, chunkKeys));
       Value first = arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, j, c0);
       emitKeyRange(lb, op, t, headBase, {req, len, start, end, first}, wsO, wsL,
                    [&](ImplicitLocOpBuilder &, Value i, Value head) {
