@@ -1,6 +1,6 @@
 //===- TileChunkPlan.cpp - mla-tile for mla.chunk_plan --------------------===//
 //
-// The plan of decode's length-aware schedule as one workgroup: two scans
+// The plan of decode's length-aware schedule as one workgroup: two or three scans
 // over the sequence lengths in blocks of kScanBlock, each block a parallel
 // load and a Hillis-Steele scan in workgroup memory, with the running total
 // kept in a workgroup-memory cell. Every value the scans share is read in a
@@ -35,7 +35,7 @@ void i32Store(ImplicitLocOpBuilder &b, Value v, Value memref, ValueRange idx) {
 }
 
 /// The workgroup buffers of the scans: two blocks (ping-pong) and the
-/// cells of the running totals (0: key tiles, 1: chunks).
+/// cells (0: key tiles T, 1: chunks K, 2: the chunk size q).
 struct ScanTiles {
   Value a, b, cells;
 };
@@ -118,7 +118,7 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   Type i32 = g.getI32Type();
   ScanTiles t{memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32)),
               memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32)),
-              memref::AllocaOp::create(g, MemRefType::get({2}, i32))};
+              memref::AllocaOp::create(g, MemRefType::get({3}, i32))};
   Value batch = dimValue(g, op.getSeqLens(), 0);
   Value c0 = indexConst(g, 0), cTile = indexConst(g, op.getTileKv());
   Value plan = op.getPlan();
@@ -129,11 +129,10 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   };
   // q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from cell 0
   // (final after the first scan; read inside parallel loops only).
-  auto chunkTiles = [&](ImplicitLocOpBuilder &ib) -> Value {
+  auto chunkTiles = [&](ImplicitLocOpBuilder &ib, int64_t chunks) -> Value {
     Value total = i32Load(ib, t.cells, indexConst(ib, 0));
     Value q = maxIdx(
-        ib,
-        arith::CeilDivSIOp::create(ib, total, indexConst(ib, op.getChunks())),
+        ib, arith::CeilDivSIOp::create(ib, total, indexConst(ib, chunks)),
         indexConst(ib, 1));
     // ceil(sqrt(T / balance)): the least r with r·r·balance >= T, by
     // bisection over [0, 2^16] (T < 2^31), in integers so that every target
@@ -153,18 +152,38 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
     }
     return maxIdx(ib, q, hi);
   };
-  // 1. T = Σ ceil(len_b / tile_kv).
+  Value cQ = indexConst(g, 2);
+  // n_b = max(1, ceil(T_b / q)) with q from cell 2.
+  auto chunksOf = [&](ImplicitLocOpBuilder &ib, Value req) -> Value {
+    return maxIdx(ib,
+                  arith::CeilDivSIOp::create(ib, tilesOf(ib, req),
+                                             i32Load(ib, t.cells, cQ)),
+                  indexConst(ib, 1));
+  };
+  // 1. T = Σ ceil(len_b / tile_kv), then q for `chunks` chunks.
   scanCounts(g, t, batch, 0, tilesOf,
              [](ImplicitLocOpBuilder &, Value, Value, Value) {});
-  // 2. n_b = max(1, ceil(T_b / q)); C_b and the requests of the chunks.
+  parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+    i32Store(ib, chunkTiles(ib, op.getChunks()), t.cells, cQ);
+  });
+  // 2. With refine > 1: K at that q; more than `chunks` (more than one
+  // wave of the workgroups aimed at) takes q for refine · chunks.
+  if (op.getRefine() > 1) {
+    scanCounts(g, t, batch, 1, chunksOf,
+               [](ImplicitLocOpBuilder &, Value, Value, Value) {});
+    parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+      Value over = arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt,
+                                         i32Load(ib, t.cells, c1),
+                                         indexConst(ib, op.getChunks()));
+      Value q = arith::SelectOp::create(
+          ib, over, chunkTiles(ib, op.getRefine() * op.getChunks()),
+          i32Load(ib, t.cells, cQ));
+      i32Store(ib, q, t.cells, cQ);
+    });
+  }
+  // 3. n_b; C_b and the requests of the chunks.
   scanCounts(
-      g, t, batch, 1,
-      [&](ImplicitLocOpBuilder &ib, Value req) -> Value {
-        return maxIdx(
-            ib,
-            arith::CeilDivSIOp::create(ib, tilesOf(ib, req), chunkTiles(ib)),
-            indexConst(ib, 1));
-      },
+      g, t, batch, 1, chunksOf,
       [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value n) {
         i32Store(ib, first, plan,
                  {c0, arith::AddIOp::create(ib, req, indexConst(ib, 2))});
@@ -175,11 +194,11 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
                       {indexConst(jb, 1), arith::AddIOp::create(jb, first, j)});
                 });
       });
-  // 3. The header: K, q, and C_B = K.
+  // 4. The header: K, q, and C_B = K.
   parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
     Value k = i32Load(ib, t.cells, indexConst(ib, 1));
     i32Store(ib, k, plan, {c0, c0});
-    i32Store(ib, chunkTiles(ib), plan, {c0, indexConst(ib, 1)});
+    i32Store(ib, i32Load(ib, t.cells, cQ), plan, {c0, indexConst(ib, 1)});
     i32Store(ib, k, plan,
              {c0, arith::AddIOp::create(ib, batch, indexConst(ib, 2))});
   });

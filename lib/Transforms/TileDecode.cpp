@@ -288,19 +288,21 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
   Type f32 = b.getF32Type();
   Value batch = dimValue(b, op.getQ(), 0);
   int64_t dyn = ShapedType::kDynamic;
-  // Slots: at most batch + chunks chunks (each request's last chunk may be
-  // short, all others hold q tiles).
-  Value slots = arith::AddIOp::create(b, batch, indexConst(b, chunks));
+  // Slots: at most batch + chunkSlots chunks (each request's last chunk may
+  // be short, all others hold q tiles).
+  const int64_t extra =
+      rt::schedule::chunkSlots(cfg.getKvChunks(), heads / group);
+  Value slots = arith::AddIOp::create(b, batch, indexConst(b, extra));
   Value plan = memref::AllocOp::create(
       b, MemRefType::get({2, dyn}, b.getI32Type()),
       ValueRange{arith::AddIOp::create(
-          b, batch, indexConst(b, chunks + rt::schedule::kPlanHeader))});
+          b, batch, indexConst(b, extra + rt::schedule::kPlanHeader))});
   Value wsO = memref::AllocOp::create(
       b, MemRefType::get({dyn, sq, heads, dv}, f32), ValueRange{slots});
   Value wsL = memref::AllocOp::create(b, MemRefType::get({dyn, sq, heads}, f32),
                                       ValueRange{slots});
   ChunkPlanOp::create(b, op.getSeqLens(), plan, tile, chunks,
-                      cfg.getChunkBalance());
+                      cfg.getChunkBalance(), rt::schedule::kChunkRefine);
 
   const int64_t persistent = cfg.getWorkgroups();
   Value gridX = persistent ? indexConst(b, persistent) : slots;
@@ -322,7 +324,7 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
     Value step = persistent
                      ? indexConst(g, persistent)
                      : arith::AddIOp::create(g, dimValue(g, op.getQ(), 0),
-                                             indexConst(g, chunks));
+                                             indexConst(g, extra));
     AttentionTiles t = decodeTiles(g, op);
     // Each chunk writes every tile before reading it (mla.fresh_tiles).
     auto chunkLoop = scf::ForOp::create(g, ids[0], numChunks, step);

@@ -63,7 +63,7 @@ bool isOutputRole(const KindRole &role) { return role.isOutput(); }
 /// Decode's length-aware schedule (config kv_chunks > 0;
 /// docs/Architecture.md, "Decode: what mla-tile builds"): the plan of
 /// chunks from the lengths (one workgroup), the partial results of the
-/// chunks in one slot each (batch + chunkTarget slots), their merge per
+/// chunks in one slot each (batch + chunkSlots slots), their merge per
 /// request, query and head. `plan` holds the symbols.
 Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
                                     plans::KindPlan plan, int64_t kvChunks) {
@@ -83,9 +83,9 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
                              ": decode target '" + target.name +
                              "' config has kv_chunks but no head_group");
   const int64_t groups = (m.heads + **group - 1) / **group;
-  const int64_t aim = schedule::chunkTarget(kvChunks, groups);
+  const int64_t aim = schedule::chunkSlots(kvChunks, groups);
   const std::string chunksText =
-      "chunkTarget(kv_chunks, head groups) = " + std::to_string(aim);
+      "chunkSlots(kv_chunks, head groups) = " + std::to_string(aim);
   SizeRule one = SizeRule::constantOf(1, "1");
   SizeRule batch = SizeRule::symbolOf(Batch, "the batch");
   SizeRule slots = SizeRule::symbolOf(Batch, "batch + " + chunksText, aim);

@@ -858,7 +858,7 @@ func.func @chunk_plan_rows(%lens: memref<?xi32>, %plan: memref<3x?xi32>) {
 // -----
 
 func.func @chunk_plan_small(%lens: memref<4xi32>, %plan: memref<2x13xi32>) {
-  // expected-error @+1 {{operand 'plan' dim 1 must be at least batch + chunks + 2 = 14, got 13}}
+  // expected-error @+1 {{operand 'plan' dim 1 must be at least batch + refine * chunks + 2 = 14, got 13}}
   mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16} : memref<4xi32>, memref<2x13xi32>
   return
 }

@@ -4,12 +4,13 @@
 
 // Decode's length-aware schedule (kv_chunks): the plan of chunks from the
 // lengths in one workgroup, the chunks' partial results in one workspace
-// slot each (batch + 8 / 1 head group slots), their merge per request.
+// slot each (batch + 4 (kChunkRefine) * 8 / 1 head group slots), their
+// merge per request.
 // CHECK-LABEL: func @chunks
 // CHECK-SAME: mla.kernel_info = {config = "tile_kv=16 kv_splits=1 head_group=2 warps=1 stages=1 kv_chunks=8"
 // CHECK: %[[B:.*]] = memref.dim %arg0, %c0
-// CHECK: %[[SLOTS:.*]] = arith.addi %[[B]], %c8
-// CHECK: %[[COLS:.*]] = arith.addi %[[B]], %c10
+// CHECK: %[[SLOTS:.*]] = arith.addi %[[B]], %c32
+// CHECK: %[[COLS:.*]] = arith.addi %[[B]], %c34
 // CHECK: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<2x?xi32>
 // CHECK: %[[WSO:.*]] = memref.alloc(%[[SLOTS]]) : memref<?x2x2x32xf32>
 // CHECK: %[[WSL:.*]] = memref.alloc(%[[SLOTS]]) : memref<?x2x2xf32>

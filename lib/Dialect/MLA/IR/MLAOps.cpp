@@ -541,11 +541,12 @@ LogicalResult ChunkPlanOp::verify() {
     return emitOpError() << "operand 'plan' dim 0 must be 2 (the header and "
                             "C_b row, the chunks' requests), got "
                          << plan.getDimSize(0);
+  const int64_t slots = int64_t(getRefine()) * int64_t(getChunks());
   if (!lens.isDynamicDim(0) && !plan.isDynamicDim(1) &&
-      plan.getDimSize(1) < lens.getDimSize(0) + int64_t(getChunks()) + 2)
+      plan.getDimSize(1) < lens.getDimSize(0) + slots + 2)
     return emitOpError() << "operand 'plan' dim 1 must be at least batch + "
-                            "chunks + 2 = "
-                         << lens.getDimSize(0) + getChunks() + 2 << ", got "
+                            "refine * chunks + 2 = "
+                         << lens.getDimSize(0) + slots + 2 << ", got "
                          << plan.getDimSize(1);
   return success();
 }

@@ -16,14 +16,29 @@
 namespace mla::rt::schedule {
 
 /// The chunks mla.chunk_plan aims at for `kvChunks` workgroups of
-/// `headGroups` head groups each: max(1, kvChunks / headGroups). A batch
-/// of B requests gets at most that many plus B chunks.
+/// `headGroups` head groups each: max(1, kvChunks / headGroups).
 inline int64_t chunkTarget(int64_t kvChunks, int64_t headGroups) {
   return std::max<int64_t>(1, kvChunks / std::max<int64_t>(1, headGroups));
 }
 
-/// Workspace slots (partial results) for a batch: batch + chunkTarget.
-/// The plan is [2, batch + chunkTarget + kPlanHeader] int32.
+/// The plan's refinement: when the request-aligned chunks of size q
+/// (from chunkTarget) number more than chunkTarget, so that they would not
+/// run in one wave of the workgroups it aims at, q is chosen again for
+/// kChunkRefine times as many chunks, so that the wave the ragged batch
+/// spills into is a few short chunks (mla.chunk_plan). Measured on the
+/// H200 (docs/Performance.md, "Length-aware split-KV"): a ragged batch of
+/// 128 requests U[1, 16384] took 412 us instead of 540 us with 4x finer
+/// chunks; a uniform one, which fits one wave, keeps its chunks.
+inline constexpr int64_t kChunkRefine = 4;
+
+/// Chunk slots beyond the batch: a batch of B requests gets at most
+/// B + chunkSlots chunks (partial results in the workspaces).
+inline int64_t chunkSlots(int64_t kvChunks, int64_t headGroups) {
+  return kChunkRefine * chunkTarget(kvChunks, headGroups);
+}
+
+/// Workspace slots (partial results) for a batch: batch + chunkSlots.
+/// The plan is [2, batch + chunkSlots + kPlanHeader] int32.
 inline constexpr int64_t kPlanHeader = 2;
 
 /// The plan's balance: chunks of at least ceil(sqrt(T / kChunkBalance))

@@ -214,16 +214,20 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     without keys gets one empty chunk, which still writes its rows: `o = 0`,
     or the sink's share). Chunks are numbered request by request: `C_b =
     Σ_{b' < b} n_b'` is the first chunk of request `b` and `K = C_B` their
-    count (`K <= chunks + B`).
+    count. With `refine > 1`, when `K > chunks` (the chunks would not run
+    in one wave of the `chunks` workgroups aimed at) `q` is chosen again
+    for `refine · chunks` chunks, so that the wave they spill into holds
+    short chunks; `K <= refine · chunks + B`.
 
-    `plan` is `memref<2 x N x i32>` with `N >= B + chunks + 2`:
+    `plan` is `memref<2 x N x i32>` with `N >= B + refine · chunks + 2`:
     `plan[0][0] = K`, `plan[0][1] = q`, `plan[0][2 + b] = C_b` for
     `b = 0..B` (so `plan[0][2 + B] = K`), and `plan[1][k]` is the request of
     chunk `k < K`. `mla-tile` runs it as one workgroup (a scan over the
     lengths in blocks of 256).
 
     ```mlir
-    mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16}
+    mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16,
+                                 refine = 4}
         : memref<?xi32>, memref<2x?xi32>
     ```
   }];
@@ -232,7 +236,8 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     Arg<MemRefRankOf<[I32], [2]>, "the plan", [MemWrite]>:$plan,
     ConfinedAttr<I64Attr, [IntPositive]>:$tile_kv,
     ConfinedAttr<I64Attr, [IntPositive]>:$chunks,
-    ConfinedAttr<I64Attr, [IntPositive]>:$balance);
+    ConfinedAttr<I64Attr, [IntPositive]>:$balance,
+    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$refine);
   let assemblyFormat = [{
     $seq_lens `,` $plan attr-dict `:` type($seq_lens) `,` type($plan)
   }];
