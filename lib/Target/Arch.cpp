@@ -41,12 +41,12 @@ static const ArchInfo kArchs[] = {
     // fill the chip, triple, cpu, features, grid limits (workgroups per
     // dim, work-items per dim)
     // host: a workgroup's tiles live on the stack of the thread that runs
-    // it (the caller's or a pool worker's; Linux's default thread stack is
-    // 8 MiB): at most half of that.
+    // it (a pool worker's, or the caller's where it has the room;
+    // mla/runtime/GridLimits.h): at most half of a worker's stack.
     {"host",
      TargetKind::Host,
      1,
-     4 * 1024 * 1024,
+     mla::rt::kHostTileStackBytes,
      {},
      0,
      "x86_64-unknown-linux-gnu",

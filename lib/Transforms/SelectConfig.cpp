@@ -374,6 +374,25 @@ LogicalResult checkSmallestTiles(Operation *op, const ArchInfo &arch,
 }
 
 /// Applies `field=value,...` overrides; reports errors at `op`.
+/// Whether the perf-config `spec` names `field` (its syntax is checked by
+/// applyOverrides).
+bool specHasField(StringRef spec, StringRef field) {
+  SmallVector<StringRef> items;
+  spec.split(items, ',');
+  return llvm::any_of(items, [&](StringRef item) {
+    return item.split('=').first.trim() == field;
+  });
+}
+
+/// Whether `op` (a decode or prefill) has a mask variant.
+bool hasMaskRegion(Operation *op) {
+  if (auto d = dyn_cast<DecodeOp>(op))
+    return !d.getMask().empty();
+  if (auto p = dyn_cast<PrefillOp>(op))
+    return !p.getMask().empty();
+  return false;
+}
+
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
   if (spec.trim().empty())
     return success();
@@ -506,8 +525,24 @@ struct SelectConfigPass
                existing.getTileQ(),       existing.getWgmma(),
                existing.getKvChunks(),    existing.getWorkgroups(),
                existing.getChunkBalance()};
+      const bool stagesAsked = existing || specHasField(perfConfig, "stages");
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
+      // A masked key loop skips the tiles no row sees and is not pipelined
+      // (TileCore's emitKeyLoop): the config says so, and asking for more
+      // stages is an error.
+      if (hasMaskRegion(op) && cfg.stages > 1) {
+        if (stagesAsked) {
+          op->emitError()
+              << (existing ? "config" : "perf-config")
+              << ": stages = " << cfg.stages
+              << " needs a key loop without a mask variant (a masked loop "
+                 "skips the key tiles no query row sees and is not "
+                 "pipelined); use stages = 1";
+          return {};
+        }
+        cfg.stages = 1;
+      }
       auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
       ConfigAttr attr = ConfigAttr::getChecked(
           emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,

@@ -2,8 +2,10 @@
 
 #include "ThreadPool.h"
 
+#include "mla/runtime/GridLimits.h"
+
+#include <algorithm>
 #include <atomic>
-#include <system_error>
 
 using namespace mla::rt;
 
@@ -20,14 +22,47 @@ struct ThreadPool::Job {
 };
 
 ThreadPool::ThreadPool(unsigned threads) {
-  for (unsigned i = 1; i < threads; ++i) {
-    try {
-      workers.emplace_back([this] { workerLoop(); });
-    } catch (const std::system_error &) {
-      // Out of threads: run with the workers we have.
-      break;
-    }
+  pthread_attr_t attr;
+  const bool haveAttr = pthread_attr_init(&attr) == 0;
+  size_t stack = 0;
+  if (haveAttr && pthread_attr_getstacksize(&attr, &stack) == 0 &&
+      stack < size_t(kHostThreadStackBytes))
+    pthread_attr_setstacksize(&attr, size_t(kHostThreadStackBytes));
+  const unsigned wanted = std::max(1u, threads) - 1;
+  for (unsigned i = 0; i < std::max(1u, wanted); ++i) {
+    pthread_t worker;
+    if (pthread_create(&worker, haveAttr ? &attr : nullptr, &workerEntry,
+                       this) != 0)
+      break; // Out of threads: run with the workers we have.
+    workers.push_back(worker);
   }
+  if (haveAttr)
+    pthread_attr_destroy(&attr);
+  parallelWorkers = std::min<unsigned>(wanted, workers.size());
+}
+
+void *ThreadPool::workerEntry(void *pool) {
+  static_cast<ThreadPool *>(pool)->workerLoop();
+  return nullptr;
+}
+
+bool ThreadPool::callerHasStack() {
+  thread_local int known = -1;
+  if (known >= 0)
+    return known;
+  pthread_attr_t attr;
+  void *low = nullptr;
+  size_t size = 0;
+  bool ok = pthread_getattr_np(pthread_self(), &attr) == 0;
+  if (ok) {
+    ok = pthread_attr_getstack(&attr, &low, &size) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  char here = 0;
+  // The stack grows down from low + size; what is left lies below `here`.
+  const intptr_t free = intptr_t(&here) - intptr_t(low);
+  known = ok && free >= intptr_t(kHostCallerStackBytes) ? 1 : 0;
+  return known;
 }
 
 ThreadPool::~ThreadPool() {
@@ -36,8 +71,8 @@ ThreadPool::~ThreadPool() {
     stopping = true;
   }
   wakeWorkers.notify_all();
-  for (std::thread &worker : workers)
-    worker.join();
+  for (pthread_t worker : workers)
+    pthread_join(worker, nullptr);
 }
 
 void ThreadPool::work(Job &job) {
@@ -77,14 +112,16 @@ void ThreadPool::parallelFor(int64_t count,
   if (count <= 0)
     return;
   auto job = std::make_shared<Job>(count, fn);
-  if (count > 1 && !workers.empty()) {
+  const bool callerWorks = callerHasStack() || workers.empty();
+  if ((count > 1 && parallelWorkers > 0) || !callerWorks) {
     {
       std::lock_guard<std::mutex> lock(mutex);
       jobs.push_back(job);
     }
     wakeWorkers.notify_all();
   }
-  work(*job);
+  if (callerWorks)
+    work(*job);
   std::unique_lock<std::mutex> lock(job->mutex);
   job->finished.wait(lock, [&] { return job->done.load() == count; });
 }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <pthread.h>
 #include <random>
 #include <string>
 #include <sys/wait.h>
@@ -403,6 +404,46 @@ TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
                              base.lse.size() * sizeof(float)))
         << "lse differs with workgroups=" << wg;
   }
+}
+
+// Host workgroups keep their tiles on the stack. A launch from a thread
+// with a small stack (here 256 KiB, an application's choice) runs on the
+// runtime's workers, whose stacks are sized for the compiler's tile budget
+// (GridLimits.h); the caller's own stack would overflow (3.7 MB of tiles).
+struct SmallStackRun {
+  Case c;
+  DecodeRun r;
+};
+
+void *runOnSmallStack(void *arg) {
+  auto *run = static_cast<SmallStackRun *>(arg);
+  runDecode(run->c, run->r);
+  return nullptr;
+}
+
+TEST(DecodeHostStack, LaunchFromASmallStackThread) {
+  if (std::string(MLA_E2E_TARGET) != "host")
+    GTEST_SKIP() << "host tiles on the stack: the host target only";
+  SmallStackRun run{{"small_stack_h1_s1000",
+                     1,
+                     512,
+                     64,
+                     64,
+                     1000,
+                     "bf16",
+                     {1100},
+                     "kv_chunks=0,kv_splits=1"},
+                    {}};
+  pthread_attr_t attr;
+  ASSERT_EQ(0, pthread_attr_init(&attr));
+  ASSERT_EQ(0, pthread_attr_setstacksize(&attr, 256 * 1024));
+  pthread_t thread;
+  ASSERT_EQ(0, pthread_create(&thread, &attr, &runOnSmallStack, &run));
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  if (HasFatalFailure() || run.r.o.empty())
+    FAIL() << "the launch from the small-stack thread did not complete";
+  checkReference(run.c, run.r);
 }
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {

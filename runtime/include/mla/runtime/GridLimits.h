@@ -39,6 +39,16 @@ struct GridLimits {
   }
 };
 
+/// Host workgroups keep their tiles on the stack of the thread that runs
+/// them. The runtime's pool threads have kHostThreadStackBytes of stack; a
+/// calling thread with less than kHostCallerStackBytes free leaves its
+/// launches to them (ThreadPool); the compiler keeps one workgroup's tiles
+/// within kHostTileStackBytes (ArchInfo's shared bytes for the host).
+inline constexpr int64_t kHostThreadStackBytes = int64_t{8} << 20;
+inline constexpr int64_t kHostTileStackBytes = kHostThreadStackBytes / 2;
+inline constexpr int64_t kHostCallerStackBytes =
+    kHostTileStackBytes + (int64_t{1} << 20);
+
 /// The host's thread pool counts workgroups in int64_t.
 inline constexpr GridLimits kHostGridLimits = {
     {INT64_MAX, INT64_MAX, INT64_MAX}, 0, "the host: 2^63 - 1 per dim"};
