@@ -1,0 +1,15 @@
+// A variant input of rank 0 (test/tools/variants.test).
+func.func @decode_cap(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %block_table: memref<?x?xi32>, %seq_lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>, %cap: memref<f32> {mla.role = "cap"}) {
+  mla.decode %q, %kv, %block_table, %seq_lens, %scale, %o, %lse
+      : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>,
+        memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+    score {
+    ^bb0(%s: f32, %b: index, %h: index, %qpos: index, %kpos: index):
+      %c = memref.load %cap[] : memref<f32>
+      %x = arith.divf %s, %c : f32
+      %t = math.tanh %x : f32
+      %r = arith.mulf %t, %c : f32
+      mla.yield %r : f32
+    }
+  return
+}
