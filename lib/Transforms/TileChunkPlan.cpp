@@ -1,9 +1,9 @@
 //===- TileChunkPlan.cpp - mla-tile for mla.chunk_plan --------------------===//
 //
-// The plan of decode's length-aware schedule as one workgroup: two or three scans
-// over the sequence lengths in blocks of kScanBlock, each block a parallel
-// load and a Hillis-Steele scan in workgroup memory, with the running total
-// kept in a workgroup-memory cell. Every value the scans share is read in a
+// The plan of decode's length-aware schedule as one workgroup: two or three
+// scans over the sequence lengths in blocks of kScanBlock, each block a
+// parallel load and a Hillis-Steele scan in workgroup memory, with the
+// running total kept in a workgroup-memory cell. Every value the scans share is read in a
 // parallel loop (each followed by a barrier on GPUs), never by the scalar
 // code of all threads, so that no thread reads a cell while another
 // rewrites it.
