@@ -51,8 +51,9 @@ void recordMergeInfo(MergeOp op) {
 
 /// Parts read together by the merge of fully written parts: their loads are
 /// independent, so that a row of many parts (a long request cut into tens of
-/// chunks) costs a few memory latencies, not one per part (measured on the
-/// H200: 43 chunks of one request merged one part at a time took 34 us).
+/// chunks) does not wait for one part's load before the next (H200, ncu with
+/// caches flushed: the merge of 43 chunks of one request took 34.0 us one
+/// part at a time, 25.9 us eight at a time).
 constexpr int64_t kMergeUnroll = 8;
 
 namespace {

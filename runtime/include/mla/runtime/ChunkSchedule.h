@@ -26,9 +26,11 @@ inline int64_t chunkTarget(int64_t kvChunks, int64_t headGroups) {
 /// run in one wave of the workgroups it aims at, q is chosen again for
 /// kChunkRefine times as many chunks, so that the wave the ragged batch
 /// spills into is a few short chunks (mla.chunk_plan). Measured on the
-/// H200 (docs/Performance.md, "Length-aware split-KV"): a ragged batch of
-/// 128 requests U[1, 16384] took 412 us instead of 540 us with 4x finer
-/// chunks; a uniform one, which fits one wave, keeps its chunks.
+/// H200 (docs/Performance.md, "Length-aware split-KV, second part"): a
+/// ragged batch of 128 requests U[1, 16384] took 540 us with these chunks,
+/// 412 us with kv_chunks 4x larger and 413 us with the refinement; a
+/// uniform batch, which fits one wave, keeps its chunks (371-372 us, where
+/// 4x larger kv_chunks took 412 us).
 inline constexpr int64_t kChunkRefine = 4;
 
 /// Chunk slots beyond the batch: a batch of B requests gets at most
