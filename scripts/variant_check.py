@@ -9,7 +9,8 @@
       heads, Dqk 192, Dv 128, a ragged batch with more keys than queries.
       Decode variants (decode_softcap, decode_sliding_window, decode_alibi,
       decode_sink): q/kv/block_table/seq_lens, 16 heads, 512+64, page 64,
-      one query per request. The sink variants also get sinks.npy.
+      one query per request. The sink variants also get sinks.npy,
+      decode_softcap_input a cap.npy (float32 of shape (), in [8, 40]).
   variant_check.py compare IN OUT --variant NAME --scale X [--tol T]
       compares OUT/o.npy and OUT/lse.npy with a float64 reference (causal
       prefill or paged decode) that applies the variant; prints the
@@ -25,7 +26,8 @@ H, DQK, DV = 16, 192, 128
 # Decode examples: 512+64 rows (V = the first 512 columns), page 64, Sq 1.
 LATENT, ROPE, PAGE = 512, 64, 64
 VARIANTS = ["softcap", "sliding_window", "alibi", "sink"]
-CHOICES = VARIANTS + ["decode_" + v for v in VARIANTS]
+CHOICES = VARIANTS + ["decode_" + v for v in VARIANTS] + \
+    ["decode_softcap_input"]
 
 
 def bf16_exact(x):
@@ -62,6 +64,8 @@ def gen(args):
     if args.variant.endswith("sink"):
         np.save(f"{args.dir}/sinks.npy",
                 rng.uniform(-1, 3, H).astype(np.float32))
+    if args.variant == "decode_softcap_input":
+        np.save(f"{args.dir}/cap.npy", np.float32(rng.uniform(8, 40)))
 
 
 def save_prefill(d, rnd, t, tk, cu_q, cu_k):
@@ -72,13 +76,13 @@ def save_prefill(d, rnd, t, tk, cu_q, cu_k):
     np.save(f"{d}/cu_seqlens_k.npy", cu_k)
 
 
-def variant_scores(s, dist, variant):
+def variant_scores(s, dist, variant, cap=30.0):
     """Scores s [h, i, j] with the variant's score region applied, and the
     mask region's visibility (None: all), for query-key distances dist
-    [i, j] (query position - key position)."""
+    [i, j] (query position - key position); `cap`: the soft-capping bound."""
     variant = variant.removeprefix("decode_")
-    if variant == "softcap":
-        s = 30.0 * np.tanh(s / 30.0)
+    if variant in ("softcap", "softcap_input"):
+        s = cap * np.tanh(s / cap)
     if variant == "alibi":
         slope = 2.0 ** (-8.0 * (np.arange(H) + 1) / H)
         s = s - slope[:, None, None] * dist[None]
@@ -110,6 +114,8 @@ def decode_reference(inp, variant, scale):
     lens = np.load(f"{inp}/seq_lens.npy")
     sinks = np.load(f"{inp}/sinks.npy").astype(np.float64) \
         if variant.endswith("sink") else None
+    cap = float(np.load(f"{inp}/cap.npy")) \
+        if variant == "decode_softcap_input" else 30.0
     batch, sq, page = q.shape[0], q.shape[1], kv.shape[1]
     o = np.zeros((batch, sq, H, LATENT))
     lse = np.full((batch, sq, H), -np.inf)
@@ -119,7 +125,7 @@ def decode_reference(inp, variant, scale):
         qpos = lens[b] - sq + np.arange(sq)                # [sq]
         dist = (qpos[:, None] - t[None, :]).astype(np.float64)
         s = np.einsum("ihd,jd->hij", q[b], rows) * scale
-        s, visible = variant_scores(s, dist, variant)
+        s, visible = variant_scores(s, dist, variant, cap)
         causal = dist >= 0
         if visible is not None:
             causal &= visible

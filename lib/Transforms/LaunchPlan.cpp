@@ -1,5 +1,6 @@
 //===- LaunchPlan.cpp - grids -> kernels + a launch plan ------------------===//
 #include "LaunchPlan.h"
+#include "mla/runtime/Manifest.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -78,6 +79,8 @@ FailureOr<std::string> LaunchPlanBuilder::dimsExpr(MemRefType type,
       return failure();
     dims.push_back(*e);
   }
+  if (dims.empty())
+    return std::string(rt::kRankZeroDims);
   return llvm::join(dims, ",");
 }
 
@@ -242,13 +245,15 @@ SmallVector<Value> mla::unpackEntryArgs(ImplicitLocOpBuilder &b, Value args,
                                      ArrayRef<LLVM::GEPArg>{(int32_t)j});
     Value ptr = LLVM::LoadOp::create(b, ptrType, slot);
     if (auto mt = dyn_cast<MemRefType>(want)) {
-      // MLIR's strided memref descriptor: {ptr, ptr, i64, [r x i64], [r x i64]}.
-      auto arr = LLVM::LLVMArrayType::get(i64, mt.getRank());
+      // MLIR's strided memref descriptor: {ptr, ptr, i64, [r x i64], [r x i64]},
+      // and {ptr, ptr, i64} for rank 0 (no size or stride arrays).
       Type space = ptrType;
       if (auto as = dyn_cast_or_null<IntegerAttr>(mt.getMemorySpace()))
         space = LLVM::LLVMPointerType::get(ctx, as.getInt());
-      auto desc =
-          LLVM::LLVMStructType::getLiteral(ctx, {space, space, i64, arr, arr});
+      SmallVector<Type, 5> fields = {space, space, i64};
+      if (mt.getRank() > 0)
+        fields.append(2, LLVM::LLVMArrayType::get(i64, mt.getRank()));
+      auto desc = LLVM::LLVMStructType::getLiteral(ctx, fields);
       Value d = LLVM::LoadOp::create(b, desc, ptr);
       out.push_back(UnrealizedConversionCastOp::create(b, mt, d).getResult(0));
     } else {

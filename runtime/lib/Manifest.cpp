@@ -601,6 +601,8 @@ Expected<int64_t> ManifestParser::parseCount(std::string_view key,
 Expected<std::vector<int64_t>>
 ManifestParser::parseArgDims(std::string_view list) const {
   std::vector<int64_t> dims;
+  if (list == kRankZeroDims)
+    return dims;
   for (std::string_view item : splitCommas(list)) {
     if (item == kDynamicDimToken) {
       dims.push_back(kDynamicDim);
@@ -669,6 +671,8 @@ Expected<DimExpr> ManifestParser::parseDimExpr(std::string_view token) const {
 Expected<std::vector<DimExpr>>
 ManifestParser::parseDimExprs(std::string_view list) const {
   std::vector<DimExpr> dims;
+  if (list == kRankZeroDims)
+    return dims;
   for (std::string_view item : splitCommas(list)) {
     Expected<DimExpr> dim = parseDimExpr(item);
     if (!dim.ok())
@@ -698,6 +702,12 @@ std::string joinCommas(const Range &items, Print print) {
     out += print(item);
   }
   return out;
+}
+
+/// DIMS: the comma-joined dims, or `()` for rank 0.
+template <typename Range, typename Print>
+std::string joinDims(const Range &dims, Print print) {
+  return dims.empty() ? std::string(kRankZeroDims) : joinCommas(dims, print);
 }
 
 /// An arg dim: INT, or `?` for kDynamicDim.
@@ -769,7 +779,7 @@ std::string mla::rt::printManifest(const Manifest &m) {
     out += "arg " + std::to_string(arg.index) + " " + arg.role + " ";
     if (arg.kind == ArgKind::Memref)
       out += std::string("memref ") + dtypeName(arg.dtype) + " " +
-             joinCommas(arg.dims, printArgDim) + "\n";
+             joinDims(arg.dims, printArgDim) + "\n";
     else
       out += std::string("scalar ") + dtypeName(arg.dtype) + "\n";
   }
@@ -779,7 +789,7 @@ std::string mla::rt::printManifest(const Manifest &m) {
     for (const WorkspaceSpec &workspace : target.workspaces)
       out += "workspace " + std::to_string(workspace.index) + " " +
              dtypeName(workspace.dtype) + " " +
-             joinCommas(workspace.dims, printDimExpr) + "\n";
+             joinDims(workspace.dims, printDimExpr) + "\n";
     for (const LaunchSpec &launch : target.launches)
       out += printLaunch(launch) + "\n";
     for (const MaxBytesSpec &limit : target.maxBytes)

@@ -39,8 +39,9 @@ end-target
 )";
 
 /// kExample with the first occurrence of `from` replaced by `to`.
-std::string edited(const std::string &from, const std::string &to) {
-  std::string text = kExample;
+std::string edited(const std::string &from, const std::string &to,
+                   const char *base = kExample) {
+  std::string text = base;
   size_t pos = text.find(from);
   EXPECT_NE(pos, std::string::npos) << from;
   return text.replace(pos, from.size(), to);
@@ -767,6 +768,18 @@ max-bytes 3 2147483648
 end-target
 )";
 
+/// Rank-0 memrefs (one element each): an arg and a workspace, DIMS `()`.
+const char *const kCanonicalRankZero = R"(mla-manifest 1
+kernel scaled_copy
+function scaled_copy
+arg 0 x memref f32 ?,16
+arg 1 cap memref f32 ()
+target host-x86_64 code.host-x86_64
+workspace 2 i32 ()
+launch scaled_copy_k0 args 0,1,2 grid arg0.0,1,1
+end-target
+)";
+
 /// An append with a run-time page size (`page_size 0`, kv dim 1 `?`).
 const char *const kCanonicalAppendKv = R"(mla-manifest 1
 kernel append_kv
@@ -922,12 +935,28 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ManifestText{"host_decode", kCanonicalHostDecode},
                       ManifestText{"prefill", kCanonicalPrefill},
                       ManifestText{"merge", kCanonicalMerge},
+                      ManifestText{"rank_zero", kCanonicalRankZero},
                       ManifestText{"append_kv", kCanonicalAppendKv},
                       ManifestText{"everything", kCanonicalEverything},
                       ManifestText{
                           "mla_compile_gfx942_decode",
                           withTargetConfigLine(mlaCompileGfx942Decode())}),
     testName);
+
+TEST(ManifestTest, RankZeroDimsParseToNoDims) {
+  Expected<Manifest> m = parseManifest(kCanonicalRankZero);
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  EXPECT_TRUE(m->args[1].dims.empty());
+  EXPECT_EQ(m->args[1].kind, ArgKind::Memref);
+  EXPECT_TRUE(m->targets[0].workspaces[0].dims.empty());
+  // `()` is the whole DIMS, never one of several dims.
+  Expected<Manifest> bad =
+      parseManifest(edited("arg 1 cap memref f32 ()",
+                           "arg 1 cap memref f32 (),3", kCanonicalRankZero));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("dim '()'"), std::string::npos)
+      << bad.status().message();
+}
 
 TEST(ManifestPrintTest, OldConfigCommentsStillParse) {
   // Packages of earlier versions carry the target's config as a comment.

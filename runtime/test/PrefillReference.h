@@ -338,6 +338,16 @@ inline PrefillResult referenceDecode(const DecodeProblem &p,
   return r;
 }
 
+/// score <- cap * tanh(score / cap): the softcap examples (cap 30) and
+/// decode_softcap_input (cap read from its rank-0 input `cap`).
+inline VariantRef softcapVariant(double cap) {
+  VariantRef v;
+  v.score = [cap](double s, int64_t, int64_t, int64_t, int64_t) {
+    return cap * std::tanh(s / cap);
+  };
+  return v;
+}
+
 /// The float64 form of the variant examples of test/e2e/variants (and
 /// docs/Variants.md): softcap, sliding_window, alibi (over `heads` heads),
 /// sink (per-head logits `sinks`).
@@ -345,9 +355,7 @@ inline VariantRef exampleVariant(const std::string &name, int64_t heads,
                                  const std::vector<float> &sinks) {
   VariantRef v;
   if (name == "softcap")
-    v.score = [](double s, int64_t, int64_t, int64_t, int64_t) {
-      return 30.0 * std::tanh(s / 30.0);
-    };
+    v = softcapVariant(30.0);
   if (name == "sliding_window")
     v.mask = [](int64_t, int64_t, int64_t qpos, int64_t kpos) {
       return qpos - kpos < 128;

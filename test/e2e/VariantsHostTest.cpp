@@ -148,6 +148,61 @@ TEST_P(Variants, DecodeMatchesFloat64Reference) {
               "decode " + name);
 }
 
+/// A region constant given as a rank-0 input (decode_softcap_input.mlir:
+/// the soft-capping bound read from `cap`, a TensorView with no dims): two
+/// values of it, each against its own float64 reference.
+TEST(VariantsScalarInput, DecodeCapFromARankZeroInput) {
+  std::mt19937 rng(7);
+  const int64_t D = 576, Dv = 512, P = 64;
+  DecodeProblem p =
+      makeDecode(kHeads, D, Dv, P, DType::BF16, {300, 1, 129, 0}, rng);
+  p.scale = 2.0f; // scores of tens: the cap bites
+  const int64_t B = p.batch();
+  Kernel kernel = compileAndLoad("decode_softcap_input", 1);
+  for (float cap : {30.0f, 7.5f}) {
+    std::vector<uint8_t> o(B * kHeads * Dv * 2, 0xFF);
+    std::vector<float> lse(B * kHeads, std::numeric_limits<float>::quiet_NaN());
+    std::vector<int32_t> lensCopy = p.lens;
+    std::map<std::string, ArgValue> args{
+        {"q", TensorView{p.q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
+        {"kv", TensorView{p.kv.bytes.data(), DType::BF16, {p.pages, P, D}}},
+        {"block_table",
+         TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
+        {"seq_lens", TensorView{lensCopy.data(), DType::I32, {B}}},
+        {"scale", Scalar::f32(p.scale)},
+        {"o", TensorView{o.data(), DType::BF16, {B, 1, kHeads, Dv}}},
+        {"lse", TensorView{lse.data(), DType::F32, {B, 1, kHeads}}},
+        {"cap", TensorView{&cap, DType::F32, {}}}};
+    Status st = kernel.launchByRole(args);
+    ASSERT_TRUE(st.ok()) << st.toString();
+    PrefillResult ref = referenceDecode(p, softcapVariant(cap));
+    PrefillErrors e = comparePrefill(ref, DType::BF16, o.data(), lse.data());
+    expectClose(e, "decode cap " + std::to_string(cap));
+    // The other cap's reference is far: the kernel read this one.
+    PrefillResult other =
+        referenceDecode(p, softcapVariant(cap == 30.0f ? 7.5 : 30.0));
+    EXPECT_GT(comparePrefill(other, DType::BF16, o.data(), lse.data()).relO,
+              10 * e.relO + 1e-3);
+  }
+  // One value of rank 1 where rank 0 is declared: an error naming `cap`.
+  float one = 30.0f;
+  std::vector<uint8_t> o(B * kHeads * Dv * 2);
+  std::vector<float> lse(B * kHeads);
+  std::map<std::string, ArgValue> args{
+      {"q", TensorView{p.q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
+      {"kv", TensorView{p.kv.bytes.data(), DType::BF16, {p.pages, P, D}}},
+      {"block_table", TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
+      {"seq_lens", TensorView{p.lens.data(), DType::I32, {B}}},
+      {"scale", Scalar::f32(p.scale)},
+      {"o", TensorView{o.data(), DType::BF16, {B, 1, kHeads, Dv}}},
+      {"lse", TensorView{lse.data(), DType::F32, {B, 1, kHeads}}},
+      {"cap", TensorView{&one, DType::F32, {1}}}};
+  Status st = kernel.launchByRole(args);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cap: expected rank 0, got 1"), std::string::npos)
+      << st.message();
+}
+
 /// A mask that hides every key from the first queries of each request (and
 /// a score region on top): those rows must come out as o = 0, lse = -inf,
 /// never NaN; the others match the reference.

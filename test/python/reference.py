@@ -23,10 +23,14 @@ def as_float(array, dtype):
     return array.astype(np.float64)
 
 
-def _attend(q, k, v, visible, scale):
+def _attend(q, k, v, visible, scale, cap=None):
     """o and lse (natural log) of queries q [M, D] over keys k [N, D],
-    values v [N, Dv], where visible [M, N] says which keys each sees."""
-    scores = np.where(visible, q @ k.T * scale, -np.inf)
+    values v [N, Dv], where visible [M, N] says which keys each sees;
+    cap: scores soft-capped to cap * tanh(score / cap)."""
+    scores = q @ k.T * scale
+    if cap is not None:
+        scores = cap * np.tanh(scores / cap)
+    scores = np.where(visible, scores, -np.inf)
     peak = scores.max(axis=1, keepdims=True, initial=-np.inf)
     safe = np.where(np.isfinite(peak), peak, 0.0)
     weights = np.exp(scores - safe)
@@ -38,9 +42,10 @@ def _attend(q, k, v, visible, scale):
     return o, lse
 
 
-def decode(q, kv, block_table, seq_lens, scale, latent_dim):
+def decode(q, kv, block_table, seq_lens, scale, latent_dim, cap=None):
     """q [B, Sq, H, D], kv [pages, P, D] -> o [B, Sq, H, Dv], lse [B, Sq, H];
-    query i of a request of length L sees keys t < L - Sq + i + 1."""
+    query i of a request of length L sees keys t < L - Sq + i + 1; cap: the
+    scores soft-capped (decode_softcap_input)."""
     batch, q_len, heads, _ = q.shape
     page_size = kv.shape[1]
     o = np.zeros((batch, q_len, heads, latent_dim))
@@ -53,7 +58,7 @@ def decode(q, kv, block_table, seq_lens, scale, latent_dim):
             visible = np.arange(length)[None, :] < length - q_len + i + 1
             visible = np.repeat(visible, heads, axis=0)
             o[b, i], lse[b, i] = _attend(q[b, i], rows, rows[:, :latent_dim],
-                                         visible, scale)
+                                         visible, scale, cap)
     return o, lse
 
 

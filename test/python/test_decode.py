@@ -2,6 +2,9 @@
 sizes 1, 3, 16, 64 and one chosen at run time, ragged lengths (0 included),
 odd head counts, MTP, bf16 and f32, caller outputs, and the AMD emulator."""
 
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -79,3 +82,30 @@ def test_emulator(compile_package, rng):
     kernel = emu.load(path)
     assert kernel.target == "gfx942-emu"
     run_decode(kernel, rng, [4, 29, 0], 3, 3, 1, "bf16")
+
+
+def test_rank_zero_variant_input(tmp_path, rng):
+    """A variant whose constant is a rank-0 input (the soft-capping bound of
+    test/e2e/variants/decode_softcap_input.mlir): a 0-d array or, on the
+    host, a plain number; each cap against its own float64 reference."""
+    source = os.path.join(os.path.dirname(__file__), "..", "e2e", "variants",
+                          "decode_softcap_input.mlir")
+    path = str(tmp_path / "cap.mlapkg")
+    subprocess.run([os.environ["MLA_COMPILE"], source, "--target=host",
+                    "-o", path], check=True)
+    kernel = mla.Device("host").load(path)
+    assert kernel.args["cap"].shape == () and not kernel.args["cap"].is_scalar
+    row = 576
+    kv, kv64, table, lens = reference.paged_cache(rng, [5, 70, 0], 64, row,
+                                                  "bf16")
+    q, q64 = reference.random_input(rng, (3, 1, 16, row), "bf16")
+    for cap in (np.float32(7.5), np.array(3.0, np.float32), 20.0):
+        o, lse = kernel.decode(q, kv, table, lens, 0.5, cap=cap)
+        ref_o, ref_lse = reference.decode(q64, kv64, table, lens, 0.5, 512,
+                                          cap=float(cap))
+        np.testing.assert_allclose(reference.as_float(o, "bf16"), ref_o,
+                                   atol=2e-2, rtol=0)
+        np.testing.assert_allclose(lse, ref_lse, atol=1e-3, rtol=0)
+    with pytest.raises(mla.InvalidArgumentError,
+                       match="cap: expected rank 0, got 1"):
+        kernel.decode(q, kv, table, lens, 0.5, cap=np.ones(1, np.float32))

@@ -220,29 +220,6 @@ static OwningOpRef<ModuleOp> buildKernel(MLIRContext &context) {
   return std::move(*module);
 }
 
-/// Packages do not carry rank-0 memref arguments yet (no target lowers
-/// them to its launch ABI): refused at the argument rather than failing
-/// inside a target's lowering.
-static LogicalResult checkNoRankZeroArgs(ModuleOp module) {
-  WalkResult r = module.walk([](func::FuncOp f) {
-    for (auto [i, arg] : llvm::enumerate(f.getArguments())) {
-      auto mt = dyn_cast<MemRefType>(arg.getType());
-      if (!mt || mt.getRank() != 0)
-        continue;
-      std::string type, elem;
-      llvm::raw_string_ostream(type) << mt;
-      llvm::raw_string_ostream(elem) << mt.getElementType();
-      emitError(arg.getLoc())
-          << "argument " << i << " of '" << f.getSymName() << "' is a rank-0 "
-          << type << ": packages cannot carry rank-0 arguments yet; use "
-          << "memref<1x" << elem << "> and load element 0";
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return failure(r.wasInterrupted());
-}
-
 /// The input: the --kernel flags' module, or the parsed .mlir file (its
 /// diagnostics located through `sourceMgr`).
 static OwningOpRef<ModuleOp> loadInput(MLIRContext &context,
@@ -256,10 +233,7 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &context,
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (module && failed(checkNoRankZeroArgs(*module)))
-    return nullptr;
-  return module;
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
 /// Checks the flags that do not describe the kernel (the builders check

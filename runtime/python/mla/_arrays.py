@@ -104,6 +104,14 @@ def to_bf16(values):
     return _convert(array, _capi.DTYPE_F32, _capi.DTYPE_BF16)
 
 
+def number(value, dtype):
+    """A 0-d array of mla dtype `dtype` (by name) holding the number `value`
+    (bf16: its bit pattern, rounded as to_bf16 rounds)."""
+    if dtype == "bf16":
+        return to_bf16(value)
+    return np.asarray(value, numpy_dtype(dtype))
+
+
 def from_bf16(bits):
     """float32 values of bf16 bit patterns (a uint16 array)."""
     array = np.asarray(bits)

@@ -5,6 +5,7 @@ import collections
 import ctypes
 import inspect
 import keyword
+import numbers
 import os
 
 import numpy as np
@@ -260,8 +261,14 @@ class Kernel(_Handle):
                     written.append(value)
         for role, value in values.items():
             if role not in names:
+                info = self.args.get(role)
                 if _is_array(value):
                     call.tensor(role, value)
+                elif info is not None and not info.is_scalar and \
+                        not info.shape and self.uses_host_memory and \
+                        isinstance(value, numbers.Real):
+                    # A number for a rank-0 memref input of a host kernel.
+                    call.tensor(role, _arrays.number(value, info.dtype))
                 else:
                     call.scalar(role, value)
         outputs, finish = [], None

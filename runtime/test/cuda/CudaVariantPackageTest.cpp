@@ -3,7 +3,8 @@
 // Runs the compiled variant examples of test/e2e/variants in
 // $MLA_PACKAGE_DIR/variants (scripts/gpu-packages names them
 // variant_prefill_NAME and variant_decode_NAME, NAME one of softcap,
-// sliding_window, alibi, sink) against the float64 references of
+// sliding_window, alibi, sink, and softcap_input for decode: the bound an
+// f32 rank-0 input `cap`) against the float64 references of
 // PrefillReference.h that apply the same variant, on random data (never zeros).
 // Skips without a CUDA device or without such packages.
 //
@@ -114,13 +115,19 @@ TEST_F(CudaVariantPackageTest, MatchFloat64Reference) {
     std::vector<float> sinks(kHeads);
     for (float &s : sinks)
       s = sinkDist(rng);
-    VariantRef variant = exampleVariant(pkg.variant, kHeads, sinks);
+    float cap = 12.5f; // softcap_input: not the examples' 30
+    VariantRef variant = pkg.variant == "softcap_input"
+                             ? softcapVariant(cap)
+                             : exampleVariant(pkg.variant, kHeads, sinks);
     LaunchOptions options;
     options.stream = stream->handle();
     std::map<std::string, ArgValue> args;
     DeviceTensor sinksDev = up(sinks.data(), DType::F32, {kHeads});
+    DeviceTensor capDev = up(&cap, DType::F32, {});
     if (pkg.variant == "sink")
       args.emplace("sinks", sinksDev.view());
+    if (pkg.variant == "softcap_input")
+      args.emplace("cap", capDev.view());
     if (pkg.kind == "prefill") {
       PrefillProblem p =
           makePrefill(kHeads, 192, 128, /*causal=*/true, DType::BF16,

@@ -28,6 +28,9 @@ constexpr int kManifestVersion = 1;
 
 /// Marks a dynamic (`?`) dim in ManifestArg::dims.
 constexpr int64_t kDynamicDim = -1;
+/// The DIMS of a rank-0 memref (an arg or workspace holding one element):
+/// `arg 7 cap memref f32 ()`.
+constexpr std::string_view kRankZeroDims = "()";
 
 /// A workspace or grid size: an integer, or `argI.D` (dim D of the actual
 /// shape of memref argument I).
@@ -51,7 +54,8 @@ struct ManifestArg {
   std::string role;
   ArgKind kind = ArgKind::Memref;
   DType dtype = DType::F32;
-  /// Memref dims; kDynamicDim for `?`. Empty for scalars.
+  /// Memref dims; kDynamicDim for `?`. Empty for scalars and rank-0
+  /// memrefs (DIMS `()`).
   std::vector<int64_t> dims;
   /// 1-based manifest line, for messages.
   int line = 0;
