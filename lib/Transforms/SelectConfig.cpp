@@ -165,6 +165,34 @@ FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch,
   return p;
 }
 
+/// A decode config given by the user (perf-config or the IR) that the AMD
+/// register step cannot run falls back to the attention step through LDS,
+/// whose tiles are larger: a warning says why, so that a later "needs N
+/// bytes of shared memory" names its cause (e.g. `warps=3`).
+void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
+  if (arch.kind != TargetKind::AMD || !op.getMask().empty())
+    return;
+  StepShape shape{op.getQ().getType().getElementType(),
+                  attr.getHeadGroup() * op.getQLen(),
+                  op.getHeadDim(),
+                  attr.getTileKv(),
+                  op.getLatentDim(),
+                  attr.getWarps()};
+  std::string why;
+  if (succeeded(
+          planRegisterStep(shape, arch.matrixInstrs, arch.warpSize, &why))) {
+    int64_t bytes;
+    if (succeeded(registerPlan(arch, shape, /*values=*/false, &bytes)))
+      return;
+    why = "its tiles need " + std::to_string(bytes) + " bytes of LDS, more " +
+          "than the chip's " + std::to_string(arch.sharedBytes);
+  }
+  op.emitWarning() << "config " << attr
+                   << ": the register attention step cannot run it (" << why
+                   << "); the step through LDS is used instead (more LDS, "
+                      "slower)";
+}
+
 /// Decode on the register step (AMD): all H x Sq query rows of a request in
 /// one workgroup where the tiles fit (up to 64 rows, so that the KV range
 /// is read ceil(H·Sq / rows) times), then the largest key tile, then the
@@ -594,6 +622,8 @@ struct SelectConfigPass
       ConfigAttr attr = select(op, cfg, op.getConfigAttr());
       if (!attr)
         return WalkResult::interrupt();
+      if (op.getConfigAttr() || !perfConfig.empty())
+        warnIfNoRegisterStep(op, attr, *arch);
       if (attr.getTileQ() != 0) {
         op.emitError() << "config tile_q applies to prefill only";
         return WalkResult::interrupt();
