@@ -295,11 +295,11 @@ def test_torch_compile(device):
         assert_close(got[0] / 2, got[1] - 1, ref_o, ref_lse)
 
 
-@pytest.mark.xfail(
-    reason="torch.compile(mode='reduce-overhead') (CUDA-graph trees) fails "
-    "its live-storage check on the op's workspace allocation: measured on "
-    "the H200 2026-12-01 (torch 2.11), not fixed yet", strict=False)
 def test_torch_compile_reduce_overhead(device):
+    # CUDA-graph trees check that every live allocation of their pool is an
+    # output: the ops take a fresh workspace per launch (fresh_workspaces),
+    # never the kernel's cached one, which failed that check (H200,
+    # 2026-12-01, torch 2.11).
     rng = np.random.default_rng(7)
     dec = kernel(device, heads=16, page_size=64, q_len=1)
     key = mla.torch.register(dec)
@@ -307,11 +307,13 @@ def test_torch_compile_reduce_overhead(device):
         lambda q, kv, t, n: torch.ops.mla.decode(q, kv, t, n, 0.1, key),
         mode="reduce-overhead")
     q, kv, table, lens = paged(rng, [100, 30, 7], 64, pages_extra=0)
+    cached = dict(dec._torch_workspaces)
     for lengths in ([100, 30, 7], [50, 64, 1], [0, 5, 128]):
         lens.copy_(torch.tensor(lengths, dtype=torch.int32))
         for _ in range(3):  # warm-up, record, replay
             o, lse = compiled(q, kv, table, lens)
         assert_close(o, lse, *ref_decode(q, kv, table, lens, 0.1))
+    assert dec._torch_workspaces == cached  # the ops cached none
 
 
 def test_vllm_methods_on_cuda(device):

@@ -97,9 +97,24 @@ def torch_module():
     return sys.modules.get("torch")
 
 
+# torch.Tensor and whether torch is ROCm's, looked up once torch is
+# imported (every launch asks for each argument).
+_TORCH_TYPES = []
+
+
+def _torch_tensor_type():
+    if not _TORCH_TYPES:
+        torch = torch_module()
+        if torch is None:
+            return None
+        _TORCH_TYPES.extend([torch.Tensor,
+                             bool(getattr(torch.version, "hip", None))])
+    return _TORCH_TYPES[0]
+
+
 def is_torch(value):
-    torch = torch_module()
-    return torch is not None and isinstance(value, torch.Tensor)
+    tensor_type = _TORCH_TYPES[0] if _TORCH_TYPES else _torch_tensor_type()
+    return tensor_type is not None and isinstance(value, tensor_type)
 
 
 def is_external(value):
@@ -108,6 +123,17 @@ def is_external(value):
         return False
     return is_torch(value) or hasattr(value, "__cuda_array_interface__") or \
         hasattr(value, "__dlpack__")
+
+
+def current_stream(device_index):
+    """torch's current CUDA/HIP stream on device `device_index`, as an int
+    (through torch's raw-stream query where it has one: a launch asks for
+    it every time)."""
+    torch = torch_module()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(device_index))
+    return torch.cuda.current_stream(device_index).cuda_stream
 
 
 def _make_tensor(role, data, code, shape, out=None):
@@ -164,7 +190,7 @@ def _torch_view(role, tensor, writable, out):
     if device.type == "cpu":
         kind, index = "cpu", None
     elif device.type == "cuda":
-        kind = "rocm" if getattr(torch.version, "hip", None) else "cuda"
+        kind = "rocm" if _TORCH_TYPES[1] else "cuda"
         index = device.index if device.index is not None else \
             torch.cuda.current_device()
     else:
@@ -289,9 +315,8 @@ def launch_stream(stream, arrays):
         return stream_handle(stream)
     named = set()
     for array in arrays:
-        if is_torch(array) and array.device.type == "cuda":
-            return torch_module().cuda.current_stream(
-                array.device).cuda_stream
+        if is_torch(array) and array.is_cuda:
+            return current_stream(array.get_device())
         iface = getattr(array, "__cuda_array_interface__", None)
         if isinstance(iface, dict) and iface.get("stream") is not None:
             named.add(0 if iface["stream"] == 1 else iface["stream"])

@@ -7,6 +7,7 @@ import inspect
 import keyword
 import numbers
 import os
+import threading
 
 import numpy as np
 
@@ -142,6 +143,24 @@ class Package(_Handle):
                         for i in range(count.value)]
 
 
+_FRESH = threading.local()
+
+
+class fresh_workspaces:
+    """Within it (per thread), launches on torch tensors take a new
+    workspace from torch's allocator instead of the kernel's cached one: the
+    torch ops run in it, so that no workspace outlives the op (CUDA-graph
+    trees, torch.compile(mode="reduce-overhead"), check that every live
+    allocation of their pool is an output)."""
+
+    def __enter__(self):
+        self.saved = getattr(_FRESH, "on", False)
+        _FRESH.on = True
+
+    def __exit__(self, *exc):
+        _FRESH.on = self.saved
+
+
 def _arg_info(info):
     shape = None
     if not info.is_scalar:
@@ -215,21 +234,25 @@ class Kernel(_Handle):
 
     def _torch_workspace(self, nbytes, like, stream, capturing):
         """A workspace of torch's allocator on `like`'s device: while a
-        CUDA graph is captured a new one (the graph's pool keeps it), else
-        the kernel's own for the stream, grown when too small."""
+        CUDA graph is captured, and for the torch ops (fresh_workspaces()),
+        a new one, freed when the launch returns (the caching allocator
+        orders its reuse after the launch on its stream; a graph's pool
+        keeps it), else the kernel's own for the stream, grown when too
+        small."""
         torch = _devarrays.torch_module()
         key = (like.device, stream)
-        held = None if capturing else self._torch_workspaces.get(key)
+        fresh = capturing or getattr(_FRESH, "on", False)
+        held = None if fresh else self._torch_workspaces.get(key)
         if held is not None and held.numel() >= nbytes:
             return held
-        if torch.cuda.current_stream(like.device).cuda_stream == stream:
+        if _devarrays.current_stream(like.get_device()) == stream:
             buffer = torch.empty(nbytes, dtype=torch.uint8, device=like.device)
         else:  # allocated on the stream that uses it
             with torch.cuda.stream(torch.cuda.ExternalStream(
                     stream, device=like.device)):
                 buffer = torch.empty(nbytes, dtype=torch.uint8,
                                      device=like.device)
-        if not capturing:
+        if not fresh:
             self._torch_workspaces[key] = buffer
         return buffer
 

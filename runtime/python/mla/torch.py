@@ -23,6 +23,7 @@ from typing import Tuple
 import torch
 
 from . import _capi
+from ._runtime import fresh_workspaces
 
 if not hasattr(torch.library, "custom_op"):
     raise ImportError("mla.torch needs torch 2.4 or later "
@@ -77,8 +78,9 @@ def _decode(q: Tensor, kv: Tensor, block_table: Tensor, seq_lens: Tensor,
             scale: float, kernel: str,
             lse_layout: str = "bsh") -> Tuple[Tensor, Tensor]:
     k = _kernel(kernel, "decode")
-    return k.decode(q, kv, block_table, seq_lens, scale,
-                    validate=_VALIDATE[kernel], lse_layout=lse_layout)
+    with fresh_workspaces():
+        return k.decode(q, kv, block_table, seq_lens, scale,
+                        validate=_VALIDATE[kernel], lse_layout=lse_layout)
 
 
 @_decode.register_fake
@@ -98,8 +100,9 @@ def _prefill(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor,
              cu_seqlens_k: Tensor, scale: float,
              kernel: str) -> Tuple[Tensor, Tensor]:
     kern = _kernel(kernel, "prefill")
-    return kern.prefill(q, k, v, cu_seqlens_q, cu_seqlens_k, scale,
-                        validate=_VALIDATE[kernel])
+    with fresh_workspaces():
+        return kern.prefill(q, k, v, cu_seqlens_q, cu_seqlens_k, scale,
+                            validate=_VALIDATE[kernel])
 
 
 @_prefill.register_fake
@@ -114,7 +117,8 @@ def _prefill_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, scale, kernel):
 def _merge(o_parts: Tensor, lse_parts: Tensor,
            kernel: str) -> Tuple[Tensor, Tensor]:
     k = _kernel(kernel, "merge")
-    return k.merge(o_parts, lse_parts, validate=_VALIDATE[kernel])
+    with fresh_workspaces():
+        return k.merge(o_parts, lse_parts, validate=_VALIDATE[kernel])
 
 
 @_merge.register_fake
@@ -129,7 +133,8 @@ def _merge_fake(o_parts, lse_parts, kernel):
 def _append_kv(kv_new: Tensor, slot_mapping: Tensor, kv: Tensor,
                kernel: str) -> None:
     k = _kernel(kernel, "append_kv")
-    k.append_kv(kv_new, slot_mapping, kv, validate=_VALIDATE[kernel])
+    with fresh_workspaces():
+        k.append_kv(kv_new, slot_mapping, kv, validate=_VALIDATE[kernel])
 
 
 @_append_kv.register_fake
