@@ -11,7 +11,10 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/MathExtras.h"
+
+#define DEBUG_TYPE "mla-distribute"
 
 using namespace mlir;
 using namespace mla;
@@ -211,8 +214,13 @@ SmallVector<Value> product(ImplicitLocOpBuilder &b, MatmulOp op,
 LogicalResult hoistAccumulator(MatmulOp op, MatrixEmitter &em) {
   auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
   if (!loop || !op.getAccumulate() ||
-      op->getNextNode() != loop.getBody()->getTerminator())
+      op->getNextNode() != loop.getBody()->getTerminator()) {
+    LLVM_DEBUG(llvm::dbgs()
+               << "mla-distribute: accumulator of the matmul at " << op.getLoc()
+               << " not hoisted: not an accumulating product at "
+                  "the end of a loop body\n");
     return failure();
+  }
   // Nothing else in the loop may touch C's buffer.
   Value root = op.getC();
   while (auto sub = root.getDefiningOp<memref::SubViewOp>())
@@ -232,8 +240,16 @@ LogicalResult hoistAccumulator(MatmulOp op, MatrixEmitter &em) {
   const int64_t m = op.getA().getType().getDimSize(0);
   const int64_t n = op.getC().getType().getDimSize(1);
   const int64_t tiles = (m / em.instr.m) * (n / em.instr.n);
-  if (otherUse || m % em.instr.m != 0 || tiles % em.groups() != 0)
+  if (otherUse || m % em.instr.m != 0 || tiles % em.groups() != 0) {
+    LLVM_DEBUG(llvm::dbgs()
+               << "mla-distribute: accumulator of the matmul at " << op.getLoc()
+               << " not hoisted: "
+               << (otherUse ? "the loop touches its C tile elsewhere"
+                            : "its tiles do not spread evenly over the "
+                              "instruction's groups")
+               << "\n");
     return failure();
+  }
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   em.begin(b, op);
   const int64_t perGroup = tiles / em.groups(), elems = em.instr.c.elems;

@@ -567,8 +567,13 @@ LogicalResult mla::registerAttentionStep(AttentionStepOp op,
     return failure();
   }
   std::unique_ptr<MatrixEmitter> em = createMatrixEmitter(*plan->instr, ti);
-  if (!em->multipliesFragments())
+  if (!em->multipliesFragments()) {
+    LLVM_DEBUG(llvm::dbgs()
+               << "mla-distribute: no register step at " << op.getLoc()
+               << ": the emitter of " << plan->instr->mnemonic
+               << " does not multiply register fragments\n");
     return failure();
+  }
   for (Operation *pureOp : pure)
     pureOp->moveBefore(op);
   LLVM_DEBUG(llvm::dbgs() << "mla-distribute: register step at " << op.getLoc()
