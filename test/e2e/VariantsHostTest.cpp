@@ -112,6 +112,27 @@ TEST_P(Variants, PrefillMatchesFloat64Reference) {
               "prefill " + name);
 }
 
+/// The fixed decode arguments of `p` (Sq 1) by role, writing
+/// `o` and `lse` (sized here, poisoned: unwritten outputs show) and reading
+/// `lens` (a copy of p.lens: the kernel's input must outlive the launch).
+std::map<std::string, ArgValue> decodeArgs(DecodeProblem &p,
+                                           std::vector<int32_t> &lens,
+                                           std::vector<uint8_t> &o,
+                                           std::vector<float> &lse) {
+  const int64_t B = p.batch(), D = p.d, Dv = p.dv, P = p.page;
+  lens = p.lens;
+  o.assign(B * kHeads * Dv * 2, 0xFF);
+  lse.assign(B * kHeads, std::numeric_limits<float>::quiet_NaN());
+  return {
+      {"q", TensorView{p.q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
+      {"kv", TensorView{p.kv.bytes.data(), DType::BF16, {p.pages, P, D}}},
+      {"block_table", TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
+      {"seq_lens", TensorView{lens.data(), DType::I32, {B}}},
+      {"scale", Scalar::f32(p.scale)},
+      {"o", TensorView{o.data(), DType::BF16, {B, 1, kHeads, Dv}}},
+      {"lse", TensorView{lse.data(), DType::F32, {B, 1, kHeads}}}};
+}
+
 TEST_P(Variants, DecodeMatchesFloat64Reference) {
   const auto [name, stages] = GetParam();
   if (maskedStages(name, stages))
@@ -123,22 +144,14 @@ TEST_P(Variants, DecodeMatchesFloat64Reference) {
   const int64_t D = 576, Dv = 512, P = 64;
   DecodeProblem p =
       makeDecode(kHeads, D, Dv, P, DType::BF16, {300, 1, 129, 0}, rng);
-  const int64_t B = p.batch();
   std::vector<float> sinks = randomSinks(rng);
   if (name == "softcap")
     p.scale = 2.0f;
   Kernel kernel = compileAndLoad("decode_" + name, stages);
-  std::vector<uint8_t> o(B * kHeads * Dv * 2, 0xFF);
-  std::vector<float> lse(B * kHeads, std::numeric_limits<float>::quiet_NaN());
-  std::vector<int32_t> lensCopy = p.lens;
-  std::map<std::string, ArgValue> args{
-      {"q", TensorView{p.q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
-      {"kv", TensorView{p.kv.bytes.data(), DType::BF16, {p.pages, P, D}}},
-      {"block_table", TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
-      {"seq_lens", TensorView{lensCopy.data(), DType::I32, {B}}},
-      {"scale", Scalar::f32(p.scale)},
-      {"o", TensorView{o.data(), DType::BF16, {B, 1, kHeads, Dv}}},
-      {"lse", TensorView{lse.data(), DType::F32, {B, 1, kHeads}}}};
+  std::vector<uint8_t> o;
+  std::vector<float> lse;
+  std::vector<int32_t> lens;
+  std::map<std::string, ArgValue> args = decodeArgs(p, lens, o, lse);
   if (name == "sink")
     args.emplace("sinks", TensorView{sinks.data(), DType::F32, {kHeads}});
   Status st = kernel.launchByRole(args);
@@ -157,22 +170,13 @@ TEST(VariantsScalarInput, DecodeCapFromARankZeroInput) {
   DecodeProblem p =
       makeDecode(kHeads, D, Dv, P, DType::BF16, {300, 1, 129, 0}, rng);
   p.scale = 2.0f; // scores of tens: the cap bites
-  const int64_t B = p.batch();
   Kernel kernel = compileAndLoad("decode_softcap_input", 1);
+  std::vector<uint8_t> o;
+  std::vector<float> lse;
+  std::vector<int32_t> lens;
   for (float cap : {30.0f, 7.5f}) {
-    std::vector<uint8_t> o(B * kHeads * Dv * 2, 0xFF);
-    std::vector<float> lse(B * kHeads, std::numeric_limits<float>::quiet_NaN());
-    std::vector<int32_t> lensCopy = p.lens;
-    std::map<std::string, ArgValue> args{
-        {"q", TensorView{p.q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
-        {"kv", TensorView{p.kv.bytes.data(), DType::BF16, {p.pages, P, D}}},
-        {"block_table",
-         TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
-        {"seq_lens", TensorView{lensCopy.data(), DType::I32, {B}}},
-        {"scale", Scalar::f32(p.scale)},
-        {"o", TensorView{o.data(), DType::BF16, {B, 1, kHeads, Dv}}},
-        {"lse", TensorView{lse.data(), DType::F32, {B, 1, kHeads}}},
-        {"cap", TensorView{&cap, DType::F32, {}}}};
+    std::map<std::string, ArgValue> args = decodeArgs(p, lens, o, lse);
+    args.emplace("cap", TensorView{&cap, DType::F32, {}});
     Status st = kernel.launchByRole(args);
     ASSERT_TRUE(st.ok()) << st.toString();
     PrefillResult ref = referenceDecode(p, softcapVariant(cap));
@@ -186,17 +190,8 @@ TEST(VariantsScalarInput, DecodeCapFromARankZeroInput) {
   }
   // One value of rank 1 where rank 0 is declared: an error naming `cap`.
   float one = 30.0f;
-  std::vector<uint8_t> o(B * kHeads * Dv * 2);
-  std::vector<float> lse(B * kHeads);
-  std::map<std::string, ArgValue> args{
-      {"q", TensorView{p.q.bytes.data(), DType::BF16, {B, 1, kHeads, D}}},
-      {"kv", TensorView{p.kv.bytes.data(), DType::BF16, {p.pages, P, D}}},
-      {"block_table", TensorView{p.table.data(), DType::I32, {B, p.maxPages}}},
-      {"seq_lens", TensorView{p.lens.data(), DType::I32, {B}}},
-      {"scale", Scalar::f32(p.scale)},
-      {"o", TensorView{o.data(), DType::BF16, {B, 1, kHeads, Dv}}},
-      {"lse", TensorView{lse.data(), DType::F32, {B, 1, kHeads}}},
-      {"cap", TensorView{&one, DType::F32, {1}}}};
+  std::map<std::string, ArgValue> args = decodeArgs(p, lens, o, lse);
+  args.emplace("cap", TensorView{&one, DType::F32, {1}});
   Status st = kernel.launchByRole(args);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("cap: expected rank 0, got 1"), std::string::npos)
