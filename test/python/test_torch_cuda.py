@@ -50,9 +50,10 @@ def kernel(device, kind="decode", **flags):
     return mla.load_kernel(device, kind, **flags)
 
 
-def ref_decode(q, kv, table, lens, scale, dv=LATENT, causal=True):
+def ref_decode(q, kv, table, lens, scale, dv=LATENT, causal=True, cap=None):
     """float64 decode on the GPU: q [B, Sq, H, D], kv [pages, P, D] ->
-    o [B, Sq, H, dv], lse [B, Sq, H] (natural log, -inf without keys)."""
+    o [B, Sq, H, dv], lse [B, Sq, H] (natural log, -inf without keys);
+    cap: scores soft-capped to cap * tanh(score / cap)."""
     batch, q_len, heads, dim = q.shape
     page_size = kv.shape[1]
     q64 = q.double()
@@ -67,6 +68,8 @@ def ref_decode(q, kv, table, lens, scale, dv=LATENT, causal=True):
         pages = table[b, :-(-length // page_size)].long().to(q.device)
         rows = kv[pages].reshape(-1, dim)[:length].double()
         scores = torch.einsum("shd,ld->shl", q64[b], rows) * scale
+        if cap is not None:
+            scores = cap * torch.tanh(scores / cap)
         limit = torch.full((q_len,), length, device=q.device)
         if causal:
             limit = length - q_len + torch.arange(q_len, device=q.device) + 1
@@ -104,6 +107,18 @@ def assert_close(o, lse, ref_o, ref_lse):
 
 
 # -- the launchers on GPU arrays ------------------------------------------
+
+
+def test_rank_zero_variant_input_on_cuda(device):
+    """A variant input of rank 0 (decode_softcap_input.mlir's `cap`) as a
+    torch tensor of shape (), two values, each against its reference."""
+    rng = np.random.default_rng(11)
+    k = mla.load_kernel(device, source=gpu_packages.sources()[0])
+    q, kv, table, lens = paged(rng, [5, 70, 0], 64)
+    for cap in (12.5, 3.0):
+        o, lse = k.decode(q, kv, table, lens, 0.5,
+                          cap=torch.tensor(cap, device=CUDA))
+        assert_close(o, lse, *ref_decode(q, kv, table, lens, 0.5, cap=cap))
 
 
 @pytest.mark.parametrize("validate", [True, "shapes", False])
