@@ -420,18 +420,33 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
         elems.push_back(castFloat(b, prob[nb][st2 * be + e], elem));
       pFrag[nb].push_back(vector::FromElementsOp::create(b, fragType, elems));
     }
-  for (int64_t md = 0; md < p.dvBlocks(); ++md) {
-    Value vCol = addConst(b, aRow, md * mi.m);
-    for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2) {
-      SmallVector<Value> elems;
-      for (int64_t e = 0; e < mi.a.elems; ++e)
-        elems.push_back(memref::LoadOp::create(b, op.getV(),
-                                               ValueRange{vKey[st2][e], vCol}));
-      Value a = vector::FromElementsOp::create(b, fragType, elems);
-      for (int64_t nb = 0; nb < p.qBlocks; ++nb)
-        o[oIndex(md, nb)] =
-            em.multiply(b, a, pFrag[nb][st2], o[oIndex(md, nb)]);
+  // The V operands of kPvGroup value blocks are read before their products,
+  // so that one wait for the LDS covers several reads: with 2, gfx942's
+  // decode key loop (H=16, page 1) has 572 instructions per 32-key tile
+  // instead of 601 (58 s_waitcnt instead of 87), gfx90a's 568 instead of
+  // 595, gfx950's 546 instead of 574 (mla-compile --report, 2026-12-02; 3
+  // and 4 help gfx950 more and gfx942 less).
+  constexpr int64_t kPvGroup = 2;
+  for (int64_t md0 = 0; md0 < p.dvBlocks(); md0 += kPvGroup) {
+    const int64_t mdEnd = std::min(p.dvBlocks(), md0 + kPvGroup);
+    SmallVector<SmallVector<Value>> aFrag;
+    for (int64_t md = md0; md < mdEnd; ++md) {
+      Value vCol = addConst(b, aRow, md * mi.m);
+      aFrag.emplace_back();
+      for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2) {
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < mi.a.elems; ++e)
+          elems.push_back(memref::LoadOp::create(
+              b, op.getV(), ValueRange{vKey[st2][e], vCol}));
+        aFrag.back().push_back(
+            vector::FromElementsOp::create(b, fragType, elems));
+      }
     }
+    for (int64_t md = md0; md < mdEnd; ++md)
+      for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2)
+        for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+          o[oIndex(md, nb)] = em.multiply(b, aFrag[md - md0][st2],
+                                          pFrag[nb][st2], o[oIndex(md, nb)]);
   }
   // The next iteration's copies overwrite the K and V tiles.
   gpu::BarrierOp::create(b);
