@@ -149,19 +149,25 @@ LogicalResult checkWgmmaRequest(Operation *op, Type elem, bool masked,
 
 /// The register step (GPU/RegisterStep.h) of `shape`, when the chip's
 /// matrix instructions take it and the workgroup's tiles fit its shared
-/// memory / LDS.
+/// memory / LDS; else failure, with the reason in `whyNot` when given.
 FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch,
                                          const StepShape &shape, bool values,
-                                         int64_t *bytes) {
+                                         int64_t *bytes,
+                                         std::string *whyNot = nullptr) {
   FailureOr<RegisterStepPlan> p =
-      planRegisterStep(shape, arch.matrixInstrs, arch.warpSize);
+      planRegisterStep(shape, arch.matrixInstrs, arch.warpSize, whyNot);
   if (failed(p))
     return failure();
   *bytes = registerStepTileBytes(shape.rows, shape.tile, shape.dim, shape.dv,
                                  shape.elem.getIntOrFloatBitWidth() / 8,
                                  /*stages=*/1, values, p->combineBytes());
-  if (*bytes > arch.sharedBytes)
+  if (*bytes > arch.sharedBytes) {
+    if (whyNot)
+      *whyNot = "its tiles need " + std::to_string(*bytes) +
+                " bytes of LDS, more than the chip's " +
+                std::to_string(arch.sharedBytes);
     return failure();
+  }
   return p;
 }
 
@@ -179,14 +185,9 @@ void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
                   op.getLatentDim(),
                   attr.getWarps()};
   std::string why;
-  if (succeeded(
-          planRegisterStep(shape, arch.matrixInstrs, arch.warpSize, &why))) {
-    int64_t bytes;
-    if (succeeded(registerPlan(arch, shape, /*values=*/false, &bytes)))
-      return;
-    why = "its tiles need " + std::to_string(bytes) + " bytes of LDS, more " +
-          "than the chip's " + std::to_string(arch.sharedBytes);
-  }
+  int64_t bytes;
+  if (succeeded(registerPlan(arch, shape, /*values=*/false, &bytes, &why)))
+    return;
   op.emitWarning() << "config " << attr
                    << ": the register attention step cannot run it (" << why
                    << "); the step through LDS is used instead (more LDS, "
