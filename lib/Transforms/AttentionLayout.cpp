@@ -2,8 +2,13 @@
 #include "AttentionLayout.h"
 #include "Utils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -37,15 +42,22 @@ int64_t mla::paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes) {
 int64_t mla::registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
                                    int64_t dv, int64_t elemBytes,
                                    int64_t stages, bool separateValues,
+                                   bool queryTile, bool accTile,
                                    int64_t extra) {
-  int64_t q = paddedTileBytes(rows, dim, elemBytes);
+  int64_t q = queryTile ? paddedTileBytes(rows, dim, elemBytes) : 0;
   int64_t kv = stages * paddedTileBytes(keys, dim, elemBytes);
   if (separateValues)
     kv += stages * paddedTileBytes(keys, dv, elemBytes);
-  int64_t acc = paddedTileBytes(rows, dv, 4);
+  int64_t acc = accTile ? paddedTileBytes(rows, dv, 4) : 0;
   int64_t operands = stages == 1 ? std::max({q, kv, acc}) : q + kv + acc;
   return operands + 3 * alignedBytes(rows * 4) +
          alignedBytes(stages * keys * 4) + alignedBytes(extra);
+}
+
+bool mla::decodeQueriesInPlace(int64_t qLen) { return qLen == 1; }
+
+int64_t mla::finishWidth(int64_t dv) {
+  return std::min<int64_t>(4, vectorWidthFor(dv));
 }
 
 int64_t mla::stepOperandBytes(int64_t queryRows, int64_t keyRows, int64_t dim,
@@ -92,4 +104,58 @@ StepScratch mla::allocateStepScratch(AttentionStepOp op, bool scores,
     s.corr = memref::AllocaOp::create(b, MemRefType::get({rows}, f32));
   }
   return s;
+}
+
+void mla::stageStepQueries(AttentionStepOp op) {
+  Value q = op.getQ();
+  if (stateBuffer(q))
+    return;
+  const int64_t rows = op.getRows(), dim = op.getHeadDim();
+  Type elem = op.getElementType();
+  ImplicitLocOpBuilder top = builderAtGridTop(op.getLoc(), op->getBlock());
+  Value tile = paddedTile(top, rows, dim, elem);
+  // Right after the view (or at the top of the grid for an argument).
+  ImplicitLocOpBuilder b = top;
+  if (Operation *def = q.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  const int64_t vw = vectorWidthFor(dim);
+  auto vecType = VectorType::get({vw}, elem);
+  Value cVw = indexConst(b, vw);
+  // Through a unit-stride subview the copy reads the view's source (e.g.
+  // the kernel's q argument, whose layout NVIDIA's alignment marking
+  // knows), at the view's offsets.
+  auto view = q.getDefiningOp<memref::SubViewOp>();
+  if (view && !llvm::all_of(view.getStaticStrides(),
+                            [](int64_t st) { return st == 1; }))
+    view = nullptr;
+  parallelFor(
+      b, {indexConst(b, rows), indexConst(b, dim / vw)},
+      [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+        Value d = arith::MulIOp::create(ib, iv[1], cVw);
+        Value v;
+        if (!view) {
+          v = vector::LoadOp::create(ib, vecType, q, ValueRange{iv[0], d});
+        } else {
+          llvm::SmallBitVector dropped = view.getDroppedDims();
+          SmallVector<Value> at;
+          Value local[2] = {iv[0], d};
+          int64_t next = 0;
+          for (auto [i, off] : llvm::enumerate(view.getMixedOffsets())) {
+            Value offset =
+                getValueOrCreateConstantIndexOp(ib, ib.getLoc(), off);
+            if (dropped.test(i)) {
+              at.push_back(offset);
+              continue;
+            }
+            Value x = local[next++];
+            at.push_back(
+                isConstantIntValue(off, 0)
+                    ? x
+                    : arith::AddIOp::create(ib, offset, x).getResult());
+          }
+          v = vector::LoadOp::create(ib, vecType, view.getSource(), at);
+        }
+        vector::StoreOp::create(ib, v, tile, ValueRange{iv[0], d});
+      });
+  op.getQMutable().assign(tile);
 }

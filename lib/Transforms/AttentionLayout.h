@@ -48,13 +48,34 @@ int64_t stepOperandBytes(int64_t queryRows, int64_t keyRows, int64_t dim,
 /// The tiles of an attention workgroup (mla-tile's allocateTiles and the
 /// paging's page numbers) whose step runs in registers: the query tile,
 /// `stages` key (and, when `separateValues`, value) tiles, the f32
-/// accumulator and the row state, plus `extra` bytes of the step's own
-/// scratch. With one stage the query tile (read into registers before the
-/// key loop) and the accumulator (written after it) share the key tiles'
-/// memory.
+/// accumulator when `accTile` (the step's waves combine through it; else
+/// mla.attention_finish is lowered from the registers) and the row state,
+/// plus `extra` bytes of the step's own scratch. With one stage the query
+/// tile (read into registers before the key loop) and the accumulator
+/// (written after it) share the key tiles' memory.
 int64_t registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
                               int64_t dv, int64_t elemBytes, int64_t stages,
-                              bool separateValues, int64_t extra);
+                              bool separateValues, bool queryTile, bool accTile,
+                              int64_t extra);
+
+/// Whether a decode's attention step reads its queries in place: with one
+/// query position (`qLen` 1) a head group's rows are the 2-D strided view
+/// q[b, 0, heads of the group, :], which mla-tile hands to the step
+/// instead of a staged tile. Lowerings that need the queries in fast
+/// memory copy them into a tile themselves (stageStepQueries); AMD's
+/// register step reads them into registers from global memory, so that no
+/// query tile takes LDS (`queryTile` false in registerStepTileBytes).
+bool decodeQueriesInPlace(int64_t qLen);
+
+/// Gives `op` a query tile in fast memory when its queries are not one: a
+/// padded tile at the top of the grid, filled by a parallel copy right
+/// after the view is made (where mla-tile's staging would be).
+void stageStepQueries(AttentionStepOp op);
+
+/// The value columns of one block of mla.attention_finish (`width`): 4,
+/// the run of consecutive value columns a lane of the register step holds
+/// in each output accumulator (or fewer where `dv` needs).
+int64_t finishWidth(int64_t dv);
 
 /// Alignment of a tile in the 128-byte swizzled layout of warpgroup MMA
 /// (the swizzle repeats every 8 rows of 128 bytes; NVIDIA/Wgmma.h).

@@ -21,7 +21,10 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -170,18 +173,87 @@ OnlineSoftmaxOp mla::decomposeAttentionStep(AttentionStepOp op) {
   return sm;
 }
 
+FinishFactors mla::finishFactors(ImplicitLocOpBuilder &b, Value m, Value l,
+                                 Value scale) {
+  Value zeroF = f32Const(b, 0.0);
+  Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l, zeroF);
+  Value safeL = arith::SelectOp::create(b, empty, f32Const(b, 1.0), l);
+  Value inv = arith::DivFOp::create(b, scale ? scale : f32Const(b, 1.0), safeL);
+  Value lse = arith::MulFOp::create(
+      b, arith::AddFOp::create(b, m, math::Log2Op::create(b, safeL)),
+      f32Const(b, llvm::numbers::ln2));
+  Value negInf = f32Const(b, -std::numeric_limits<double>::infinity());
+  return {arith::SelectOp::create(b, empty, zeroF, inv),
+          arith::SelectOp::create(b, empty, negInf, lse)};
+}
+
+void mla::expandAttentionFinish(AttentionFinishOp op) {
+  // Each iteration reads `chunk` accumulator columns (as wide as the old
+  // epilogue's vectors) and runs the output region on each of its blocks.
+  const int64_t width = op.getWidth(), dv = op.getValueDim();
+  int64_t chunk = width;
+  while (chunk * 2 <= 16 && dv % (chunk * 2) == 0)
+    chunk *= 2;
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  auto chunkType = VectorType::get({chunk}, b.getF32Type());
+  Value c0 = indexConst(b, 0), cChunk = indexConst(b, chunk);
+  parallelFor(
+      b, {indexConst(b, op.getRows()), indexConst(b, dv / chunk)},
+      [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+        Value row = iv[0];
+        Value col = arith::MulIOp::create(rb, iv[1], cChunk);
+        Value scale = op.getScale() ? memref::LoadOp::create(rb, op.getScale(),
+                                                             ValueRange{row})
+                                          .getResult()
+                                    : Value();
+        FinishFactors f = finishFactors(
+            rb, memref::LoadOp::create(rb, op.getM(), ValueRange{row}),
+            memref::LoadOp::create(rb, op.getL(), ValueRange{row}), scale);
+        Value acc = vector::LoadOp::create(rb, chunkType, op.getAcc(),
+                                           ValueRange{row, col});
+        Value o = arith::MulFOp::create(
+            rb, acc, vector::BroadcastOp::create(rb, chunkType, f.inv));
+        for (int64_t i = 0; i < chunk; i += width) {
+          Value part = o;
+          if (width != chunk)
+            part = sliceVector(rb, o, i, width);
+          inlineRegion(rb, op.getOutput(),
+                       {row,
+                        i == 0
+                            ? col
+                            : arith::AddIOp::create(rb, col, indexConst(rb, i))
+                                  .getResult(),
+                        part});
+        }
+        Value first =
+            arith::CmpIOp::create(rb, arith::CmpIPredicate::eq, iv[1], c0);
+        scf::IfOp::create(rb, first, [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          inlineRegion(ib, op.getLseBody(), {row, f.lse});
+          scf::YieldOp::create(ib);
+        });
+      });
+  op.erase();
+}
+
 namespace {
 struct ExpandSoftmaxPass
     : public mla::impl::MLAExpandSoftmaxBase<ExpandSoftmaxPass> {
   void runOnOperation() override {
     SmallVector<AttentionStepOp> steps;
     getOperation().walk([&](AttentionStepOp op) { steps.push_back(op); });
-    for (AttentionStepOp op : steps)
+    for (AttentionStepOp op : steps) {
+      stageStepQueries(op);
       decomposeAttentionStep(op);
+    }
     SmallVector<OnlineSoftmaxOp> ops;
     getOperation().walk([&](OnlineSoftmaxOp op) { ops.push_back(op); });
     for (OnlineSoftmaxOp op : ops)
       expandOnlineSoftmax(op);
+    SmallVector<AttentionFinishOp> finishes;
+    getOperation().walk([&](AttentionFinishOp op) { finishes.push_back(op); });
+    for (AttentionFinishOp op : finishes)
+      expandAttentionFinish(op);
   }
 };
 } // namespace

@@ -4,6 +4,8 @@
 
 #include "mla/Dialect/MLA/IR/MLA.h"
 
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
 namespace mla {
 
 /// Replaces `op` by four scf.parallel phases (see mla-expand-softmax). Its
@@ -16,6 +18,20 @@ void expandOnlineSoftmax(OnlineSoftmaxOp op);
 /// P·V) over the score, probability and correction tiles it allocates
 /// (allocateStepScratch); returns the online softmax.
 OnlineSoftmaxOp decomposeAttentionStep(AttentionStepOp op);
+
+/// The per-row factors of mla.attention_finish from a row's m, l and scale
+/// (f32 values; `scale` may be null): `inv` = scale / l and `lse` = (m +
+/// log2 l) · ln 2, or 0 and -inf for a row that saw no key (l = 0).
+struct FinishFactors {
+  mlir::Value inv, lse;
+};
+FinishFactors finishFactors(mlir::ImplicitLocOpBuilder &b, mlir::Value m,
+                            mlir::Value l, mlir::Value scale);
+
+/// Replaces `op` by one scf.parallel over (row, column block) that reads
+/// the accumulator and runs the output region, the lse region on the
+/// first block of each row.
+void expandAttentionFinish(AttentionFinishOp op);
 
 } // namespace mla
 

@@ -152,7 +152,7 @@ LogicalResult checkWgmmaRequest(Operation *op, Type elem, bool masked,
 /// memory / LDS; else failure, with the reason in `whyNot` when given.
 FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch,
                                          const StepShape &shape, bool values,
-                                         int64_t *bytes,
+                                         bool queryTile, int64_t *bytes,
                                          std::string *whyNot = nullptr) {
   FailureOr<RegisterStepPlan> p =
       planRegisterStep(shape, arch.matrixInstrs, arch.warpSize, whyNot);
@@ -160,7 +160,9 @@ FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch,
     return failure();
   *bytes = registerStepTileBytes(shape.rows, shape.tile, shape.dim, shape.dv,
                                  shape.elem.getIntOrFloatBitWidth() / 8,
-                                 /*stages=*/1, values, p->combineBytes());
+                                 /*stages=*/1, values, queryTile,
+                                 /*accTile=*/!p->finishInRegisters,
+                                 p->combineBytes());
   if (*bytes > arch.sharedBytes) {
     if (whyNot)
       *whyNot = "its tiles need " + std::to_string(*bytes) +
@@ -186,7 +188,9 @@ void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
                   attr.getWarps()};
   std::string why;
   int64_t bytes;
-  if (succeeded(registerPlan(arch, shape, /*values=*/false, &bytes, &why)))
+  if (succeeded(registerPlan(arch, shape, /*values=*/false,
+                             !decodeQueriesInPlace(op.getQLen()), &bytes,
+                             &why)))
     return;
   op.emitWarning() << "config " << attr
                    << ": the register attention step cannot run it (" << why
@@ -197,8 +201,11 @@ void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
 /// Decode on the register step (AMD): all H x Sq query rows of a request in
 /// one workgroup where the tiles fit (up to 64 rows, so that the KV range
 /// is read ceil(H·Sq / rows) times), then the largest key tile, then the
-/// most waves. On gfx942 (64 KiB LDS) the f32 accumulator tile limits a
-/// workgroup to 16 rows of 512 values; gfx950 (160 KiB) takes 64.
+/// most waves. The tiles are the register step's (registerStepTileBytes):
+/// no query tile where the queries are read in place (Sq = 1), no
+/// accumulator tile where the plan's finish is in registers (one key
+/// wave). On gfx942 (64 KiB LDS) H=128 takes 64 rows on four waves, H=16
+/// Sq=2 32 rows on two; gfx950 (160 KiB) 64-key tiles.
 std::optional<ConfigFields> registerStepDecodeConfig(DecodeOp op,
                                                      const ArchInfo &arch) {
   if (!op.getMask().empty())
@@ -214,7 +221,8 @@ std::optional<ConfigFields> registerStepDecodeConfig(DecodeOp op,
         if (succeeded(registerPlan(arch,
                                    {elem, group * sq, op.getHeadDim(), tileKv,
                                     op.getLatentDim(), waves},
-                                   /*values=*/false, &bytes)))
+                                   /*values=*/false, !decodeQueriesInPlace(sq),
+                                   &bytes)))
           return ConfigFields{tileKv,       /*kvSplits=*/8,    group, waves,
                               /*stages=*/1, arch.minWorkgroups};
       }
@@ -364,7 +372,7 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch, bool wgmmaOk) {
       int64_t bytes;
       if (succeeded(registerPlan(
               arch, {elem, tileQ, op.getQkDim(), tileKv, op.getVDim(), warps},
-              /*values=*/true, &bytes)))
+              /*values=*/true, /*queryTile=*/true, &bytes)))
         return {tileKv, 1, 1, warps, /*stages=*/1, 0, tileQ};
     }
   ConfigFields cfg{/*tileKv=*/32, 1, 1, /*warps=*/4, 1, 0,

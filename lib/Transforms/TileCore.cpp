@@ -353,8 +353,9 @@ void emitOnlineSoftmax(
 }
 
 /// A sink logit joins each row's softmax denominator: with z the logit in
-/// the log2 domain, m' = max(m, z), l' = l · 2^(m - m') + 2^(z - m'), and the
-/// accumulator is rescaled by 2^(m - m') (0 for a row that saw no key).
+/// the log2 domain, m' = max(m, z), l' = l · 2^(m - m') + 2^(z - m'), and
+/// the accumulator's correction 2^(m - m') (0 for a row that saw no key)
+/// goes to `t.rowScratch` for the finish's scale.
 void applySink(ImplicitLocOpBuilder &g, const AttentionTiles &t,
                const Variants &variants) {
   Value negInf = f32Const(g, kNegInf), zeroF = f32Const(g, 0.0);
@@ -381,46 +382,34 @@ void applySink(ImplicitLocOpBuilder &g, const AttentionTiles &t,
         memref::StoreOp::create(rb, lNew, t.lBuf, ValueRange{row});
         memref::StoreOp::create(rb, corr, t.rowScratch, ValueRange{row});
       });
-  const int64_t vw = vectorWidthFor(t.dv);
-  auto vecType = VectorType::get({vw}, g.getF32Type());
-  parallelFor(g, {indexConst(g, t.rows), indexConst(g, t.dv / vw)},
-              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-                Value d = arith::MulIOp::create(rb, iv[1], indexConst(rb, vw));
-                Value corr =
-                    memref::LoadOp::create(rb, t.rowScratch, ValueRange{iv[0]});
-                Value a = vector::LoadOp::create(rb, vecType, t.acc,
-                                                 ValueRange{iv[0], d});
-                vector::StoreOp::create(
-                    rb,
-                    arith::MulFOp::create(
-                        rb, a, vector::BroadcastOp::create(rb, vecType, corr)),
-                    t.acc, ValueRange{iv[0], d});
-              });
 }
 
-RowResult normalisedRow(ImplicitLocOpBuilder &rb, const AttentionTiles &t,
-                        Value row, Value d, int64_t vw) {
-  Value zeroF = f32Const(rb, 0.0);
-  Value l = memref::LoadOp::create(rb, t.lBuf, ValueRange{row});
-  Value empty = arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, l, zeroF);
-  Value safeL = arith::SelectOp::create(rb, empty, f32Const(rb, 1.0), l);
-  Value inv = arith::SelectOp::create(
-      rb, empty, zeroF, arith::DivFOp::create(rb, f32Const(rb, 1.0), safeL));
-  auto accVec = VectorType::get({vw}, rb.getF32Type());
-  Value a = vector::LoadOp::create(rb, accVec, t.acc, ValueRange{row, d});
-  Value scaled = arith::MulFOp::create(
-      rb, a, vector::BroadcastOp::create(rb, accVec, inv));
-  return {scaled, safeL, empty};
-}
-
-/// lse = (m + log2 l) * ln 2, or -inf for a row that saw no key.
-Value rowLse(ImplicitLocOpBuilder &ib, const AttentionTiles &t, Value row,
-             const RowResult &r) {
-  Value m = memref::LoadOp::create(ib, t.mBuf, ValueRange{row});
-  Value lse = arith::MulFOp::create(
-      ib, arith::AddFOp::create(ib, m, math::Log2Op::create(ib, r.safeL)),
-      f32Const(ib, kLn2));
-  return arith::SelectOp::create(ib, r.empty, f32Const(ib, kNegInf), lse);
+void emitFinish(
+    ImplicitLocOpBuilder &g, const AttentionTiles &t, bool sunk,
+    function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)> output,
+    function_ref<void(ImplicitLocOpBuilder &, Value, Value)> lse) {
+  auto fin = AttentionFinishOp::create(g, t.acc, t.mBuf, t.lBuf,
+                                       sunk ? t.rowScratch : Value(),
+                                       g.getI64IntegerAttr(finishWidth(t.dv)));
+  Type idx = g.getIndexType(), f32 = g.getF32Type();
+  Location loc = g.getLoc();
+  {
+    OpBuilder::InsertionGuard guard(g);
+    Block *body = g.createBlock(
+        &fin.getOutput(), {},
+        {idx, idx, VectorType::get({finishWidth(t.dv)}, f32)}, {loc, loc, loc});
+    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockEnd(loc, body);
+    output(eb, body->getArgument(0), body->getArgument(1),
+           body->getArgument(2));
+    YieldOp::create(eb, ValueRange{});
+  }
+  {
+    OpBuilder::InsertionGuard guard(g);
+    Block *body = g.createBlock(&fin.getLseBody(), {}, {idx, f32}, {loc, loc});
+    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockEnd(loc, body);
+    lse(eb, body->getArgument(0), body->getArgument(1));
+    YieldOp::create(eb, ValueRange{});
+  }
 }
 
 } // namespace mla::tiling

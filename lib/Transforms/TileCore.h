@@ -110,24 +110,22 @@ void emitOnlineSoftmax(
         loadTiles,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> visibleEnd);
 
-/// A sink logit joins each row's softmax denominator.
+/// A sink logit joins each row's softmax denominator: m and l are updated
+/// and the accumulator's correction is left in `t.rowScratch`, the scale
+/// of the mla.attention_finish that follows.
 void applySink(ImplicitLocOpBuilder &g, const AttentionTiles &t,
                const Variants &variants);
 
-/// The normalised output chunk of `row` (acc[row, d : d + vw] / l, 0 for a
-/// row that saw no key) and, through `writeLse`, its natural-log LSE
-/// (-inf for such a row).
-struct RowResult {
-  Value scaled; // vector<vw x f32>
-  Value safeL, empty;
-};
-
-RowResult normalisedRow(ImplicitLocOpBuilder &rb, const AttentionTiles &t,
-                        Value row, Value d, int64_t vw);
-
-/// lse = (m + log2 l) * ln 2, or -inf for a row that saw no key.
-Value rowLse(ImplicitLocOpBuilder &ib, const AttentionTiles &t, Value row,
-             const RowResult &r);
+/// The mla.attention_finish of the tiles' state after the key loop (with
+/// the sink's correction as its scale when `sunk`): `output(b, row, col,
+/// o)` stores a block of `finishWidth(t.dv)` (AttentionLayout.h)
+/// normalised values, `lse(b, row, lse)` a row's natural-log LSE; each
+/// builds its region's body.
+void emitFinish(
+    ImplicitLocOpBuilder &g, const AttentionTiles &t, bool sunk,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)>
+        output,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)> lse);
 
 /// The mla-tile rewrites of each semantic op (TileDecode.cpp,
 /// TilePrefill.cpp, TileMerge.cpp, TileChunkPlan.cpp).

@@ -98,34 +98,31 @@ SplitRange splitKeyRange(ImplicitLocOpBuilder &g, DecodeOp op, Value req,
 }
 
 /// The normalised rows of one key range (o = acc / l) and their LSE into
-/// the workspaces, at `partAt(i, head)` (then the value column for o).
+/// the workspaces, at `partAt(i, head)` (then the value column for o): the
+/// tiles' mla.attention_finish (with the sink's scale when `sunk`).
 void writePartial(
     ImplicitLocOpBuilder &g, const AttentionTiles &t, Value headBase,
-    int64_t sq, int64_t group, Value wsO, Value wsL,
+    int64_t group, bool sunk, Value wsO, Value wsL,
     function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, Value)>
         partAt) {
-  const int64_t vw = vectorWidthFor(t.dv);
-  Value cVw = indexConst(g, vw), c0 = indexConst(g, 0);
   Value cGroup = indexConst(g, group);
-  parallelFor(g, {indexConst(g, sq), cGroup, indexConst(g, t.dv / vw)},
-              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-                Value i = iv[0], row = tileRow(rb, cGroup, iv[0], iv[1]);
-                Value head = arith::AddIOp::create(rb, headBase, iv[1]);
-                Value d = arith::MulIOp::create(rb, iv[2], cVw);
-                RowResult r = normalisedRow(rb, t, row, d, vw);
-                SmallVector<Value> at = partAt(rb, i, head);
-                SmallVector<Value> atD(at);
-                atD.push_back(d);
-                vector::StoreOp::create(rb, r.scaled, wsO, atD);
-                // One iteration per row writes the LSE.
-                Value first = arith::CmpIOp::create(
-                    rb, arith::CmpIPredicate::eq, iv[2], c0);
-                scf::IfOp::create(rb, first, [&](OpBuilder &nb, Location loc) {
-                  ImplicitLocOpBuilder ib(loc, nb);
-                  memref::StoreOp::create(ib, rowLse(ib, t, row, r), wsL, at);
-                  scf::YieldOp::create(ib);
-                });
-              });
+  // Row i * group + hh: query i, head headBase + hh.
+  auto at = [&](ImplicitLocOpBuilder &rb, Value row) {
+    Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
+    Value hh = group == 1 ? indexConst(rb, 0)
+                          : arith::RemUIOp::create(rb, row, cGroup);
+    return partAt(rb, i, arith::AddIOp::create(rb, headBase, hh));
+  };
+  emitFinish(
+      g, t, sunk,
+      [&](ImplicitLocOpBuilder &rb, Value row, Value col, Value o) {
+        SmallVector<Value> atD = at(rb, row);
+        atD.push_back(col);
+        vector::StoreOp::create(rb, o, wsO, atD);
+      },
+      [&](ImplicitLocOpBuilder &rb, Value row, Value lse) {
+        memref::StoreOp::create(rb, lse, wsL, at(rb, row));
+      });
 }
 
 /// One key range [start, end) of request `req` for the head group at
@@ -153,18 +150,33 @@ void emitKeyRange(
   };
   initSoftmaxState(g, t);
 
-  // Stage this group's queries.
-  auto qVec = VectorType::get({qvw}, elem);
-  Value cQvw = indexConst(g, qvw);
-  parallelFor(g, {cSq, cGroup, indexConst(g, dim / qvw)},
-              [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-                Value head = arith::AddIOp::create(ib, headBase, iv[1]);
-                Value d = arith::MulIOp::create(ib, iv[2], cQvw);
-                Value v = vector::LoadOp::create(
-                    ib, qVec, op.getQ(), ValueRange{req, iv[0], head, d});
-                vector::StoreOp::create(ib, v, t.qTile,
-                                        ValueRange{rowOf(ib, iv[0], iv[1]), d});
-              });
+  // This group's queries: in place (AttentionLayout.h) or staged.
+  AttentionTiles tiles = t;
+  if (decodeQueriesInPlace(sq)) {
+    auto qType = cast<MemRefType>(op.getQ().getType());
+    SmallVector<OpFoldResult> offsets = {req, g.getIndexAttr(0), headBase,
+                                         g.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {g.getIndexAttr(1), g.getIndexAttr(1),
+                                       g.getIndexAttr(group),
+                                       g.getIndexAttr(dim)};
+    SmallVector<OpFoldResult> strides(4, g.getIndexAttr(1));
+    auto viewType = memref::SubViewOp::inferRankReducedResultType(
+        {group, dim}, qType, offsets, sizes, strides);
+    tiles.qTile = memref::SubViewOp::create(g, cast<MemRefType>(viewType),
+                                            op.getQ(), offsets, sizes, strides);
+  } else {
+    auto qVec = VectorType::get({qvw}, elem);
+    Value cQvw = indexConst(g, qvw);
+    parallelFor(g, {cSq, cGroup, indexConst(g, dim / qvw)},
+                [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                  Value head = arith::AddIOp::create(ib, headBase, iv[1]);
+                  Value d = arith::MulIOp::create(ib, iv[2], cQvw);
+                  Value v = vector::LoadOp::create(
+                      ib, qVec, op.getQ(), ValueRange{req, iv[0], head, d});
+                  vector::StoreOp::create(
+                      ib, v, t.qTile, ValueRange{rowOf(ib, iv[0], iv[1]), d});
+                });
+  }
 
   // Row i * group + hh: request req, head headBase + hh, query position
   // len - sq + i.
@@ -179,7 +191,7 @@ void emitKeyRange(
   };
   Value end = kr.end;
   emitOnlineSoftmax(
-      g, t, kr.start, end, op.getScale(), variants,
+      g, tiles, kr.start, end, op.getScale(), variants,
       [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile, Value) {
         LoadKVTileOp::create(tb, op.getKv(), op.getBlockTable(), req, t0, end,
                              kTile);
@@ -193,12 +205,16 @@ void emitKeyRange(
   // The sink joins the denominator once per row: in the first range's
   // part, which the merge weighs by its LSE like any other.
   if (variants.sink) {
+    // The finish's scale: the sink's correction in the first range, 1 in
+    // the others.
+    fillBuffer(g, t.rowScratch, 1.0);
     auto first = scf::IfOp::create(g, kr.first, /*withElseRegion=*/false);
     ImplicitLocOpBuilder sb(op.getLoc(), first.thenBlock()->getTerminator());
     applySink(sb, t, variants);
   }
   // Epilogue: normalise and write this range's partial result.
-  writePartial(g, t, headBase, sq, group, wsO, wsL, partAt);
+  writePartial(g, t, headBase, group, variants.sink != nullptr, wsO, wsL,
+               partAt);
 }
 
 /// The tiles of one decode workgroup (values are the first `dv` columns of

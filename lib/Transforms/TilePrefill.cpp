@@ -62,7 +62,6 @@ LogicalResult tilePrefill(PrefillOp op) {
   const bool causal = op.getCausal();
   Type elem = op.getQ().getType().getElementType();
   Type outElem = op.getO().getType().getElementType();
-  const int64_t vw = vectorWidthFor(dv);
 
   Value c1 = indexConst(b, 1);
   // Folded where the extents are static: the launch plan takes constants
@@ -164,29 +163,28 @@ LogicalResult tilePrefill(PrefillOp op) {
       applySink(g, t, variants);
 
     // Epilogue: rows of this tile that are queries write o and lse.
-    Value cVw = indexConst(g, vw);
-    parallelFor(
-        g, {cTileQ, indexConst(g, dv / vw)},
-        [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-          Value row = iv[0];
-          Value isQuery = arith::CmpIOp::create(rb, arith::CmpIPredicate::slt,
-                                                row, rowsValid);
-          scf::IfOp::create(rb, isQuery, [&](OpBuilder &nb, Location loc) {
-            ImplicitLocOpBuilder ib(loc, nb);
-            Value d = arith::MulIOp::create(ib, iv[1], cVw);
-            Value token = arith::AddIOp::create(ib, firstRow, row);
-            RowResult r = normalisedRow(ib, t, row, d, vw);
-            vector::StoreOp::create(ib, castFloat(ib, r.scaled, outElem),
-                                    op.getO(), ValueRange{token, head, d});
-            Value first =
-                arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, iv[1], c0);
-            scf::IfOp::create(ib, first, [&](OpBuilder &nb2, Location loc2) {
-              ImplicitLocOpBuilder jb(loc2, nb2);
-              memref::StoreOp::create(jb, rowLse(jb, t, row, r), op.getLse(),
-                                      ValueRange{head, token});
-              scf::YieldOp::create(jb);
-            });
-            scf::YieldOp::create(ib);
+    auto ifQuery = [&](ImplicitLocOpBuilder &rb, Value row,
+                       function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+      Value isQuery =
+          arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, row, rowsValid);
+      scf::IfOp::create(rb, isQuery, [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        body(ib, arith::AddIOp::create(ib, firstRow, row));
+        scf::YieldOp::create(ib);
+      });
+    };
+    emitFinish(
+        g, t, variants.sink != nullptr,
+        [&](ImplicitLocOpBuilder &rb, Value row, Value col, Value o) {
+          ifQuery(rb, row, [&](ImplicitLocOpBuilder &ib, Value token) {
+            vector::StoreOp::create(ib, castFloat(ib, o, outElem), op.getO(),
+                                    ValueRange{token, head, col});
+          });
+        },
+        [&](ImplicitLocOpBuilder &rb, Value row, Value lse) {
+          ifQuery(rb, row, [&](ImplicitLocOpBuilder &ib, Value token) {
+            memref::StoreOp::create(ib, lse, op.getLse(),
+                                    ValueRange{head, token});
           });
         });
   }

@@ -145,6 +145,13 @@ SmallVector<Value> inlineRegion(ImplicitLocOpBuilder &b, Region &region,
   return results;
 }
 
+Value sliceVector(ImplicitLocOpBuilder &b, Value v, int64_t first, int64_t n) {
+  SmallVector<int64_t> mask;
+  for (int64_t i = 0; i < n; ++i)
+    mask.push_back(first + i);
+  return vector::ShuffleOp::create(b, v, v, mask);
+}
+
 std::string typeName(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -68,6 +68,11 @@ llvm::SmallVector<mlir::Value> inlineRegion(mlir::ImplicitLocOpBuilder &b,
                                             mlir::Region &region,
                                             mlir::ValueRange args);
 
+/// Elements [first, first + n) of a 1-D vector, as a vector.shuffle (which
+/// every target's LLVM conversion takes).
+mlir::Value sliceVector(mlir::ImplicitLocOpBuilder &b, mlir::Value v,
+                        int64_t first, int64_t n);
+
 /// A type as the manifest writes it (bf16, f16, f32, ...).
 std::string typeName(mlir::Type t);
 

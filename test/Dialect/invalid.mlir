@@ -592,7 +592,7 @@ func.func @variant_vector_op(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %
 // -----
 
 func.func @variant_yield_outside(%x: f32) {
-  // expected-error @+1 {{'mla.yield' op expects parent op to be one of 'mla.decode, mla.prefill, mla.online_softmax, mla.attention_step'}}
+  // expected-error @+1 {{'mla.yield' op expects parent op to be one of 'mla.decode, mla.prefill, mla.online_softmax, mla.attention_step, mla.attention_finish'}}
   mla.yield %x : f32
 }
 
@@ -747,6 +747,90 @@ func.func @step_region(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memre
   ^bb0(%r: index, %c: index, %x: f32):
     // expected-error @+1 {{the 'body' region must yield ('f32', 'i1'), got ('f32')}}
     mla.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @finish_width(%acc: memref<16x6xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_finish' op width 4 does not divide the 6 accumulator columns}}
+  mla.attention_finish %acc state(%m, %l) width 4 : memref<16x6xf32>, memref<16xf32>, memref<16xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<4xf32>):
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %x: f32):
+    mla.yield
+  }
+  return
+}
+
+// -----
+
+func.func @finish_rows(%acc: memref<16x8xf32>, %m: memref<16xf32>, %l: memref<8xf32>) {
+  // expected-error @+1 {{'mla.attention_finish' op 'l' must have 16 elements (one per accumulator row)}}
+  mla.attention_finish %acc state(%m, %l) width 4 : memref<16x8xf32>, memref<16xf32>, memref<8xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<4xf32>):
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %x: f32):
+    mla.yield
+  }
+  return
+}
+
+// -----
+
+func.func @finish_dynamic(%acc: memref<?x8xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_finish' op operand 'acc' must have a static shape}}
+  mla.attention_finish %acc state(%m, %l) width 4 : memref<?x8xf32>, memref<16xf32>, memref<16xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<4xf32>):
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %x: f32):
+    mla.yield
+  }
+  return
+}
+
+// -----
+
+func.func @finish_output_args(%acc: memref<16x8xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_finish' op 'output' region argument 2 has type 'vector<2xf32>', expected 'vector<4xf32>' (the region takes row, column: index, o: vector<4xf32>)}}
+  mla.attention_finish %acc state(%m, %l) width 4 : memref<16x8xf32>, memref<16xf32>, memref<16xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<2xf32>):
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %x: f32):
+    mla.yield
+  }
+  return
+}
+
+// -----
+
+func.func @finish_lse_args(%acc: memref<16x8xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_finish' op 'lse' region must take (row: index, lse: f32), got 1 arguments}}
+  mla.attention_finish %acc state(%m, %l) width 4 : memref<16x8xf32>, memref<16xf32>, memref<16xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<4xf32>):
+    mla.yield
+  } lse {
+  ^bb0(%r: index):
+    mla.yield
+  }
+  return
+}
+
+// -----
+
+func.func @finish_yield(%acc: memref<16x8xf32>, %m: memref<16xf32>, %l: memref<16xf32>, %x: f32) {
+  // expected-error @+1 {{'mla.attention_finish' op 'lse' region must end in mla.yield with no operands}}
+  mla.attention_finish %acc state(%m, %l) width 4 : memref<16x8xf32>, memref<16xf32>, memref<16xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<4xf32>):
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %y: f32):
+    mla.yield %y : f32
   }
   return
 }

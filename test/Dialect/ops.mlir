@@ -151,6 +151,40 @@ func.func @attention_step(%q: memref<16x576xbf16>, %k: memref<32x576xbf16>, %acc
   return
 }
 
+// CHECK-LABEL: func @attention_finish
+// CHECK: mla.attention_finish %{{.*}} state(%{{.*}}, %{{.*}}) scale %{{.*}} width 4 : memref<16x512xf32>, memref<16xf32>, memref<16xf32>, memref<16xf32> output {
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: vector<4xf32>):
+// CHECK: vector.store
+// CHECK: mla.yield
+// CHECK: } lse {
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: f32):
+// CHECK: memref.store
+// CHECK-LABEL: func @attention_finish_unscaled
+// CHECK: mla.attention_finish %{{.*}} state(%{{.*}}, %{{.*}}) width 2 : memref<8x6xf32>, memref<8xf32>, memref<8xf32> output {
+func.func @attention_finish(%acc: memref<16x512xf32>, %m: memref<16xf32>, %l: memref<16xf32>, %s: memref<16xf32>, %o: memref<16x512xf32>, %lse: memref<16xf32>) {
+  mla.attention_finish %acc state(%m, %l) scale %s width 4 : memref<16x512xf32>, memref<16xf32>, memref<16xf32>, memref<16xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<4xf32>):
+    vector.store %v, %o[%r, %c] : memref<16x512xf32>, vector<4xf32>
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %x: f32):
+    memref.store %x, %lse[%r] : memref<16xf32>
+    mla.yield
+  }
+  return
+}
+
+func.func @attention_finish_unscaled(%acc: memref<8x6xf32>, %m: memref<8xf32>, %l: memref<8xf32>) {
+  mla.attention_finish %acc state(%m, %l) width 2 : memref<8x6xf32>, memref<8xf32>, memref<8xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<2xf32>):
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %x: f32):
+    mla.yield
+  }
+  return
+}
+
 // CHECK-LABEL: func @online_softmax
 // CHECK: mla.online_softmax %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}, %{{.*}}) : memref<16x64xf32>, memref<16x64xbf16>, memref<16xf32>, memref<16xf32>, memref<16xf32> {
 // CHECK: ^bb0(%[[R:.*]]: index, %[[C:.*]]: index, %[[S:.*]]: f32):

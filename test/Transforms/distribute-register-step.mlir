@@ -2,6 +2,7 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=4" | FileCheck %s --check-prefix=ROWS
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=PAD
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx950 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=K32
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=2" | FileCheck %s --check-prefix=FIN
 
 // The register step (lib/Transforms/GPU/RegisterStep.cpp) from hand-written
 // blockwise IR: mla.attention_step as the transposed products Sᵀ = K·Qᵀ
@@ -122,6 +123,7 @@ func.func @rows64(%n: index) {
 // PAD: scf.yield
 // PAD: scf.if
 // PAD: memref.store {{.*}} : memref<8xf32, #gpu.address_space<workgroup>>
+// FIN-LABEL: func @padded
 // KEYS-LABEL: func @padded
 // ROWS-LABEL: func @padded
 // K32-LABEL: func @padded
@@ -144,6 +146,68 @@ func.func @padded(%n: index) {
         %vis = arith.cmpi ult, %key, %n : index
         mla.yield %s, %vis : f32, i1
       }
+    }
+  }
+  return
+}
+
+// -----
+
+// 32 rows on two waves: two row waves of 16 queries, one key wave each, so
+// the mla.attention_finish after the loop is lowered from the output
+// registers: each lane scales its runs of four value columns by 1 / l and
+// stores them through the output region; the lane of a query's first C
+// row writes its LSE. The accumulator tile is never written (and is
+// erased).
+// FIN-LABEL: func @finish
+// FIN-NOT: memref<32x32xf32, #gpu.address_space<workgroup>>
+// FIN: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, f32, f32)
+// FIN: scf.yield
+// FIN: memref.store {{.*}} : memref<32xf32, #gpu.address_space<workgroup>>
+// FIN: gpu.barrier
+// FIN: arith.divf
+// FIN: llvm.amdgcn.log.f32
+// FIN: vector.store %{{.*}} : memref<32x32xf32>, vector<4xf32>
+// FIN: vector.store %{{.*}} : memref<32x32xf32>, vector<4xf32>
+// FIN: scf.if
+// FIN: memref.store %{{.*}} : memref<32xf32>
+// FIN: gpu.barrier
+// FIN-NOT: mla.attention_finish
+func.func @finish(%n: index, %o: memref<32x32xf32>, %lse: memref<32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant dense<0.0> : vector<4xf32>
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %q = memref.alloca() : memref<32x64xbf16>
+    %k = memref.alloca() : memref<32x64xbf16>
+    %v = memref.subview %k[0, 0] [32, 32] [1, 1] : memref<32x64xbf16> to memref<32x32xbf16, strided<[64, 1]>>
+    %acc = memref.alloca() : memref<32x32xf32>
+    %m = memref.alloca() : memref<32xf32>
+    %l = memref.alloca() : memref<32xf32>
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
+      %col = arith.muli %j, %c1 : index
+      vector.store %zero, %acc[%i, %col] : memref<32x32xf32>, vector<4xf32>
+      scf.reduce
+    }
+    scf.for %t = %c0 to %n step %c32 {
+      mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<32x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16, strided<[64, 1]>>, memref<32x32xf32>, memref<32xf32>, memref<32xf32> {
+      ^bb0(%r: index, %c: index, %s: f32):
+        %key = arith.addi %t, %c : index
+        %vis = arith.cmpi ult, %key, %n : index
+        mla.yield %s, %vis : f32, i1
+      }
+    }
+    mla.attention_finish %acc state(%m, %l) width 4 : memref<32x32xf32>, memref<32xf32>, memref<32xf32> output {
+    ^bb0(%r: index, %c: index, %ov: vector<4xf32>):
+      vector.store %ov, %o[%r, %c] : memref<32x32xf32>, vector<4xf32>
+      mla.yield
+    } lse {
+    ^bb0(%r: index, %lv: f32):
+      memref.store %lv, %lse[%r] : memref<32xf32>
+      mla.yield
     }
   }
   return

@@ -109,3 +109,37 @@ func.func @step(%n: index) {
   }
   return
 }
+
+// -----
+
+// mla.attention_finish: one parallel loop over rows and 16-column chunks of
+// the accumulator (the widest vector that divides it), scaled by scale / l
+// (0 for an empty row), the output region on each 4-column block of the
+// chunk, the lse region on each row's first chunk.
+// CHECK-LABEL: func @finish
+// CHECK-NOT: mla.attention_finish
+// CHECK: scf.parallel (%[[R:.*]], %[[J:.*]]) = ({{.*}}) to (%c8, %c2)
+// CHECK: memref.load %{{.*}}[%[[R]]] : memref<8xf32>
+// CHECK: arith.cmpf oeq
+// CHECK: arith.divf
+// CHECK: math.log2
+// CHECK: vector.load %{{.*}} : memref<8x32xf32>, vector<16xf32>
+// CHECK: arith.mulf %{{.*}} : vector<16xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3] : vector<16xf32>, vector<16xf32>
+// CHECK: vector.store %{{.*}} : memref<8x32xf32>, vector<4xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [12, 13, 14, 15]
+// CHECK: vector.store
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}} : memref<8xf32>
+func.func @finish(%acc: memref<8x32xf32>, %m: memref<8xf32>, %l: memref<8xf32>, %s: memref<8xf32>, %o: memref<8x32xf32>, %lse: memref<8xf32>) {
+  mla.attention_finish %acc state(%m, %l) scale %s width 4 : memref<8x32xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<4xf32>):
+    vector.store %v, %o[%r, %c] : memref<8x32xf32>, vector<4xf32>
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %x: f32):
+    memref.store %x, %lse[%r] : memref<8xf32>
+    mla.yield
+  }
+  return
+}

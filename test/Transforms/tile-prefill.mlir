@@ -45,10 +45,13 @@
 // CHECK: vector.load %arg2
 // CHECK: mla.attention_step %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}) stages 1 : memref<16x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x32xbf16, strided<[40, 1]>>, memref<16x32xf32, strided<[36, 1]>>, memref<16xf32>, memref<16xf32>
 // CHECK: mla.yield %{{.*}}, %{{.*}} : f32, i1
-//   Epilogue: o in its dtype, lse at [head, token].
-// CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+//   Epilogue: the finish; its regions store o in its dtype and lse at
+//   [head, token] for the rows of the tile that are queries.
+// CHECK: mla.attention_finish %{{.*}} state(%{{.*}}, %{{.*}}) width 4
+// CHECK: arith.cmpi slt
+// CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
 // CHECK: vector.store %{{.*}}, %arg6[%{{.*}}, %[[H]], %{{.*}}]
-// CHECK: math.log2
+// CHECK: } lse {
 // CHECK: memref.store %{{.*}}, %arg7[%[[H]], %{{.*}}] : memref<2x?xf32>
 // CHECK-NOT: mla.prefill
 func.func @prefill(%q: memref<?x2x48xbf16>, %k: memref<?x2x48xbf16>, %v: memref<?x2x32xbf16>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x2x32xbf16>, %lse: memref<2x?xf32>) {
@@ -124,7 +127,8 @@ func.func @merge_views(%op: memref<2x?x16x128xf32>, %lp: memref<2x16x?xf32>, %o:
 // CHECK: memref.load %arg8
 // CHECK: arith.maximumf
 // CHECK: math.exp2
-// CHECK-NOT: mla.yield
+//   The sink's correction is the finish's scale.
+// CHECK: mla.attention_finish %{{.*}} state(%{{.*}}, %{{.*}}) scale %{{.*}} width 4
 // CHECK-NOT: math.tanh
 func.func @variants(%q: memref<?x1x32xf32>, %k: memref<?x1x32xf32>, %v: memref<?x1x32xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x1x32xf32>, %lse: memref<1x?xf32>, %sinks: memref<1xf32>) {
   mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal, config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 1, warps = 1, stages = 1, tile_q = 16>} : memref<?x1x32xf32>, memref<?x1x32xf32>, memref<?x1x32xf32>, memref<?xi32>, memref<?xi32>, f32, memref<?x1x32xf32>, memref<1x?xf32> score {

@@ -40,9 +40,11 @@
 // CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[SL2]] : f32
 // CHECK: mla.yield %[[X]], %{{.*}} : f32, i1
 // CHECK-NOT: mla.matmul
-//   Epilogue: lse = (m + log2 l) * ln 2, -inf when no key was seen.
-// CHECK: math.log2
-// CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
+//   Epilogue: the finish of the tiles' state; its regions store a row's
+//   normalised values and LSE into the split's workspace slots.
+// CHECK: mla.attention_finish %[[ACC]] state(%{{.*}}, %{{.*}}) width 4 : memref<4x32xf32, strided<[36, 1]>>, memref<4xf32>, memref<4xf32> output {
+// CHECK: vector.store %{{.*}}, %[[WSO]][%[[REQ]], %{{.*}}, %{{.*}}, %[[SPLIT]], %{{.*}}] : memref<?x2x2x2x32xf32>, vector<4xf32>
+// CHECK: } lse {
 // CHECK: memref.store %{{.*}}, %[[WSL]][%[[REQ]], %{{.*}}, %{{.*}}, %[[SPLIT]]]
 // CHECK: mla.grid in
 // CHECK: memref.load %[[WSL]]

@@ -6,6 +6,9 @@
 //     from swizzled shared memory on sm_90a; NVIDIA/FusedStep.cpp), and is
 //     otherwise decomposed (Q·Kᵀ, mla.online_softmax, P·V) with the online
 //     softmax expanded into parallel phases;
+//   * each mla.attention_finish is lowered from the output registers where
+//     the register step before it kept them (GPU/RegisterStep.cpp), and
+//     becomes a parallel loop over the accumulator tile otherwise;
 //   * each scf.parallel becomes a loop over its linearised iteration space
 //     strided by the workgroup's thread count (`idx = tid; idx < n;
 //     idx += threads`), followed by a gpu.barrier;
@@ -19,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../AMD/AMD.h"
+#include "../AttentionLayout.h"
 #include "../ExpandSoftmax.h"
 #include "../NVIDIA/NVIDIA.h"
 #include "../Utils.h"
@@ -217,18 +221,28 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       // strategies is feasible, decomposed into parallel phases otherwise.
       SmallVector<AttentionStepOp> steps;
       grid.walk([&](AttentionStepOp step) { steps.push_back(step); });
+      // Only AMD's register step reads queries in place (from global
+      // memory into registers); the other lowerings stage them in a tile.
       for (AttentionStepOp step : steps) {
-        if (arch->hasRegisterFusedStep() &&
-            succeeded(nvidia::fuseAttentionStep(step, ti)))
-          continue;
+        if (arch->hasRegisterFusedStep()) {
+          stageStepQueries(step);
+          if (succeeded(nvidia::fuseAttentionStep(step, ti)))
+            continue;
+        }
         if (succeeded(registerAttentionStep(step, ti, arch->matrixInstrs)))
           continue;
+        stageStepQueries(step);
         expandOnlineSoftmax(decomposeAttentionStep(step));
       }
       SmallVector<OnlineSoftmaxOp> softmaxes;
       grid.walk([&](OnlineSoftmaxOp sm) { softmaxes.push_back(sm); });
       for (OnlineSoftmaxOp sm : softmaxes)
         expandOnlineSoftmax(sm);
+      // The finishes that no register step lowered read their accumulator.
+      SmallVector<AttentionFinishOp> finishes;
+      grid.walk([&](AttentionFinishOp f) { finishes.push_back(f); });
+      for (AttentionFinishOp f : finishes)
+        expandAttentionFinish(f);
       eraseDeadTiles(grid);
       allocasToWorkgroup(grid);
       SmallVector<scf::ParallelOp> pars;

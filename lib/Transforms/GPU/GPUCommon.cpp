@@ -30,10 +30,14 @@ LogicalResult checkStepLoop(AttentionStepOp op,
       return fail("ops with effects follow the step in its loop");
     pure.push_back(next);
   }
-  for (Value tile :
-       {op.getQ(), op.getK(), op.getV(), op.getAcc(), op.getM(), op.getL()})
+  for (Value tile : {op.getK(), op.getV(), op.getAcc(), op.getM(), op.getL()})
     if (!gridTile(tile))
       return fail("an operand is not a tile of the grid");
+  // The queries are read before the loop: a tile, or a view made outside
+  // the loop (decodeQueriesInPlace).
+  if (!gridTile(op.getQ()) && !loop.isDefinedOutsideOfLoop(op.getQ()))
+    return fail("the queries are neither a tile of the grid nor defined "
+                "outside the key loop");
   SmallVector<memref::AllocaOp> roots = {
       gridTile(op.getAcc()), gridTile(op.getM()), gridTile(op.getL())};
   bool otherUse = false;

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RegisterStep.h"
+#include "../AttentionLayout.h"
+#include "../ExpandSoftmax.h"
 #include "../Utils.h"
 #include "MatrixEmitter.h"
 
@@ -100,6 +102,18 @@ std::string transposedFormRefusal(const MatrixInstr &mi, int64_t keys) {
   return "";
 }
 
+/// Whether every lane's C elements come in runs of `width` consecutive rows
+/// (elements e, e + 1, ... of a run at rows r, r + 1, ...).
+bool cRuns(const MatrixInstr &mi, int64_t width) {
+  if (mi.c.elems % width != 0)
+    return false;
+  for (int64_t l = 0; l < mi.lanes; ++l)
+    for (int64_t e = 0; e < mi.c.elems; ++e)
+      if (mi.c.rowOf(l, e) != mi.c.rowOf(l, e - e % width) + e % width)
+        return false;
+  return true;
+}
+
 /// The plan on `mi` for `shape`, or the reason there is none.
 FailureOr<RegisterStepPlan> planOn(const MatrixInstr &mi,
                                    const StepShape &shape, int64_t waveSize,
@@ -142,6 +156,7 @@ FailureOr<RegisterStepPlan> planOn(const MatrixInstr &mi,
             std::to_string(shape.warps) + " waves leave";
       continue;
     }
+    p.finishInRegisters = p.keyWaves == 1 && cRuns(mi, finishWidth(shape.dv));
     if (failed(best) || p.rank() > best->rank())
       best = p;
   }
@@ -196,9 +211,10 @@ Value addConst(ImplicitLocOpBuilder &b, Value v, int64_t c) {
 class RegisterStep {
 public:
   RegisterStep(AttentionStepOp op, const ThreadInfo &ti,
-               const RegisterStepPlan &plan, MatrixEmitter &em)
+               const RegisterStepPlan &plan, MatrixEmitter &em,
+               AttentionFinishOp finish)
       : op(op), ti(ti), p(plan), mi(*plan.instr), em(em),
-        loop(cast<scf::ForOp>(op->getParentOp())) {}
+        loop(cast<scf::ForOp>(op->getParentOp())), finish(finish) {}
 
   LogicalResult emit();
 
@@ -209,6 +225,7 @@ private:
   void writeBack(ImplicitLocOpBuilder &b, ValueRange st);
   void storeAcc(ImplicitLocOpBuilder &b, ValueRange o, Value factor[],
                 bool add);
+  void emitFinish();
 
   /// Index of output block (md, nb) among the loop-carried vectors.
   int64_t oIndex(int64_t md, int64_t nb) const { return md * p.qBlocks + nb; }
@@ -224,6 +241,9 @@ private:
   const MatrixInstr &mi;
   MatrixEmitter &em;
   scf::ForOp loop; ///< replaced (erased) by carryStepState in emit()
+  /// The finish lowered from the output registers (`finalO`), or null.
+  AttentionFinishOp finish;
+  SmallVector<Value> finalO;
   // setUp: the lane's coordinates and what is loop-invariant.
   Value wave, keyWave, aRow, kLane, cRow, owner, firstKeyWave, negInf;
   Value keyOff; ///< this wave's first key in the tile
@@ -281,8 +301,9 @@ void RegisterStep::setUp(ImplicitLocOpBuilder &b) {
                                       queryOk[nb], be));
   }
   // Every wave has its query fragments before the key loop's copies may
-  // reuse the query tile's memory.
-  gpu::BarrierOp::create(b);
+  // reuse the query tile's memory (queries read in place need no wait).
+  if (gridTile(op.getQ()))
+    gpu::BarrierOp::create(b);
   // The key of each A slot of the second product (the lane's own C rows).
   const int64_t ce = mi.c.elems;
   for (int64_t s = 0; s < p.pvSteps(); ++s) {
@@ -493,7 +514,10 @@ void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
                 memref::StoreOp::create(gb, m[nb], op.getM(), query[nb]);
                 memref::StoreOp::create(gb, l[nb], op.getL(), query[nb]);
               });
-    storeAcc(b, o, nullptr, /*add=*/false);
+    if (finish)
+      finalO.assign(o.begin(), o.end());
+    else
+      storeAcc(b, o, nullptr, /*add=*/false);
     gpu::BarrierOp::create(b);
     return;
   }
@@ -553,15 +577,96 @@ void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
   }
 }
 
+/// The finish from the registers: each lane normalises its runs of value
+/// columns of each query block (m, l and the scale from LDS, where the
+/// key loop and a sink left them) and runs the output region on them; the
+/// lane owning a query's first C row runs the lse region. A barrier ends
+/// it.
+void RegisterStep::emitFinish() {
+  ImplicitLocOpBuilder b(finish.getLoc(), finish);
+  const int64_t width = finish.getWidth();
+  auto vecType = VectorType::get({width}, b.getF32Type());
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb)
+    guarded(b, queryOk[nb], [&](ImplicitLocOpBuilder &gb) {
+      Value q = query[nb];
+      Value scale =
+          finish.getScale()
+              ? memref::LoadOp::create(gb, finish.getScale(), q).getResult()
+              : Value();
+      FinishFactors f =
+          finishFactors(gb, memref::LoadOp::create(gb, finish.getM(), q),
+                        memref::LoadOp::create(gb, finish.getL(), q), scale);
+      Value inv = vector::BroadcastOp::create(gb, vecType, f.inv);
+      for (int64_t md = 0; md < p.dvBlocks(); ++md)
+        for (int64_t e = 0; e < mi.c.elems; e += width) {
+          Value run = finalO[oIndex(md, nb)];
+          if (width != mi.c.elems)
+            run = sliceVector(gb, run, e, width);
+          Value col = addConst(gb, cRowOf(gb, e), md * mi.m);
+          inlineRegion(gb, finish.getOutput(),
+                       {q, col, arith::MulFOp::create(gb, run, inv)});
+        }
+      guarded(gb, owner, [&](ImplicitLocOpBuilder &ob) {
+        inlineRegion(ob, finish.getLseBody(), {q, f.lse});
+      });
+    });
+  // The reads of m, l and the scale end before anything after the finish
+  // (e.g. the next chunk's state fill) overwrites them, as after the
+  // parallel loop it replaces.
+  gpu::BarrierOp::create(b);
+  finish.erase();
+}
+
 LogicalResult RegisterStep::emit() {
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   setUp(b);
-  return carryStepState(
-      op, initialState(b),
-      [&](ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args) {
-        return step(ib, args);
-      },
-      [&](ImplicitLocOpBuilder &ab, ValueRange fin) { writeBack(ab, fin); });
+  if (failed(carryStepState(
+          op, initialState(b),
+          [&](ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args) {
+            return step(ib, args);
+          },
+          [&](ImplicitLocOpBuilder &ab, ValueRange fin) {
+            writeBack(ab, fin);
+          })))
+    return failure();
+  if (finish)
+    emitFinish();
+  return success();
+}
+
+/// The mla.attention_finish after `op`'s key loop that the plan lowers from
+/// the output registers: the only other user of the accumulator besides
+/// `op` and the zero fill before the loop. Null (and the accumulator
+/// stored to its tile) otherwise, with the reason under -debug-only.
+AttentionFinishOp registerFinish(AttentionStepOp op,
+                                 const RegisterStepPlan &plan) {
+  if (!plan.finishInRegisters)
+    return nullptr;
+  auto loop = cast<scf::ForOp>(op->getParentOp());
+  scf::ParallelOp fill = zeroFillBefore(loop, gridTile(op.getAcc()));
+  AttentionFinishOp finish;
+  bool other = false;
+  for (Operation *user : op.getAcc().getUsers()) {
+    if (auto f = dyn_cast<AttentionFinishOp>(user);
+        f && !finish && f->getBlock() == loop->getBlock() &&
+        loop->isBeforeInBlock(f) &&
+        int64_t(f.getWidth()) == finishWidth(plan.shape.dv))
+      finish = f;
+    else if (user != op && !(fill && fill->isAncestor(user)))
+      other = true;
+  }
+  const char *why = !fill     ? "the accumulator is not zero-filled before "
+                                "the key loop"
+                    : !finish ? "no mla.attention_finish of the accumulator "
+                                "follows the key loop in its block"
+                    : other   ? "another op uses the accumulator"
+                              : nullptr;
+  if (why) {
+    LLVM_DEBUG(llvm::dbgs() << "mla-distribute: finish at " << op.getLoc()
+                            << " not in registers: " << why << "\n");
+    return nullptr;
+  }
+  return finish;
 }
 
 } // namespace
@@ -595,6 +700,6 @@ LogicalResult mla::registerAttentionStep(AttentionStepOp op,
                           << " (" << plan->instr->mnemonic << ", "
                           << plan->rowWaves << " row x " << plan->keyWaves
                           << " key waves)\n");
-  RegisterStep step(op, ti, *plan, *em);
+  RegisterStep step(op, ti, *plan, *em, registerFinish(op, *plan));
   return step.emit();
 }

@@ -17,8 +17,10 @@
 // never leaves the registers. Waves split the workgroup's rows
 // (`rowWaves`) and each key tile (`keyWaves`); each wave keeps its own
 // online-softmax state over its keys, and the waves of one row block
-// combine (m, l, O) through LDS once, after the key loop. Inside the loop
-// the only LDS traffic is the reads of the K and V tiles.
+// combine (m, l, O) through LDS once, after the key loop; with one key
+// wave the mla.attention_finish after the loop is lowered from the output
+// registers instead (no accumulator tile). Inside the loop the only LDS
+// traffic is the reads of the K and V tiles.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLA_LIB_TRANSFORMS_GPU_REGISTERSTEP_H
@@ -46,6 +48,11 @@ struct RegisterStepPlan {
   int64_t rowWaves = 1, keyWaves = 1;
   int64_t qBlocks = 1;     ///< a wave's blocks of instr->n queries
   int64_t keysPerWave = 0; ///< a wave's keys of each tile
+  /// Whether mla.attention_finish is lowered from the output registers
+  /// (one key wave: each query's accumulators are on one wave, in runs of
+  /// finishWidth(dv) value columns per lane), so that the accumulator
+  /// needs no LDS tile.
+  bool finishInRegisters = false;
 
   int64_t rowsPerWave() const { return qBlocks * instr->n; }
   /// Query rows of the waves together (> rows when padded).

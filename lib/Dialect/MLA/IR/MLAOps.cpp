@@ -473,6 +473,62 @@ LogicalResult AttentionStepOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// AttentionFinishOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One block taking `argTypes` and ending in an operand-less mla.yield.
+LogicalResult verifyResultRegion(Operation *op, Region &region, StringRef name,
+                                 ArrayRef<Type> argTypes, StringRef argsText) {
+  Block &block = region.front();
+  if (block.getNumArguments() != argTypes.size())
+    return op->emitOpError()
+           << "'" << name << "' region must take (" << argsText << "), got "
+           << block.getNumArguments() << " arguments";
+  for (auto [i, arg, want] : llvm::enumerate(block.getArguments(), argTypes))
+    if (arg.getType() != want)
+      return op->emitOpError()
+             << "'" << name << "' region argument " << i << " has type "
+             << arg.getType() << ", expected " << want << " (the region takes "
+             << argsText << ")";
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield->getNumOperands() != 0)
+    return op->emitOpError() << "'" << name
+                             << "' region must end in mla.yield with no "
+                                "operands";
+  return success();
+}
+} // namespace
+
+LogicalResult AttentionFinishOp::verify() {
+  SmallVector<std::pair<StringRef, Value>> operands = {
+      {"acc", getAcc()}, {"m", getM()}, {"l", getL()}};
+  if (getScale())
+    operands.push_back({"scale", getScale()});
+  for (auto [name, v] : operands)
+    if (!cast<MemRefType>(v.getType()).hasStaticShape())
+      return emitOpError() << "operand '" << name
+                           << "' must have a static shape";
+  const int64_t rows = getRows(), width = getWidth();
+  for (auto [name, v] : ArrayRef(operands).drop_front())
+    if (cast<MemRefType>(v.getType()).getDimSize(0) != rows)
+      return emitOpError() << "'" << name << "' must have " << rows
+                           << " elements (one per accumulator row)";
+  if (getValueDim() % width != 0)
+    return emitOpError() << "width " << width << " does not divide the "
+                         << getValueDim() << " accumulator columns";
+  Builder b(getContext());
+  Type idx = b.getIndexType(), f32 = b.getF32Type();
+  auto vec = VectorType::get({width}, f32);
+  if (failed(verifyResultRegion(*this, getOutput(), "output", {idx, idx, vec},
+                                "row, column: index, o: vector<" +
+                                    std::to_string(width) + "xf32>")))
+    return failure();
+  return verifyResultRegion(*this, getLseBody(), "lse", {idx, f32},
+                            "row: index, lse: f32");
+}
+
+//===----------------------------------------------------------------------===//
 // AppendKVOp
 //===----------------------------------------------------------------------===//
 

@@ -20,11 +20,14 @@ def MLA_Dialect : Dialect {
     * **Gridwise ops** (`mla.grid`): a grid of independent workgroups, each
       running its region; produced by `mla-tile`.
     * **Blockwise ops** (`mla.load_kv_tile`, `mla.attention_step`,
-      `mla.matmul`, `mla.online_softmax`): what one workgroup does with tiles
-      held in fast memory (LDS / shared memory on GPUs, the stack on the
-      host). `mla.attention_step` is one key tile of flash attention; where
-      a target does not fuse it, it is decomposed into the other two.
-      Target lowerings replace them all.
+      `mla.attention_finish`, `mla.matmul`, `mla.online_softmax`): what one
+      workgroup does with tiles held in fast memory (LDS / shared memory on
+      GPUs, the stack on the host). `mla.attention_step` is one key tile of
+      flash attention; where a target does not fuse it, it is decomposed
+      into `mla.matmul` and `mla.online_softmax`. `mla.attention_finish` is
+      the epilogue (normalised rows and LSE), lowered from registers where
+      the step kept its accumulator there. Target lowerings replace them
+      all.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;

@@ -349,14 +349,16 @@ def MLA_AppendKVOp : MLA_Op<"append_kv"> {
 def MLA_YieldOp : MLA_Op<"yield", [Pure, Terminator,
                                    ParentOneOf<["DecodeOp", "PrefillOp",
                                                 "OnlineSoftmaxOp",
-                                                "AttentionStepOp"]>]> {
+                                                "AttentionStepOp",
+                                                "AttentionFinishOp"]>]> {
   let summary = "Ends a variant region or an online-softmax element function";
   let description = [{
     Yields the value of a variant region: the rewritten score (`f32`) of a
     `score` region, the visibility (`i1`) of a `mask` region, the logit
     (`f32`) of a `sink` region; the log2-domain score (`f32`) and the
     visibility (`i1`) of an element in `mla.online_softmax` and
-    `mla.attention_step`.
+    `mla.attention_step`; nothing at the end of `mla.attention_finish`'s
+    regions.
 
     ```mlir
     score {
@@ -370,7 +372,7 @@ def MLA_YieldOp : MLA_Op<"yield", [Pure, Terminator,
     ```
   }];
   let arguments = (ins Variadic<AnyType>:$values);
-  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 //===----------------------------------------------------------------------===//
@@ -588,6 +590,64 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     ::mlir::Type getElementType() {
       return getQ().getType().getElementType();
     }
+  }];
+  let hasVerifier = 1;
+}
+
+def MLA_AttentionFinishOp : MLA_Op<"attention_finish"> {
+  let summary = "The normalised rows of a finished online softmax";
+  let description = [{
+    The epilogue of flash attention that `mla-tile` emits after the key
+    loop: with the accumulator `acc` (`R x Dv`, f32), the running maximum
+    `m` (log2 domain) and sum `l` (`R`, f32) that `mla.attention_step`
+    left, and an optional row scale `s` (`R`, f32; a sink's correction,
+    1 without it), for every row `r` and every block of `width`
+    consecutive value columns starting at `c`:
+
+    ```
+    o        = l[r] == 0 ? 0 : acc[r, c : c + width] · s[r] / l[r]
+    lse      = l[r] == 0 ? -inf : (m[r] + log2 l[r]) · ln 2
+    output(r, c, o)                                      (the first region)
+    lse(r, lse)                                          (the second region)
+    ```
+
+    The regions say where the results go (a split's workspace slot, the
+    output rows of a prefill tile) and are run once per (row, column block)
+    and once per row, in no particular order; they may hold any ops and end
+    in `mla.yield` with no operands.
+
+    Lowerings: where `mla-distribute` keeps the accumulator of the attention
+    steps before it in registers (AMD's register step with one wave per
+    row block), the op is lowered from those registers and `acc` needs no
+    memory; otherwise (and on the host, `mla-expand-softmax`) it becomes a
+    parallel loop over rows and column blocks reading `acc`.
+
+    ```mlir
+    mla.attention_finish %acc state(%m, %l) width 4
+        : memref<16x512xf32>, memref<16xf32>, memref<16xf32> output {
+    ^bb0(%row: index, %col: index, %o: vector<4xf32>):
+      vector.store %o, %ws[%row, %col] : memref<16x512xf32>, vector<4xf32>
+      mla.yield
+    } lse {
+    ^bb0(%row: index, %lse: f32):
+      memref.store %lse, %lse_ws[%row] : memref<16xf32>
+      mla.yield
+    }
+    ```
+  }];
+  let arguments = (ins MemRefRankOf<[F32], [2]>:$acc,
+      MemRefRankOf<[F32], [1]>:$m, MemRefRankOf<[F32], [1]>:$l,
+      Optional<MemRefRankOf<[F32], [1]>>:$scale,
+      ConfinedAttr<I64Attr, [IntMinValue<1>]>:$width);
+  let regions = (region SizedRegion<1>:$output, SizedRegion<1>:$lse_body);
+  let assemblyFormat = [{
+    $acc `state` `(` $m `,` $l `)` (`scale` $scale^)? `width` $width attr-dict
+    `:` type($acc) `,` type($m) `,` type($l) (`,` type($scale)^)?
+    `output` $output `lse` $lse_body
+  }];
+  let extraClassDeclaration = [{
+    int64_t getRows() { return getAcc().getType().getDimSize(0); }
+    int64_t getValueDim() { return getAcc().getType().getDimSize(1); }
   }];
   let hasVerifier = 1;
 }
