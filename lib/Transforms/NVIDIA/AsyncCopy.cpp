@@ -14,6 +14,9 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
+#include <functional>
+#include <numeric>
+
 using namespace mlir;
 using namespace mla;
 
@@ -81,47 +84,53 @@ bool asyncCopies(scf::ParallelOp par) {
   return true;
 }
 
-/// NVIDIA: vector loads and stores of global memory whose every address is a
-/// multiple of 16 bytes are marked so (one 16-byte access instead of one per
-/// element). That holds for identity-layout memrefs whose innermost extent
-/// is a multiple of 16 bytes, accessed at a last index that is a multiple of
-/// the vector width (every chunked access mla-tile emits), with 16-byte
-/// aligned base pointers, which the runtime requires of GPU float tensors.
+/// NVIDIA: vector loads and stores of global memory are marked with the
+/// alignment every one of their addresses has, up to 16 bytes (one wide
+/// access instead of one per element; LLVM joins neighbouring 8-byte
+/// accesses of which the first is 16-byte aligned). For identity-layout
+/// memrefs with 16-byte aligned base pointers, which the runtime requires
+/// of GPU float tensors, that is the largest power of two dividing both the
+/// innermost extent's bytes and the last index's known multiple (a
+/// constant, a product, a sum of such; e.g. `c * 16 + 4` gives 4) times the
+/// element size: 16 for every chunked access mla-tile emits.
 void markGlobalVectorAlignment(GridOp grid) {
-  auto aligned16 = [](Value base, VectorType vt, Value lastIndex) {
+  constexpr int64_t kMaxAlign = 16;
+  std::function<int64_t(Value)> knownMultiple = [&](Value v) -> int64_t {
+    if (std::optional<int64_t> c = getConstantIntValue(v))
+      return *c == 0 ? kMaxAlign : std::abs(*c);
+    Operation *def = v.getDefiningOp();
+    if (auto mul = dyn_cast_or_null<arith::MulIOp>(def))
+      return std::min<int64_t>(kMaxAlign, knownMultiple(mul.getLhs()) *
+                                              knownMultiple(mul.getRhs()));
+    if (auto add = dyn_cast_or_null<arith::AddIOp>(def))
+      return std::gcd(knownMultiple(add.getLhs()), knownMultiple(add.getRhs()));
+    return 1;
+  };
+  auto alignment = [&](Value base, VectorType vt, Value lastIndex) {
     auto type = cast<MemRefType>(base.getType());
     int64_t elemBytes = type.getElementTypeBitWidth() / 8;
-    int64_t vecBytes = vt.getNumElements() * elemBytes;
     if (isWorkgroup(base) || !type.getLayout().isIdentity() ||
         type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1) ||
-        (type.getDimSize(type.getRank() - 1) * elemBytes) % 16 != 0 ||
-        vecBytes % 16 != 0)
-      return false;
-    // The last index: c * k with k a multiple of the vector width (or a
-    // constant multiple of it), plus such terms.
-    std::function<bool(Value)> multipleOfWidth = [&](Value v) -> bool {
-      if (std::optional<int64_t> c = getConstantIntValue(v))
-        return *c % vt.getNumElements() == 0;
-      Operation *def = v.getDefiningOp();
-      if (auto mul = dyn_cast_or_null<arith::MulIOp>(def))
-        return multipleOfWidth(mul.getLhs()) || multipleOfWidth(mul.getRhs());
-      if (auto add = dyn_cast_or_null<arith::AddIOp>(def))
-        return multipleOfWidth(add.getLhs()) && multipleOfWidth(add.getRhs());
-      return false;
-    };
-    return multipleOfWidth(lastIndex);
+        elemBytes == 0 || vt.getNumElements() < 2)
+      return int64_t(0);
+    int64_t bytes = std::gcd(type.getDimSize(type.getRank() - 1) * elemBytes,
+                             knownMultiple(lastIndex) * elemBytes);
+    int64_t align = 1;
+    while (align < kMaxAlign && bytes % (align * 2) == 0)
+      align *= 2;
+    return align > elemBytes ? align : int64_t(0);
   };
   grid.walk([&](Operation *op) {
     if (auto load = dyn_cast<vector::LoadOp>(op)) {
-      if (!load.getIndices().empty() &&
-          aligned16(load.getBase(), load.getVectorType(),
-                    load.getIndices().back()))
-        load.setAlignment(16);
+      if (!load.getIndices().empty())
+        if (int64_t a = alignment(load.getBase(), load.getVectorType(),
+                                  load.getIndices().back()))
+          load.setAlignment(a);
     } else if (auto store = dyn_cast<vector::StoreOp>(op)) {
-      if (!store.getIndices().empty() &&
-          aligned16(store.getBase(), store.getVectorType(),
-                    store.getIndices().back()))
-        store.setAlignment(16);
+      if (!store.getIndices().empty())
+        if (int64_t a = alignment(store.getBase(), store.getVectorType(),
+                                  store.getIndices().back()))
+          store.setAlignment(a);
     }
   });
 }
