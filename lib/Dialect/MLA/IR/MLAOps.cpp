@@ -43,16 +43,9 @@ LogicalResult checkDim(Operation *op, StringRef name, MemRefType type,
            << dimStr(got) << ", expected " << dimStr(want);
   return success();
 }
-/// Checks one optional variant region: one block with the given argument
-/// types, ops that every target lowers, an `mla.yield` of `result`.
-LogicalResult verifyVariantRegion(Operation *op, Region &region, StringRef name,
-                                  ArrayRef<Type> argTypes,
-                                  ArrayRef<Type> results, StringRef argsText) {
-  if (region.empty())
-    return success();
-  if (!region.hasOneBlock())
-    return op->emitOpError() << "'" << name << "' region must have one block";
-  Block &block = region.front();
+/// The block of region `name` takes `argTypes` (`argsText` in words).
+LogicalResult verifyRegionArgs(Operation *op, Block &block, StringRef name,
+                               ArrayRef<Type> argTypes, StringRef argsText) {
   if (block.getNumArguments() != argTypes.size())
     return op->emitOpError()
            << "'" << name << "' region must take (" << argsText << "), got "
@@ -63,6 +56,21 @@ LogicalResult verifyVariantRegion(Operation *op, Region &region, StringRef name,
              << "'" << name << "' region argument " << i << " has type "
              << arg.getType() << ", expected " << want << " (the region takes "
              << argsText << ")";
+  return success();
+}
+
+/// Checks one optional variant region: one block with the given argument
+/// types, ops that every target lowers, an `mla.yield` of `result`.
+LogicalResult verifyVariantRegion(Operation *op, Region &region, StringRef name,
+                                  ArrayRef<Type> argTypes,
+                                  ArrayRef<Type> results, StringRef argsText) {
+  if (region.empty())
+    return success();
+  if (!region.hasOneBlock())
+    return op->emitOpError() << "'" << name << "' region must have one block";
+  Block &block = region.front();
+  if (failed(verifyRegionArgs(op, block, name, argTypes, argsText)))
+    return failure();
   for (Operation &inner : block) {
     if (isa<YieldOp>(inner))
       continue;
@@ -481,16 +489,8 @@ namespace {
 LogicalResult verifyResultRegion(Operation *op, Region &region, StringRef name,
                                  ArrayRef<Type> argTypes, StringRef argsText) {
   Block &block = region.front();
-  if (block.getNumArguments() != argTypes.size())
-    return op->emitOpError()
-           << "'" << name << "' region must take (" << argsText << "), got "
-           << block.getNumArguments() << " arguments";
-  for (auto [i, arg, want] : llvm::enumerate(block.getArguments(), argTypes))
-    if (arg.getType() != want)
-      return op->emitOpError()
-             << "'" << name << "' region argument " << i << " has type "
-             << arg.getType() << ", expected " << want << " (the region takes "
-             << argsText << ")";
+  if (failed(verifyRegionArgs(op, block, name, argTypes, argsText)))
+    return failure();
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield || yield->getNumOperands() != 0)
     return op->emitOpError() << "'" << name
