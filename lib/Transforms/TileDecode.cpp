@@ -63,6 +63,19 @@ Value tileRow(ImplicitLocOpBuilder &ib, Value cGroup, Value i, Value hh) {
   return arith::AddIOp::create(ib, arith::MulIOp::create(ib, i, cGroup), hh);
 }
 
+/// The inverse of tileRow: query i and head hh in the group of tile row
+/// `row` = i * group + hh.
+Value rowQuery(ImplicitLocOpBuilder &ib, Value row, int64_t group) {
+  return group == 1 ? row
+                    : arith::DivUIOp::create(ib, row, indexConst(ib, group))
+                          .getResult();
+}
+Value rowHead(ImplicitLocOpBuilder &ib, Value row, int64_t group) {
+  return group == 1 ? indexConst(ib, 0)
+                    : arith::RemUIOp::create(ib, row, indexConst(ib, group))
+                          .getResult();
+}
+
 /// The keys of one split of one request: the request's length, the splits
 /// that hold keys and this split's range [start, end).
 struct SplitRange {
@@ -105,13 +118,10 @@ void writePartial(
     int64_t group, bool sunk, Value wsO, Value wsL,
     function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, Value)>
         partAt) {
-  Value cGroup = indexConst(g, group);
   // Row i * group + hh: query i, head headBase + hh.
   auto at = [&](ImplicitLocOpBuilder &rb, Value row) {
-    Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
-    Value hh = group == 1 ? indexConst(rb, 0)
-                          : arith::RemUIOp::create(rb, row, cGroup);
-    return partAt(rb, i, arith::AddIOp::create(rb, headBase, hh));
+    return partAt(rb, rowQuery(rb, row, group),
+                  arith::AddIOp::create(rb, headBase, rowHead(rb, row, group)));
   };
   emitFinish(
       g, t, sunk,
@@ -183,9 +193,7 @@ void emitKeyRange(
   Variants variants = variantsOf(op.getScore(), op.getMask(), op.getSink());
   variants.position = [&](ImplicitLocOpBuilder &rb,
                           Value row) -> std::array<Value, 3> {
-    Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
-    Value hh = group == 1 ? indexConst(rb, 0)
-                          : arith::RemUIOp::create(rb, row, cGroup);
+    Value i = rowQuery(rb, row, group), hh = rowHead(rb, row, group);
     return {req, arith::AddIOp::create(rb, headBase, hh),
             arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq), i)};
   };
@@ -198,7 +206,7 @@ void emitKeyRange(
       },
       // Query i (row i * group + hh) sees keys t <= len - sq + i.
       [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
-        Value i = group == 1 ? row : arith::DivUIOp::create(rb, row, cGroup);
+        Value i = rowQuery(rb, row, group);
         return arith::AddIOp::create(rb, arith::SubIOp::create(rb, len, cSq),
                                      arith::AddIOp::create(rb, i, c1));
       });
