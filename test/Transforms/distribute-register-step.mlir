@@ -158,51 +158,58 @@ func.func @padded(%n: index) {
 // registers: each lane scales its runs of four value columns by 1 / l and
 // stores them through the output region; the lane of a query's first C
 // row writes its LSE. The accumulator tile is never written (and is
-// erased).
+// erased). A run is element e of four value blocks of a group (64 value
+// columns: one group of 4 blocks; with fewer blocks than a run is wide the
+// accumulator goes through its tile).
 // FIN-LABEL: func @finish
-// FIN-NOT: memref<32x32xf32, #gpu.address_space<workgroup>>
-// FIN: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, f32, f32)
+// FIN-NOT: memref<32x64xf32, #gpu.address_space<workgroup>>
+// FIN: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, f32, f32)
+//   Vᵀ's fragments: one 4-column read of V per key for the four blocks.
+// FIN-NOT: memref.load {{.*}} : memref<32x64xbf16
+// FIN: vector.load {{.*}} : memref<32x64xbf16, strided<[96, 1]>, #gpu.address_space<workgroup>>, vector<4xbf16>
+// FIN-NOT: memref.load {{.*}} : memref<32x64xbf16
 // FIN: scf.yield
 // FIN: memref.store {{.*}} : memref<32xf32, #gpu.address_space<workgroup>>
 // FIN: gpu.barrier
 // FIN: arith.divf
 // FIN: llvm.amdgcn.log.f32
-// FIN: vector.store %{{.*}} : memref<32x32xf32>, vector<4xf32>
-// FIN: vector.store %{{.*}} : memref<32x32xf32>, vector<4xf32>
+// FIN: vector.store %{{.*}} : memref<32x64xf32>, vector<4xf32>
+// FIN: vector.store %{{.*}} : memref<32x64xf32>, vector<4xf32>
 // FIN: scf.if
 // FIN: memref.store %{{.*}} : memref<32xf32>
 // FIN: gpu.barrier
 // FIN-NOT: mla.attention_finish
-func.func @finish(%n: index, %o: memref<32x32xf32>, %lse: memref<32xf32>) {
+func.func @finish(%n: index, %o: memref<32x64xf32>, %lse: memref<32xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
   %c32 = arith.constant 32 : index
   %zero = arith.constant dense<0.0> : vector<4xf32>
   mla.grid in (%c1, %c1, %c1) {
   ^bb0(%x: index, %y: index, %z: index):
-    %q = memref.alloca() : memref<32x64xbf16>
-    %k = memref.alloca() : memref<32x64xbf16>
-    %v = memref.subview %k[0, 0] [32, 32] [1, 1] : memref<32x64xbf16> to memref<32x32xbf16, strided<[64, 1]>>
-    %acc = memref.alloca() : memref<32x32xf32>
+    %q = memref.alloca() : memref<32x96xbf16>
+    %k = memref.alloca() : memref<32x96xbf16>
+    %v = memref.subview %k[0, 0] [32, 64] [1, 1] : memref<32x96xbf16> to memref<32x64xbf16, strided<[96, 1]>>
+    %acc = memref.alloca() : memref<32x64xf32>
     %m = memref.alloca() : memref<32xf32>
     %l = memref.alloca() : memref<32xf32>
-    scf.parallel (%i, %j) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
-      %col = arith.muli %j, %c1 : index
-      vector.store %zero, %acc[%i, %col] : memref<32x32xf32>, vector<4xf32>
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c32, %c16) step (%c1, %c1) {
+      %col = arith.muli %j, %c4 : index
+      vector.store %zero, %acc[%i, %col] : memref<32x64xf32>, vector<4xf32>
       scf.reduce
     }
     scf.for %t = %c0 to %n step %c32 {
-      mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<32x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16, strided<[64, 1]>>, memref<32x32xf32>, memref<32xf32>, memref<32xf32> {
+      mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<32x96xbf16>, memref<32x96xbf16>, memref<32x64xbf16, strided<[96, 1]>>, memref<32x64xf32>, memref<32xf32>, memref<32xf32> {
       ^bb0(%r: index, %c: index, %s: f32):
         %key = arith.addi %t, %c : index
         %vis = arith.cmpi ult, %key, %n : index
         mla.yield %s, %vis : f32, i1
       }
     }
-    mla.attention_finish %acc state(%m, %l) width 4 : memref<32x32xf32>, memref<32xf32>, memref<32xf32> output {
+    mla.attention_finish %acc state(%m, %l) width 4 : memref<32x64xf32>, memref<32xf32>, memref<32xf32> output {
     ^bb0(%r: index, %c: index, %ov: vector<4xf32>):
-      vector.store %ov, %o[%r, %c] : memref<32x32xf32>, vector<4xf32>
+      vector.store %ov, %o[%r, %c] : memref<32x64xf32>, vector<4xf32>
       mla.yield
     } lse {
     ^bb0(%r: index, %lv: f32):

@@ -38,6 +38,13 @@ int64_t RegisterStepPlan::laneRegisters() const {
   return o + s + q;
 }
 
+int64_t RegisterStepPlan::vGroup() const {
+  int64_t g = kValueGroup;
+  while (dvBlocks() % g != 0)
+    g /= 2;
+  return g;
+}
+
 int64_t RegisterStepPlan::registerBudget() const {
   int64_t perSimd = llvm::divideCeil(shape.warps, kSimdsPerCU);
   return kLaneRegisters / perSimd - kTemporaryRegisters;
@@ -102,18 +109,6 @@ std::string transposedFormRefusal(const MatrixInstr &mi, int64_t keys) {
   return "";
 }
 
-/// Whether every lane's C elements come in runs of `width` consecutive rows
-/// (elements e, e + 1, ... of a run at rows r, r + 1, ...).
-bool cRuns(const MatrixInstr &mi, int64_t width) {
-  if (mi.c.elems % width != 0)
-    return false;
-  for (int64_t l = 0; l < mi.lanes; ++l)
-    for (int64_t e = 0; e < mi.c.elems; ++e)
-      if (mi.c.rowOf(l, e) != mi.c.rowOf(l, e - e % width) + e % width)
-        return false;
-  return true;
-}
-
 /// The plan on `mi` for `shape`, or the reason there is none.
 FailureOr<RegisterStepPlan> planOn(const MatrixInstr &mi,
                                    const StepShape &shape, int64_t waveSize,
@@ -156,7 +151,8 @@ FailureOr<RegisterStepPlan> planOn(const MatrixInstr &mi,
             std::to_string(shape.warps) + " waves leave";
       continue;
     }
-    p.finishInRegisters = p.keyWaves == 1 && cRuns(mi, finishWidth(shape.dv));
+    p.finishInRegisters =
+        p.keyWaves == 1 && p.vGroup() % finishWidth(shape.dv) == 0;
     if (failed(best) || p.rank() > best->rank())
       best = p;
   }
@@ -233,6 +229,13 @@ private:
   /// Row of C element `e` (within its tile) for this lane.
   Value cRowOf(ImplicitLocOpBuilder &b, int64_t e) {
     return addConst(b, cRow, MatrixEmitter::elemCoord(mi.c.row, e));
+  }
+  /// The value column of row `row` of output block `md`
+  /// (RegisterStepPlan::vGroup).
+  Value valueCol(ImplicitLocOpBuilder &b, int64_t md, Value row) {
+    const int64_t g = p.vGroup();
+    Value r = arith::MulIOp::create(b, row, indexConst(b, g));
+    return addConst(b, r, (md / g) * g * mi.m + md % g);
   }
 
   AttentionStepOp op;
@@ -337,7 +340,7 @@ SmallVector<Value> RegisterStep::initialState(ImplicitLocOpBuilder &b) {
       Value ok = arith::AndIOp::create(b, firstKeyWave, queryOk[nb]);
       SmallVector<Value> elems;
       for (int64_t e = 0; e < ce; ++e) {
-        Value col = addConst(b, cRowOf(b, e), md * mi.m);
+        Value col = valueCol(b, md, cRowOf(b, e));
         elems.push_back(
             guardedValue(b, ok, zeroF, [&](ImplicitLocOpBuilder &ib) {
               return memref::LoadOp::create(ib, op.getAcc(),
@@ -441,33 +444,37 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
         elems.push_back(castFloat(b, prob[nb][st2 * be + e], elem));
       pFrag[nb].push_back(vector::FromElementsOp::create(b, fragType, elems));
     }
-  // The V operands of kPvGroup value blocks are read before their products,
-  // so that one wait for the LDS covers several reads: with 2, gfx942's
-  // decode key loop (H=16, page 1) has 572 instructions per 32-key tile
-  // instead of 601 (58 s_waitcnt instead of 87), gfx90a's 568 instead of
-  // 595, gfx950's 546 instead of 574 (mla-compile --report, 2026-12-02; 3
-  // and 4 help gfx950 more and gfx942 less).
-  constexpr int64_t kPvGroup = 2;
-  for (int64_t md0 = 0; md0 < p.dvBlocks(); md0 += kPvGroup) {
-    const int64_t mdEnd = std::min(p.dvBlocks(), md0 + kPvGroup);
-    SmallVector<SmallVector<Value>> aFrag;
-    for (int64_t md = md0; md < mdEnd; ++md) {
-      Value vCol = addConst(b, aRow, md * mi.m);
-      aFrag.emplace_back();
-      for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2) {
+  // Vᵀ's A fragments, a group of vGroup() value blocks at a time: for each
+  // of its A slots (a key) a lane reads the vGroup() consecutive value
+  // columns of its row in the group (valueCol) with one vector load, and
+  // the fragment of block j of the group takes element j of each. All of a
+  // group's reads come before its products: gfx942's decode key loop (H=16,
+  // page 1) has 399 instructions per 32-key tile (was 573 with a 2-byte
+  // read per key and block), 431 when each k step's products follow its
+  // reads (mla-compile --report, 2026-12-03).
+  const int64_t g = p.vGroup();
+  auto readType = VectorType::get({g}, elem);
+  for (int64_t md0 = 0; md0 < p.dvBlocks(); md0 += g) {
+    Value vCol = valueCol(b, md0, aRow);
+    SmallVector<SmallVector<Value>> aFrag(g);
+    for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2) {
+      SmallVector<Value> reads;
+      for (int64_t e = 0; e < mi.a.elems; ++e)
+        reads.push_back(vector::LoadOp::create(b, readType, op.getV(),
+                                               ValueRange{vKey[st2][e], vCol}));
+      for (int64_t j = 0; j < g; ++j) {
         SmallVector<Value> elems;
-        for (int64_t e = 0; e < mi.a.elems; ++e)
-          elems.push_back(memref::LoadOp::create(
-              b, op.getV(), ValueRange{vKey[st2][e], vCol}));
-        aFrag.back().push_back(
-            vector::FromElementsOp::create(b, fragType, elems));
+        for (Value r : reads)
+          elems.push_back(
+              vector::ExtractOp::create(b, r, ArrayRef<int64_t>{j}));
+        aFrag[j].push_back(vector::FromElementsOp::create(b, fragType, elems));
       }
     }
-    for (int64_t md = md0; md < mdEnd; ++md)
+    for (int64_t j = 0; j < g; ++j)
       for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2)
         for (int64_t nb = 0; nb < p.qBlocks; ++nb)
-          o[oIndex(md, nb)] = em.multiply(b, aFrag[md - md0][st2],
-                                          pFrag[nb][st2], o[oIndex(md, nb)]);
+          o[oIndex(md0 + j, nb)] = em.multiply(b, aFrag[j][st2], pFrag[nb][st2],
+                                               o[oIndex(md0 + j, nb)]);
   }
   // The next iteration's copies overwrite the K and V tiles.
   gpu::BarrierOp::create(b);
@@ -484,7 +491,7 @@ void RegisterStep::storeAcc(ImplicitLocOpBuilder &b, ValueRange o,
     guarded(b, queryOk[nb], [&](ImplicitLocOpBuilder &gb) {
       for (int64_t md = 0; md < p.dvBlocks(); ++md)
         for (int64_t e = 0; e < mi.c.elems; ++e) {
-          Value col = addConst(gb, cRowOf(gb, e), md * mi.m);
+          Value col = valueCol(gb, md, cRowOf(gb, e));
           Value v = vector::ExtractOp::create(gb, o[oIndex(md, nb)],
                                               ArrayRef<int64_t>{e});
           if (factor)
@@ -597,14 +604,17 @@ void RegisterStep::emitFinish() {
           finishFactors(gb, memref::LoadOp::create(gb, finish.getM(), q),
                         memref::LoadOp::create(gb, finish.getL(), q), scale);
       Value inv = vector::BroadcastOp::create(gb, vecType, f.inv);
-      for (int64_t md = 0; md < p.dvBlocks(); ++md)
-        for (int64_t e = 0; e < mi.c.elems; e += width) {
-          Value run = finalO[oIndex(md, nb)];
-          if (width != mi.c.elems)
-            run = sliceVector(gb, run, e, width);
-          Value col = addConst(gb, cRowOf(gb, e), md * mi.m);
+      // A run: element e of the `width` blocks from md of a value group.
+      for (int64_t md = 0; md < p.dvBlocks(); md += width)
+        for (int64_t e = 0; e < mi.c.elems; ++e) {
+          SmallVector<Value> elems;
+          for (int64_t j = 0; j < width; ++j)
+            elems.push_back(vector::ExtractOp::create(
+                gb, finalO[oIndex(md + j, nb)], ArrayRef<int64_t>{e}));
+          Value run = vector::FromElementsOp::create(gb, vecType, elems);
           inlineRegion(gb, finish.getOutput(),
-                       {q, col, arith::MulFOp::create(gb, run, inv)});
+                       {q, valueCol(gb, md, cRowOf(gb, e)),
+                        arith::MulFOp::create(gb, run, inv)});
         }
       guarded(gb, owner, [&](ImplicitLocOpBuilder &ob) {
         inlineRegion(ob, finish.getLseBody(), {q, f.lse});

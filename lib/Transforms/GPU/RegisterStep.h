@@ -40,6 +40,8 @@ namespace mla {
 /// it refuses state beyond (512 / waves per SIMD) - 64 registers per lane.
 constexpr int64_t kLaneRegisters = 512, kSimdsPerCU = 4,
                   kTemporaryRegisters = 64;
+/// The widest group of value blocks read together (RegisterStepPlan::vGroup).
+constexpr int64_t kValueGroup = 4;
 
 /// How one attention step is spread over the waves of its workgroup.
 struct RegisterStepPlan {
@@ -50,8 +52,8 @@ struct RegisterStepPlan {
   int64_t keysPerWave = 0; ///< a wave's keys of each tile
   /// Whether mla.attention_finish is lowered from the output registers
   /// (one key wave: each query's accumulators are on one wave, in runs of
-  /// finishWidth(dv) value columns per lane), so that the accumulator
-  /// needs no LDS tile.
+  /// finishWidth(dv) value columns per lane across the blocks of a value
+  /// group), so that the accumulator needs no LDS tile.
   bool finishInRegisters = false;
 
   int64_t rowsPerWave() const { return qBlocks * instr->n; }
@@ -62,6 +64,13 @@ struct RegisterStepPlan {
   int64_t pvSteps() const { return keysPerWave / instr->k; }
   int64_t dvBlocks() const { return shape.dv / instr->m; }
   int64_t kSteps() const { return shape.dim / instr->k; }
+  /// Value blocks whose Vᵀ fragments a lane reads together: row r of
+  /// block md is value column (md / G) * G * M + r * G + md % G (G =
+  /// vGroup(), M = instr->m), so that a lane's rows of the G blocks of a
+  /// group are G consecutive columns of V, read with one 8-byte (bf16/f16)
+  /// vector load per key instead of one 2-byte load per key and block. The
+  /// largest of kValueGroup, its halves, ... that divides dvBlocks().
+  int64_t vGroup() const;
   /// 32-bit registers per lane of the state the plan keeps: output
   /// accumulators, scores and the query fragments.
   int64_t laneRegisters() const;
