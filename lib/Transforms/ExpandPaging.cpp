@@ -4,6 +4,17 @@
 // page = block_table[b][t / P], slot = t % P, then a vectorised row copy.
 // Rows at or past `end` are zero-filled so that later products stay finite.
 //
+// The page numbers are looked up once per row into a small workgroup buffer
+// that the copy reads. In general that is a phase of its own before the
+// copy (on GPUs: a barrier per tile). Where the target stages pages ahead
+// (ArchInfo::stagesPagesAhead) and the tile is the key loop's (its start is
+// the loop's induction variable, the other operands loop-invariant), the
+// buffer has two slots: the first tile's pages are staged before the loop,
+// and each iteration stages the next tile's pages into the slot its copy
+// does not read, in a phase marked mla.unsynchronized: the copy's and the
+// step's barriers order it, so the loop has no barrier of its own for the
+// pages.
+//
 //===----------------------------------------------------------------------===//
 #include "Utils.h"
 #include "mla/Transforms/Passes.h"
@@ -23,7 +34,28 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-void expand(LoadKVTileOp op) {
+/// The key loop whose next tile `op` may stage pages for, or null (with the
+/// reason under -debug-only=mla-expand-paging).
+scf::ForOp stagingLoop(LoadKVTileOp op) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  const char *why =
+      !loop ? "not directly in an scf.for"
+      : op.getStart() != loop.getInductionVar()
+          ? "its start is not the loop's induction variable"
+      : !llvm::all_of(ValueRange{op.getKv(), op.getBlockTable(), op.getBatch(),
+                                 op.getEnd()},
+                      [&](Value v) { return loop.isDefinedOutsideOfLoop(v); })
+          ? "its pool, block table, request or end change in the loop"
+          : nullptr;
+  if (why) {
+    LLVM_DEBUG(llvm::dbgs() << "mla-expand-paging: pages of " << op.getLoc()
+                            << " staged per tile: " << why << "\n");
+    return nullptr;
+  }
+  return loop;
+}
+
+void expand(LoadKVTileOp op, bool stageAhead) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto tileType = op.getTile().getType();
   auto kvType = op.getKv().getType();
@@ -31,11 +63,15 @@ void expand(LoadKVTileOp op) {
   const int64_t vw = vectorWidthFor(width);
   auto vecType = VectorType::get({vw}, tileType.getElementType());
   Value cVw = indexConst(b, vw);
+  scf::ForOp loop = stageAhead ? stagingLoop(op) : nullptr;
   // The page size: a constant (divisions become shifts for powers of two) or
   // the pool's run-time dim 1.
-  Value pageSize = kvType.isDynamicDim(1)
-                       ? Value(memref::DimOp::create(b, op.getKv(), 1))
-                       : indexConst(b, kvType.getDimSize(1));
+  auto pageSizeAt = [&](ImplicitLocOpBuilder &pb) -> Value {
+    return kvType.isDynamicDim(1)
+               ? Value(memref::DimOp::create(pb, op.getKv(), 1))
+               : indexConst(pb, kvType.getDimSize(1));
+  };
+  Value pageSize = pageSizeAt(b);
   Value zeros = arith::ConstantOp::create(
       b, vecType,
       DenseElementsAttr::get(vecType,
@@ -43,26 +79,59 @@ void expand(LoadKVTileOp op) {
 
   // The page of each row, looked up once per row (not once per copied
   // chunk) into a small buffer of the workgroup, placed with the tiles at
-  // the top of the enclosing grid (or function). Rows past `end` look up
-  // entry 0, which every block-table row has.
+  // the top of the enclosing grid (or function): one slot, or two where
+  // the loop's copies stage the next tile's. Rows past `end` look up entry
+  // 0, which every block-table row has.
   ImplicitLocOpBuilder topBuilder =
       builderAtGridTop(op.getLoc(), op->getBlock());
+  const int64_t slots = loop ? 2 : 1;
   auto pagesBuf = memref::AllocaOp::create(
-      topBuilder, MemRefType::get({rows}, b.getI32Type()));
-  Value c0 = indexConst(b, 0);
-  parallelFor(b, {indexConst(b, rows)},
-              [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-                Value t = arith::AddIOp::create(rb, op.getStart(), iv[0]);
-                Value inRange = arith::CmpIOp::create(
-                    rb, arith::CmpIPredicate::slt, t, op.getEnd());
-                Value pageIdx = arith::SelectOp::create(
-                    rb, inRange, arith::DivUIOp::create(rb, t, pageSize), c0);
-                memref::StoreOp::create(
-                    rb,
-                    memref::LoadOp::create(rb, op.getBlockTable(),
-                                           ValueRange{op.getBatch(), pageIdx}),
-                    pagesBuf, ValueRange{iv[0]});
-              });
+      topBuilder, MemRefType::get({slots, rows}, b.getI32Type()));
+  auto stage = [&](ImplicitLocOpBuilder &rb, Value row, Value tileStart,
+                   Value slot, Value ps) {
+    Value c0 = indexConst(rb, 0);
+    Value t = arith::AddIOp::create(rb, tileStart, row);
+    Value inRange =
+        arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, t, op.getEnd());
+    Value pageIdx = arith::SelectOp::create(
+        rb, inRange, arith::DivUIOp::create(rb, t, ps), c0);
+    memref::StoreOp::create(
+        rb,
+        memref::LoadOp::create(rb, op.getBlockTable(),
+                               ValueRange{op.getBatch(), pageIdx}),
+        pagesBuf, ValueRange{slot, row});
+  };
+  Value slot = indexConst(b, 0);
+  if (loop) {
+    // The first tile's pages, before the loop, into slot 0; tile i's in
+    // slot i % 2.
+    ImplicitLocOpBuilder pb(loop.getLoc(), loop);
+    Value ps = pageSizeAt(pb);
+    parallelFor(pb, {indexConst(pb, rows)},
+                [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+                  stage(rb, iv[0], loop.getLowerBound(), indexConst(rb, 0), ps);
+                });
+    Value i = arith::DivUIOp::create(
+        b,
+        arith::SubIOp::create(b, loop.getInductionVar(), loop.getLowerBound()),
+        loop.getStep());
+    slot = arith::RemUIOp::create(b, i, indexConst(b, 2));
+    Value next = arith::SubIOp::create(b, indexConst(b, 1), slot);
+    Value nextStart = arith::AddIOp::create(b, op.getStart(), loop.getStep());
+    // The next tile's pages, into the slot the copy does not read; the
+    // copy's barrier orders them before the next iteration's copy, and the
+    // previous iteration's barriers order the reads of that slot before.
+    scf::ParallelOp ahead = parallelFor(
+        b, {indexConst(b, rows)}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+          stage(rb, iv[0], nextStart, next, pageSize);
+        });
+    ahead->setAttr(MLADialect::kUnsynchronizedAttrName, b.getUnitAttr());
+  } else {
+    parallelFor(b, {indexConst(b, rows)},
+                [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+                  stage(rb, iv[0], op.getStart(), slot, pageSize);
+                });
+  }
 
   // One iteration per (row, vector chunk): on GPUs each thread copies
   // 16-byte pieces.
@@ -78,12 +147,13 @@ void expand(LoadKVTileOp op) {
             rb, inRange,
             [&](OpBuilder &nb, Location loc) {
               ImplicitLocOpBuilder ib(loc, nb);
-              Value slot = arith::RemUIOp::create(ib, t, pageSize);
-              Value entry = memref::LoadOp::create(ib, pagesBuf, ValueRange{r});
+              Value slotInPage = arith::RemUIOp::create(ib, t, pageSize);
+              Value entry =
+                  memref::LoadOp::create(ib, pagesBuf, ValueRange{slot, r});
               Value page =
                   arith::IndexCastOp::create(ib, ib.getIndexType(), entry);
               Value v = vector::LoadOp::create(ib, vecType, op.getKv(),
-                                               ValueRange{page, slot, d});
+                                               ValueRange{page, slotInPage, d});
               scf::YieldOp::create(ib, v);
             },
             [&](OpBuilder &nb, Location loc) {
@@ -99,10 +169,20 @@ void expand(LoadKVTileOp op) {
 struct ExpandPagingPass
     : public mla::impl::MLAExpandPagingBase<ExpandPagingPass> {
   void runOnOperation() override {
+    // Without a #mla.target (hand-written IR) pages are staged per tile.
+    const ArchInfo *arch = nullptr;
+    if (getOperation()->hasAttr(MLADialect::kTargetAttrName)) {
+      FailureOr<const ArchInfo *> target =
+          moduleTarget(getOperation(), "mla-expand-paging");
+      if (failed(target))
+        return signalPassFailure();
+      arch = *target;
+    }
+    const bool stageAhead = arch && arch->stagesPagesAhead();
     SmallVector<LoadKVTileOp> ops;
     getOperation().walk([&](LoadKVTileOp op) { ops.push_back(op); });
     for (LoadKVTileOp op : ops)
-      expand(op);
+      expand(op, stageAhead);
   }
 };
 } // namespace

@@ -64,15 +64,16 @@ Value reduceLoop(
   return loop.getResult(0);
 }
 
-void parallelFor(ImplicitLocOpBuilder &b, ValueRange ubs,
-                 function_ref<void(ImplicitLocOpBuilder &, ValueRange)> body) {
+scf::ParallelOp
+parallelFor(ImplicitLocOpBuilder &b, ValueRange ubs,
+            function_ref<void(ImplicitLocOpBuilder &, ValueRange)> body) {
   SmallVector<Value> lbs(ubs.size(), indexConst(b, 0));
   SmallVector<Value> steps(ubs.size(), indexConst(b, 1));
-  scf::ParallelOp::create(b, lbs, ubs, steps,
-                          [&](OpBuilder &nb, Location loc, ValueRange ivs) {
-                            ImplicitLocOpBuilder ib(loc, nb);
-                            body(ib, ivs);
-                          });
+  return scf::ParallelOp::create(
+      b, lbs, ubs, steps, [&](OpBuilder &nb, Location loc, ValueRange ivs) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        body(ib, ivs);
+      });
 }
 
 void fillBuffer(ImplicitLocOpBuilder &b, Value buffer, double value) {

@@ -2,6 +2,7 @@
 #ifndef MLA_TRANSFORMS_UTILS_H
 #define MLA_TRANSFORMS_UTILS_H
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Value.h"
 
@@ -36,7 +37,7 @@ reduceLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lb, mlir::Value ub,
 /// Emits `scf.parallel (ivs) = (0, ...) to (ubs) step (1, ...)`: iterations
 /// that may run in any order or concurrently (GPU lowerings spread them over
 /// the threads of a workgroup; the host runs them as loops).
-void parallelFor(
+mlir::scf::ParallelOp parallelFor(
     mlir::ImplicitLocOpBuilder &b, mlir::ValueRange ubs,
     llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::ValueRange)>
         body);

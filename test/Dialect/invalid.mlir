@@ -1000,3 +1000,14 @@ func.func @fresh_tiles_on_if(%c: i1) {
   } {mla.fresh_tiles}
   return
 }
+
+// -----
+
+func.func @unsynchronized_on_for(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'mla.unsynchronized' belongs on a scf.parallel}}
+  scf.for %i = %c0 to %n step %c1 {
+  } {mla.unsynchronized}
+  return
+}

@@ -34,6 +34,38 @@ func.func @parallel(%buf: memref<4x8xf32>) {
 
 // -----
 
+// A phase marked mla.unsynchronized (the next tile's pages, staged by
+// mla-expand-paging) gets no barrier of its own; the next phase's orders it.
+// CHECK-LABEL: func @unsynchronized
+// CHECK: scf.for
+// CHECK:   memref.store
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for
+// CHECK:   memref.store
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: return
+func.func @unsynchronized(%a: memref<64xf32>, %b: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  mla.grid in (%c1, %c1, %c1) attributes {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 1, warps = 2, stages = 1>} {
+  ^bb0(%x: index, %y: index, %z: index):
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      memref.store %one, %a[%i] : memref<64xf32>
+      scf.reduce
+    } {mla.unsynchronized}
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      memref.store %one, %b[%i] : memref<64xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
 // bf16 Q·Kᵀ on tensor cores: 16x8 C tiles over the warps (4 warps by
 // default), K in steps of 16, packed bf16 pairs, rows past M = 4 masked.
 // CHECK-LABEL: func @qk

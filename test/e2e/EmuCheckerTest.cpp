@@ -105,7 +105,8 @@ TEST(EmuChecker, AllBarriersPass) {
 // end, before the next tile's copy overwrites it), 5 (the two key waves'
 // m and l in the combine buffer), 6 and 7 (the waves' accumulators added
 // into the accumulator tile one after the other). Barrier 2 guards the
-// staged block table: without it a lane reads unwritten LDS as a page index
+// staged block table (the first tile's pages, staged before the key loop;
+// the later tiles' are staged a tile ahead, ordered by 3 and 4): without it a lane reads unwritten LDS as a page index
 // (reported as such, or as the negative buffer offset it leads to,
 // depending on which workgroup's thread gets there first). The others are
 // not reported alone (docs/AMD.md). The queries (Sq = 1) are read in

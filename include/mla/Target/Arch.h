@@ -53,6 +53,12 @@ struct ArchInfo {
   bool hasAsyncCopies() const { return kind == TargetKind::NVIDIA; }
   /// Global memory through buffer descriptors (AMD buffer_load/store).
   bool hasBufferOps() const { return kind == TargetKind::AMD; }
+  /// Whether a key loop's KV copy stages the next tile's page numbers
+  /// (mla-expand-paging), so that the loop needs no staging phase and its
+  /// barrier. AMD only: proven in the emulator; NVIDIA keeps the per-tile
+  /// phase until an A/B on the H200 measures it, the host has no barriers
+  /// to save.
+  bool stagesPagesAhead() const { return kind == TargetKind::AMD; }
   /// Global vector accesses marked 16-byte aligned become one wide access
   /// (NVIDIA; AMD's buffer operations get no benefit from the mark).
   bool marksVectorAlignment() const { return kind == TargetKind::NVIDIA; }

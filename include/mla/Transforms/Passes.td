@@ -73,7 +73,12 @@ def MLAExpandPaging : Pass<"mla-expand-paging", "mlir::ModuleOp"> {
     Replaces each `mla.load_kv_tile` by a loop over the tile's rows that
     reads the block table, computes `page = block_table[b][t / P]` and
     `slot = t % P` (shifts and masks when P is a power of two), and copies
-    the row with vector loads; rows past the end are zero-filled.
+    the row with vector loads; rows past the end are zero-filled. The page
+    of each row is looked up once into a small workgroup buffer; on targets
+    that stage pages ahead (AMD; read from the module's `#mla.target`) a key
+    loop's tile stages the next tile's pages into the other slot of a
+    two-slot buffer in an `mla.unsynchronized` phase, so that the loop has
+    no staging barrier.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",

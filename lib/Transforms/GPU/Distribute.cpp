@@ -72,7 +72,8 @@ void allocasToWorkgroup(GridOp grid) {
   }
 }
 
-/// scf.parallel -> strided loop over the linearised space + barrier.
+/// scf.parallel -> strided loop over the linearised space + barrier (none
+/// after an mla.unsynchronized one).
 void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
                         bool waitAsyncCopies, int64_t pending = 0) {
   ImplicitLocOpBuilder b(par.getLoc(), par);
@@ -113,7 +114,10 @@ void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
     nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(pending));
   }
-  gpu::BarrierOp::create(b);
+  // A phase whose writes later barriers order (mla.unsynchronized) needs
+  // none of its own.
+  if (!par->hasAttr(MLADialect::kUnsynchronizedAttrName))
+    gpu::BarrierOp::create(b);
   par.erase();
 }
 

@@ -143,6 +143,9 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
   if (name == kFreshTilesAttrName)
     return expect(op->getName().getStringRef() == "scf.for", "scf.for",
                   isa<UnitAttr>(value), "a unit attribute");
+  if (name == kUnsynchronizedAttrName)
+    return expect(op->getName().getStringRef() == "scf.parallel",
+                  "scf.parallel", isa<UnitAttr>(value), "a unit attribute");
   return op->emitError() << "unknown mla attribute '" << name << "'";
 }
 

@@ -59,6 +59,13 @@ def MLA_Dialect : Dialect {
     /// lets tiles used only inside it share memory per iteration.
     static constexpr ::llvm::StringLiteral kFreshTilesAttrName =
         "mla.fresh_tiles";
+    /// scf.parallel: nothing reads what it writes, nor writes what it
+    /// reads, before a later barrier of the code around it orders them (the
+    /// next key tile's page numbers, staged by mla-expand-paging while the
+    /// current tile's copy reads the other slot; unit attribute).
+    /// mla-distribute emits no barrier after it.
+    static constexpr ::llvm::StringLiteral kUnsynchronizedAttrName =
+        "mla.unsynchronized";
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
