@@ -84,9 +84,15 @@ void expand(LoadKVTileOp op, bool stageAhead) {
   // 0, which every block-table row has.
   ImplicitLocOpBuilder topBuilder =
       builderAtGridTop(op.getLoc(), op->getBlock());
-  const int64_t slots = loop ? 2 : 1;
   auto pagesBuf = memref::AllocaOp::create(
-      topBuilder, MemRefType::get({slots, rows}, b.getI32Type()));
+      topBuilder, loop ? MemRefType::get({2, rows}, b.getI32Type())
+                       : MemRefType::get({rows}, b.getI32Type()));
+  // Element `row` of slot `slot` (the one-slot buffer has no slot index).
+  auto at = [&](Value slot, Value row) -> SmallVector<Value> {
+    if (!loop)
+      return {row};
+    return {slot, row};
+  };
   auto stage = [&](ImplicitLocOpBuilder &rb, Value row, Value tileStart,
                    Value slot, Value ps) {
     Value c0 = indexConst(rb, 0);
@@ -99,7 +105,7 @@ void expand(LoadKVTileOp op, bool stageAhead) {
         rb,
         memref::LoadOp::create(rb, op.getBlockTable(),
                                ValueRange{op.getBatch(), pageIdx}),
-        pagesBuf, ValueRange{slot, row});
+        pagesBuf, at(slot, row));
   };
   Value slot = indexConst(b, 0);
   if (loop) {
@@ -148,8 +154,7 @@ void expand(LoadKVTileOp op, bool stageAhead) {
             [&](OpBuilder &nb, Location loc) {
               ImplicitLocOpBuilder ib(loc, nb);
               Value slotInPage = arith::RemUIOp::create(ib, t, pageSize);
-              Value entry =
-                  memref::LoadOp::create(ib, pagesBuf, ValueRange{slot, r});
+              Value entry = memref::LoadOp::create(ib, pagesBuf, at(slot, r));
               Value page =
                   arith::IndexCastOp::create(ib, ib.getIndexType(), entry);
               Value v = vector::LoadOp::create(ib, vecType, op.getKv(),
