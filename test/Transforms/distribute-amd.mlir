@@ -45,3 +45,46 @@ func.func @pv(%p: memref<8x16xf16>, %v: memref<16x32xf16, strided<[48, 1]>>, %ac
   }
   return
 }
+
+// -----
+
+// A parallel copy with a constant trip count of at most 16 iterations per
+// thread is written out on AMD: 600 (row, chunk) iterations on 256 threads
+// are two whole iterations, whose reads (the global load) come first and
+// stores after, so both loads are in flight before either is waited for,
+// then a third, guarded (tid + 512 < 600). No thread loop remains.
+// CHECK-LABEL: func @copy
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK-NOT: scf.for
+// CHECK: vector.load %arg0
+// CHECK-NOT: vector.store
+// CHECK: arith.addi %[[TID]], %c256
+// CHECK-NOT: vector.store
+// CHECK: vector.load %arg0
+// CHECK: vector.store
+// CHECK: vector.store
+// CHECK: %[[I2:.*]] = arith.addi %[[TID]], %c512
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I2]], %c600
+// CHECK: scf.if %[[IN]] {
+// CHECK:   vector.load %arg0
+// CHECK:   vector.store
+// CHECK: }
+// CHECK-NEXT: gpu.barrier
+func.func @copy(%src: memref<100x48xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %c100 = arith.constant 100 : index
+  mla.grid in (%c1, %c1, %c1) attributes {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 1, warps = 4, stages = 1>} {
+  ^bb0(%bx: index, %by: index, %bz: index):
+    %tile = memref.alloca() : memref<100x48xbf16>
+    scf.parallel (%r, %c) = (%c0, %c0) to (%c100, %c6) step (%c1, %c1) {
+      %d = arith.muli %c, %c8 : index
+      %v = vector.load %src[%r, %d] : memref<100x48xbf16>, vector<8xbf16>
+      vector.store %v, %tile[%r, %d] : memref<100x48xbf16>, vector<8xbf16>
+      scf.reduce
+    }
+  }
+  return
+}

@@ -59,6 +59,11 @@ struct ArchInfo {
   /// phase until an A/B on the H200 measures it, the host has no barriers
   /// to save.
   bool stagesPagesAhead() const { return kind == TargetKind::AMD; }
+  /// Whether mla-distribute writes out a parallel loop's few iterations
+  /// per thread instead of looping (so that a copy's loads are all in
+  /// flight at once). AMD only: NVIDIA's copies are asynchronous already
+  /// and its code is tuned on the H200 as it is.
+  bool unrollsThreadLoops() const { return kind == TargetKind::AMD; }
   /// Global vector accesses marked 16-byte aligned become one wide access
   /// (NVIDIA; AMD's buffer operations get no benefit from the mark).
   bool marksVectorAlignment() const { return kind == TargetKind::NVIDIA; }

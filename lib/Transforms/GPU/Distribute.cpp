@@ -11,7 +11,10 @@
 //     becomes a parallel loop over the accumulator tile otherwise;
 //   * each scf.parallel becomes a loop over its linearised iteration space
 //     strided by the workgroup's thread count (`idx = tid; idx < n;
-//     idx += threads`), followed by a gpu.barrier;
+//     idx += threads`), followed by a gpu.barrier (none after an
+//     mla.unsynchronized one); on AMD one with at most 16 iterations per
+//     thread and a constant trip count is written out instead, each
+//     iteration's reads before the iterations' writes;
 //   * each mla.matmul becomes matrix-instruction code through the emitter
 //     of the instruction the arch table gives for its operand type
 //     (GPU/MatrixEmitter.h: mma.sync m16n8k16 on NVIDIA, MFMA 16x16x16 on
@@ -37,9 +40,11 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define DEBUG_TYPE "mla-distribute"
 
@@ -72,41 +77,115 @@ void allocasToWorkgroup(GridOp grid) {
   }
 }
 
+/// Whether `op` or an op nested in it may write memory (an op that does not
+/// say counts as writing).
+bool writesMemory(Operation *op) {
+  return op
+      ->walk([](Operation *o) {
+        if (auto iface = dyn_cast<MemoryEffectOpInterface>(o))
+          return iface.hasEffect<MemoryEffects::Write>()
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        return o->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
+                   ? WalkResult::advance()
+                   : WalkResult::interrupt();
+      })
+      .wasInterrupted();
+}
+
+/// The most iterations per thread of a parallel loop with a constant trip
+/// count that distributeParallel writes out one after the other on targets
+/// that unroll thread loops (ArchInfo::unrollsThreadLoops).
+constexpr int64_t kMaxUnrolledIterations = 16;
+
 /// scf.parallel -> strided loop over the linearised space + barrier (none
-/// after an mla.unsynchronized one).
+/// after an mla.unsynchronized one). With `unroll` and a constant trip
+/// count of at most kMaxUnrolledIterations per thread the loop is written
+/// out (the last, partial, iteration guarded): each iteration's loads are
+/// then independent code, all in flight before the first is waited for
+/// (AMD's KV copy: 18 16-byte loads per lane of the gfx942 H=16 decode
+/// tile, each load formerly waited for with s_waitcnt vmcnt(0) before the
+/// next was issued).
 void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
-                        bool waitAsyncCopies, int64_t pending = 0) {
+                        bool waitAsyncCopies, int64_t pending = 0,
+                        bool unroll = false) {
   ImplicitLocOpBuilder b(par.getLoc(), par);
   // Extent of each dim: (ub - lb) / step, all our loops have lb 0 / step 1.
   SmallVector<Value> extents;
   Value total = indexConst(b, 1);
+  std::optional<int64_t> constTotal = 1;
   for (auto [lb, ub, step] :
        llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
     Value n =
         arith::CeilDivSIOp::create(b, arith::SubIOp::create(b, ub, lb), step);
     extents.push_back(n);
     total = arith::MulIOp::create(b, total, n);
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           st = getConstantIntValue(step);
+    if (constTotal && l && u && st && *st > 0)
+      *constTotal *= std::max<int64_t>(0, llvm::divideCeil(*u - *l, *st));
+    else
+      constTotal.reset();
   }
-  forLoop(b, ti.tid, total, indexConst(b, ti.threads),
-          [&](ImplicitLocOpBuilder &lb, Value idx) {
-            IRMapping map;
-            Value rest = idx;
-            // Innermost dim varies fastest.
-            SmallVector<Value> ivs(extents.size());
-            for (int64_t d = extents.size() - 1; d >= 0; --d) {
-              Value local =
-                  d == 0 ? rest : arith::RemUIOp::create(lb, rest, extents[d]);
-              if (d > 0)
-                rest = arith::DivUIOp::create(lb, rest, extents[d]);
-              ivs[d] = arith::AddIOp::create(
-                  lb, par.getLowerBound()[d],
-                  arith::MulIOp::create(lb, local, par.getStep()[d]));
-            }
-            for (auto [iv, v] : llvm::zip(par.getInductionVars(), ivs))
-              map.map(iv, v);
-            for (Operation &op : par.getBody()->without_terminator())
-              lb.clone(op, map);
-          });
+  // The induction variables of linear iteration `idx`, into `map`.
+  auto mapIvs = [&](ImplicitLocOpBuilder &lb, Value idx, IRMapping &map) {
+    Value rest = idx;
+    // Innermost dim varies fastest.
+    SmallVector<Value> ivs(extents.size());
+    for (int64_t d = extents.size() - 1; d >= 0; --d) {
+      Value local =
+          d == 0 ? rest : arith::RemUIOp::create(lb, rest, extents[d]);
+      if (d > 0)
+        rest = arith::DivUIOp::create(lb, rest, extents[d]);
+      ivs[d] = arith::AddIOp::create(
+          lb, par.getLowerBound()[d],
+          arith::MulIOp::create(lb, local, par.getStep()[d]));
+    }
+    for (auto [iv, v] : llvm::zip(par.getInductionVars(), ivs))
+      map.map(iv, v);
+  };
+  auto ops = par.getBody()->without_terminator();
+  auto body = [&](ImplicitLocOpBuilder &lb, Value idx) {
+    IRMapping map;
+    mapIvs(lb, idx, map);
+    for (Operation &op : ops)
+      lb.clone(op, map);
+  };
+  const int64_t perThread =
+      constTotal ? llvm::divideCeil(*constTotal, ti.threads) : 0;
+  if (unroll && constTotal && perThread <= kMaxUnrolledIterations) {
+    // The body up to its first write for every whole iteration, then the
+    // rest of each: the iterations of an scf.parallel are independent, and
+    // LLVM would not move a later iteration's reads (e.g. of a page number
+    // in LDS) above an earlier one's LDS store, which waits for its load.
+    auto firstWrite =
+        llvm::find_if(ops, [](Operation &op) { return writesMemory(&op); });
+    const int64_t whole = *constTotal / ti.threads;
+    SmallVector<IRMapping> maps(whole);
+    for (int64_t k = 0; k < whole; ++k) {
+      mapIvs(b, arith::AddIOp::create(b, ti.tid, indexConst(b, k * ti.threads)),
+             maps[k]);
+      for (Operation &op : llvm::make_range(ops.begin(), firstWrite))
+        b.clone(op, maps[k]);
+    }
+    for (int64_t k = 0; k < whole; ++k)
+      for (Operation &op : llvm::make_range(firstWrite, ops.end()))
+        b.clone(op, maps[k]);
+    if (whole < perThread) {
+      Value idx =
+          arith::AddIOp::create(b, ti.tid, indexConst(b, whole * ti.threads));
+      auto last = scf::IfOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, idx,
+                                indexConst(b, *constTotal)),
+          /*withElseRegion=*/false);
+      ImplicitLocOpBuilder lb(par.getLoc(), last.thenBlock()->getTerminator());
+      body(lb, idx);
+    }
+  } else {
+    forLoop(b, ti.tid, total, indexConst(b, ti.threads), body);
+  }
   if (waitAsyncCopies) {
     // One group of all this thread's copies; wait until at most `pending`
     // groups are in flight (0: this one has landed) before the barrier.
@@ -257,7 +336,8 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       DenseMap<Operation *, int64_t> pending =
           nvidia::prefetchWaits(pars, async, ahead);
       for (scf::ParallelOp p : pars)
-        distributeParallel(p, ti, async[p], pending.lookup(p));
+        distributeParallel(p, ti, async[p], pending.lookup(p),
+                           arch->unrollsThreadLoops());
       SmallVector<MatmulOp> mms;
       grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
       for (MatmulOp mm : mms) {
