@@ -164,6 +164,11 @@ func.func @padded(%n: index) {
 // FIN-LABEL: func @finish
 // FIN-NOT: memref<32x64xf32, #gpu.address_space<workgroup>>
 // FIN: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, f32, f32)
+//   The output is rescaled only on lanes whose row maximum moved.
+// FIN: %[[MOVED:.*]] = arith.cmpf ult, %{{.*}}, %cst{{.*}} : f32
+// FIN: scf.if %[[MOVED]] -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
+// FIN:   arith.mulf %{{.*}} : vector<4xf32>
+// FIN: } else {
 //   Vᵀ's fragments: one 4-column read of V per key for the four blocks.
 // FIN-NOT: memref.load {{.*}} : memref<32x64xbf16
 // FIN: vector.load {{.*}} : memref<32x64xbf16, strided<[96, 1]>, #gpu.address_space<workgroup>>, vector<4xbf16>

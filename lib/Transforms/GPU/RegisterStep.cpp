@@ -428,12 +428,31 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
     l[nb] = math::FmaOp::create(b, l[nb], corr[nb], sum);
   }
   // Oᵀ = diag(corr) · Oᵀ + Vᵀ · Pᵀ.
+  // The rescale only where the row maximum moved (corr < 1): once the
+  // maxima settle, a wave's lanes all skip it (a branch on no lane).
   SmallVector<Value> o(st.begin(), st.begin() + nO());
-  for (int64_t md = 0; md < p.dvBlocks(); ++md)
-    for (int64_t nb = 0; nb < p.qBlocks; ++nb)
-      o[oIndex(md, nb)] = arith::MulFOp::create(
-          b, o[oIndex(md, nb)],
-          vector::BroadcastOp::create(b, vecType, corr[nb]));
+  Value one = f32Const(b, 1.0);
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
+    SmallVector<Type> types(p.dvBlocks(), vecType);
+    Value moved =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::ULT, corr[nb], one);
+    auto ifOp = scf::IfOp::create(b, types, moved, /*withElseRegion=*/true);
+    ImplicitLocOpBuilder tb(b.getLoc(), ifOp.thenBlock(),
+                            ifOp.thenBlock()->end());
+    ImplicitLocOpBuilder eb(b.getLoc(), ifOp.elseBlock(),
+                            ifOp.elseBlock()->end());
+    SmallVector<Value> scaled, kept;
+    Value factor = vector::BroadcastOp::create(tb, vecType, corr[nb]);
+    for (int64_t md = 0; md < p.dvBlocks(); ++md) {
+      scaled.push_back(
+          arith::MulFOp::create(tb, o[oIndex(md, nb)], factor).getResult());
+      kept.push_back(o[oIndex(md, nb)]);
+    }
+    scf::YieldOp::create(tb, scaled);
+    scf::YieldOp::create(eb, kept);
+    for (int64_t md = 0; md < p.dvBlocks(); ++md)
+      o[oIndex(md, nb)] = ifOp.getResult(md);
+  }
   Type elem = op.getElementType();
   auto fragType = VectorType::get({be}, elem);
   SmallVector<SmallVector<Value>> pFrag(p.qBlocks);
