@@ -110,7 +110,9 @@ void expand(LoadKVTileOp op, bool stageAhead) {
   Value slot = indexConst(b, 0);
   if (loop) {
     // The first tile's pages, before the loop, into slot 0; tile i's in
-    // slot i % 2.
+    // slot i % 2. (They are read even when the loop runs no tile: on AMD,
+    // the only target that stages ahead, the block table is a
+    // bounds-checked buffer, so a table without columns reads zeros.)
     ImplicitLocOpBuilder pb(loop.getLoc(), loop);
     Value ps = pageSizeAt(pb);
     parallelFor(pb, {indexConst(pb, rows)},
