@@ -88,3 +88,49 @@ func.func @copy(%src: memref<100x48xbf16>) {
   }
   return
 }
+
+// -----
+
+// Adjacent phases that touch disjoint tiles (prefill's K and V copies)
+// share one barrier: the first is marked mla.unsynchronized. A third phase
+// that reads the first's tile keeps the barrier before it.
+// CHECK-LABEL: func @independent
+// CHECK: vector.store %{{.*}}, %[[KT:.*]][
+// CHECK-NOT: gpu.barrier
+// CHECK: vector.store %{{.*}}, %[[VT:.*]][
+// CHECK-NOT: vector.load %[[KT]]
+// CHECK: gpu.barrier
+// CHECK: vector.load %[[KT]]
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: return
+func.func @independent(%src: memref<64x64xbf16>, %dst: memref<64x64xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  mla.grid in (%c1, %c1, %c1) attributes {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 1, warps = 4, stages = 1>} {
+  ^bb0(%bx: index, %by: index, %bz: index):
+    %kt = memref.alloca() : memref<64x64xbf16>
+    %vt = memref.alloca() : memref<64x64xbf16>
+    scf.parallel (%r, %c) = (%c0, %c0) to (%c64, %c8) step (%c1, %c1) {
+      %d = arith.muli %c, %c8 : index
+      %v = vector.load %src[%r, %d] : memref<64x64xbf16>, vector<8xbf16>
+      vector.store %v, %kt[%r, %d] : memref<64x64xbf16>, vector<8xbf16>
+      scf.reduce
+    }
+    scf.parallel (%r, %c) = (%c0, %c0) to (%c64, %c8) step (%c1, %c1) {
+      %d = arith.muli %c, %c8 : index
+      %v = vector.load %src[%r, %d] : memref<64x64xbf16>, vector<8xbf16>
+      vector.store %v, %vt[%r, %d] : memref<64x64xbf16>, vector<8xbf16>
+      scf.reduce
+    }
+    scf.parallel (%r, %c) = (%c0, %c0) to (%c64, %c8) step (%c1, %c1) {
+      %d = arith.muli %c, %c8 : index
+      %v = vector.load %kt[%r, %d] : memref<64x64xbf16>, vector<8xbf16>
+      vector.store %v, %dst[%r, %d] : memref<64x64xbf16>, vector<8xbf16>
+      scf.reduce
+    }
+  }
+  return
+}

@@ -12,7 +12,9 @@
 //   * each scf.parallel becomes a loop over its linearised iteration space
 //     strided by the workgroup's thread count (`idx = tid; idx < n;
 //     idx += threads`), followed by a gpu.barrier (none after an
-//     mla.unsynchronized one); on AMD one with at most 16 iterations per
+//     mla.unsynchronized one; on targets without asynchronous copies a
+//     phase followed by one touching other tiles gets that mark); on AMD
+//     one with at most 16 iterations per
 //     thread and a constant trip count is written out instead, each
 //     iteration's reads before the iterations' writes;
 //   * each mla.matmul becomes matrix-instruction code through the emitter
@@ -91,6 +93,67 @@ bool writesMemory(Operation *op) {
                    : WalkResult::interrupt();
       })
       .wasInterrupted();
+}
+
+/// The grid tiles `par` reads and writes; false when it writes memory that
+/// is not a grid tile (or does not say what it writes).
+bool tileAccesses(scf::ParallelOp par, DenseSet<Operation *> &reads,
+                  DenseSet<Operation *> &writes) {
+  bool known = true;
+  par.walk([&](Operation *op) {
+    auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!iface) {
+      known &= op->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (const MemoryEffects::EffectInstance &e : effects) {
+      memref::AllocaOp root = e.getValue() ? gridTile(e.getValue()) : nullptr;
+      bool write = isa<MemoryEffects::Write>(e.getEffect());
+      if (!root) {
+        known &= !write;
+        continue;
+      }
+      (write ? writes : reads).insert(root);
+    }
+  });
+  return known;
+}
+
+/// Whether nothing `second` does depends on or conflicts with what
+/// `first` does: both touch only grid tiles besides global reads, and no
+/// tile one writes is read or written by the other.
+bool independentPhases(scf::ParallelOp first, scf::ParallelOp second) {
+  DenseSet<Operation *> r1, w1, r2, w2;
+  if (!tileAccesses(first, r1, w1) || !tileAccesses(second, r2, w2))
+    return false;
+  auto meets = [](const DenseSet<Operation *> &a,
+                  const DenseSet<Operation *> &b) {
+    return llvm::any_of(a, [&](Operation *x) { return b.contains(x); });
+  };
+  return !meets(w1, r2) && !meets(w1, w2) && !meets(r1, w2);
+}
+
+/// Marks mla.unsynchronized each phase of `pars` (in program order) whose
+/// next op, past memory-free ones, is a phase independent of it that keeps
+/// its barrier: that barrier orders both (e.g. prefill's K and V copies).
+void elideBarriersBetweenIndependentPhases(ArrayRef<scf::ParallelOp> pars) {
+  for (scf::ParallelOp p : llvm::reverse(pars)) {
+    if (p->hasAttr(MLADialect::kUnsynchronizedAttrName))
+      continue;
+    Operation *next = p->getNextNode();
+    while (next && !isa<scf::ParallelOp>(next) && isMemoryEffectFree(next))
+      next = next->getNextNode();
+    auto q = dyn_cast_or_null<scf::ParallelOp>(next);
+    if (!q || q->hasAttr(MLADialect::kUnsynchronizedAttrName) ||
+        !independentPhases(p, q))
+      continue;
+    LLVM_DEBUG(llvm::dbgs() << "mla-distribute: no barrier after the phase at "
+                            << p.getLoc() << ": the next is independent\n");
+    p->setAttr(MLADialect::kUnsynchronizedAttrName,
+               UnitAttr::get(p.getContext()));
+  }
 }
 
 /// The most iterations per thread of a parallel loop with a constant trip
@@ -335,6 +398,10 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
         async[p] = arch->hasAsyncCopies() && nvidia::asyncCopies(p);
       DenseMap<Operation *, int64_t> pending =
           nvidia::prefetchWaits(pars, async, ahead);
+      // Without asynchronous copies (whose waits and barriers pipeline
+      // them), adjacent independent phases share one barrier.
+      if (!arch->hasAsyncCopies())
+        elideBarriersBetweenIndependentPhases(pars);
       for (scf::ParallelOp p : pars)
         distributeParallel(p, ti, async[p], pending.lookup(p),
                            arch->unrollsThreadLoops());
