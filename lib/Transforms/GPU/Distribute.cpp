@@ -14,9 +14,9 @@
 //     idx += threads`), followed by a gpu.barrier (none after an
 //     mla.unsynchronized one; on targets without asynchronous copies a
 //     phase followed by one touching other tiles gets that mark); on AMD
-//     one with at most 16 iterations per
-//     thread and a constant trip count is written out instead, each
-//     iteration's reads before the iterations' writes;
+//     one with at most 16 iterations per thread and a constant trip count
+//     is written out instead, each iteration's reads before the
+//     iterations' writes;
 //   * each mla.matmul becomes matrix-instruction code through the emitter
 //     of the instruction the arch table gives for its operand type
 //     (GPU/MatrixEmitter.h: mma.sync m16n8k16 on NVIDIA, MFMA 16x16x16 on
