@@ -13,7 +13,9 @@
 // and each iteration stages the next tile's pages into the slot its copy
 // does not read, in a phase marked mla.unsynchronized: the copy's and the
 // step's barriers order it, so the loop has no barrier of its own for the
-// pages.
+// pages. The phase is also marked mla.next_tile (it writes only what the
+// next iteration reads), which lets mla-distribute read the next tile's
+// KV rows early, into registers (ArchInfo::prefetchesThroughRegisters).
 //
 //===----------------------------------------------------------------------===//
 #include "Utils.h"
@@ -134,6 +136,7 @@ void expand(LoadKVTileOp op, bool stageAhead) {
           stage(rb, iv[0], nextStart, next, pageSize);
         });
     ahead->setAttr(MLADialect::kUnsynchronizedAttrName, b.getUnitAttr());
+    ahead->setAttr(MLADialect::kNextTileAttrName, b.getUnitAttr());
   } else {
     parallelFor(b, {indexConst(b, rows)},
                 [&](ImplicitLocOpBuilder &rb, ValueRange iv) {

@@ -1011,3 +1011,15 @@ func.func @unsynchronized_on_for(%n: index) {
   } {mla.unsynchronized}
   return
 }
+
+// -----
+
+func.func @next_tile_not_unit(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'mla.next_tile' must be a unit attribute, got 1 : i64}}
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.reduce
+  } {mla.next_tile = 1}
+  return
+}

@@ -76,7 +76,7 @@ func.func @page1(%kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %b: index, %st
 // AHEAD:   scf.parallel
 // AHEAD:     arith.addi %[[T1]], %{{.*}}
 // AHEAD:     memref.store %{{.*}}, %[[PAGES]][%[[NEXT]], %{{.*}}]
-// AHEAD:   } {mla.unsynchronized}
+// AHEAD:   } {mla.next_tile, mla.unsynchronized}
 // AHEAD:   scf.parallel
 // AHEAD:     memref.load %[[PAGES]][%[[SLOT]], %{{.*}}] : memref<2x8xi32>
 // (Without a target, as in the cases above, or outside a key loop the

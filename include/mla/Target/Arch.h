@@ -64,6 +64,12 @@ struct ArchInfo {
   /// flight at once). AMD only: NVIDIA's copies are asynchronous already
   /// and its code is tuned on the H200 as it is.
   bool unrollsThreadLoops() const { return kind == TargetKind::AMD; }
+  /// Whether a key loop's KV copy reads the next tile into registers while
+  /// the current tile is computed and writes it to LDS in the next
+  /// iteration (mla-distribute), the place of an asynchronous copy into a
+  /// second LDS buffer. AMD only: no cp.async, and two 32-key tiles do not
+  /// fit gfx942's 64 KiB of LDS; NVIDIA pipelines with cp.async.
+  bool prefetchesThroughRegisters() const { return kind == TargetKind::AMD; }
   /// Global vector accesses marked 16-byte aligned become one wide access
   /// (NVIDIA; AMD's buffer operations get no benefit from the mark).
   bool marksVectorAlignment() const { return kind == TargetKind::NVIDIA; }

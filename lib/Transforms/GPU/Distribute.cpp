@@ -16,7 +16,8 @@
 //     phase followed by one touching other tiles gets that mark); on AMD
 //     one with at most 16 iterations per thread and a constant trip count
 //     is written out instead, each iteration's reads before the
-//     iterations' writes;
+//     iterations' writes, and a key loop's KV copy reads the next tile
+//     during the current one, into registers (GPU/ThreadLoops.cpp);
 //   * each mla.matmul becomes matrix-instruction code through the emitter
 //     of the instruction the arch table gives for its operand type
 //     (GPU/MatrixEmitter.h: mma.sync m16n8k16 on NVIDIA, MFMA 16x16x16 on
@@ -34,6 +35,7 @@
 #include "GPUCommon.h"
 #include "MatrixEmitter.h"
 #include "RegisterStep.h"
+#include "ThreadLoops.h"
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 
@@ -77,22 +79,6 @@ void allocasToWorkgroup(GridOp grid) {
     replaceMemRefUses(a.getResult(), shared.getResult());
     a.erase();
   }
-}
-
-/// Whether `op` or an op nested in it may write memory (an op that does not
-/// say counts as writing).
-bool writesMemory(Operation *op) {
-  return op
-      ->walk([](Operation *o) {
-        if (auto iface = dyn_cast<MemoryEffectOpInterface>(o))
-          return iface.hasEffect<MemoryEffects::Write>()
-                     ? WalkResult::interrupt()
-                     : WalkResult::advance();
-        return o->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
-                   ? WalkResult::advance()
-                   : WalkResult::interrupt();
-      })
-      .wasInterrupted();
 }
 
 /// The grid tiles `par` reads and writes; false when it writes memory that
@@ -154,113 +140,6 @@ void elideBarriersBetweenIndependentPhases(ArrayRef<scf::ParallelOp> pars) {
     p->setAttr(MLADialect::kUnsynchronizedAttrName,
                UnitAttr::get(p.getContext()));
   }
-}
-
-/// The most iterations per thread of a parallel loop with a constant trip
-/// count that distributeParallel writes out one after the other on targets
-/// that unroll thread loops (ArchInfo::unrollsThreadLoops).
-constexpr int64_t kMaxUnrolledIterations = 16;
-
-/// scf.parallel -> strided loop over the linearised space + barrier (none
-/// after an mla.unsynchronized one). With `unroll` and a constant trip
-/// count of at most kMaxUnrolledIterations per thread the loop is written
-/// out (the last, partial, iteration guarded): each iteration's loads are
-/// then independent code, all in flight before the first is waited for
-/// (AMD's KV copy: 18 16-byte loads per lane of the gfx942 H=16 decode
-/// tile, each load formerly waited for with s_waitcnt vmcnt(0) before the
-/// next was issued).
-void distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
-                        bool waitAsyncCopies, int64_t pending = 0,
-                        bool unroll = false) {
-  ImplicitLocOpBuilder b(par.getLoc(), par);
-  // Extent of each dim: (ub - lb) / step, all our loops have lb 0 / step 1.
-  SmallVector<Value> extents;
-  Value total = indexConst(b, 1);
-  std::optional<int64_t> constTotal = 1;
-  for (auto [lb, ub, step] :
-       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
-    Value n =
-        arith::CeilDivSIOp::create(b, arith::SubIOp::create(b, ub, lb), step);
-    extents.push_back(n);
-    total = arith::MulIOp::create(b, total, n);
-    std::optional<int64_t> l = getConstantIntValue(lb),
-                           u = getConstantIntValue(ub),
-                           st = getConstantIntValue(step);
-    if (constTotal && l && u && st && *st > 0)
-      *constTotal *= std::max<int64_t>(0, llvm::divideCeil(*u - *l, *st));
-    else
-      constTotal.reset();
-  }
-  // The induction variables of linear iteration `idx`, into `map`.
-  auto mapIvs = [&](ImplicitLocOpBuilder &lb, Value idx, IRMapping &map) {
-    Value rest = idx;
-    // Innermost dim varies fastest.
-    SmallVector<Value> ivs(extents.size());
-    for (int64_t d = extents.size() - 1; d >= 0; --d) {
-      Value local =
-          d == 0 ? rest : arith::RemUIOp::create(lb, rest, extents[d]);
-      if (d > 0)
-        rest = arith::DivUIOp::create(lb, rest, extents[d]);
-      ivs[d] = arith::AddIOp::create(
-          lb, par.getLowerBound()[d],
-          arith::MulIOp::create(lb, local, par.getStep()[d]));
-    }
-    for (auto [iv, v] : llvm::zip(par.getInductionVars(), ivs))
-      map.map(iv, v);
-  };
-  auto ops = par.getBody()->without_terminator();
-  auto body = [&](ImplicitLocOpBuilder &lb, Value idx) {
-    IRMapping map;
-    mapIvs(lb, idx, map);
-    for (Operation &op : ops)
-      lb.clone(op, map);
-  };
-  const int64_t perThread =
-      constTotal ? llvm::divideCeil(*constTotal, ti.threads) : 0;
-  if (unroll && constTotal && perThread <= kMaxUnrolledIterations) {
-    // The body up to its first write for every whole iteration, then the
-    // rest of each: the iterations of an scf.parallel are independent, and
-    // LLVM would not move a later iteration's reads (e.g. of a page number
-    // in LDS) above an earlier one's LDS store, which waits for its load.
-    auto firstWrite =
-        llvm::find_if(ops, [](Operation &op) { return writesMemory(&op); });
-    const int64_t whole = *constTotal / ti.threads;
-    SmallVector<IRMapping> maps(whole);
-    for (int64_t k = 0; k < whole; ++k) {
-      mapIvs(b, arith::AddIOp::create(b, ti.tid, indexConst(b, k * ti.threads)),
-             maps[k]);
-      for (Operation &op : llvm::make_range(ops.begin(), firstWrite))
-        b.clone(op, maps[k]);
-    }
-    for (int64_t k = 0; k < whole; ++k)
-      for (Operation &op : llvm::make_range(firstWrite, ops.end()))
-        b.clone(op, maps[k]);
-    if (whole < perThread) {
-      Value idx =
-          arith::AddIOp::create(b, ti.tid, indexConst(b, whole * ti.threads));
-      auto last = scf::IfOp::create(
-          b,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, idx,
-                                indexConst(b, *constTotal)),
-          /*withElseRegion=*/false);
-      ImplicitLocOpBuilder lb(par.getLoc(), last.thenBlock()->getTerminator());
-      body(lb, idx);
-    }
-  } else {
-    forLoop(b, ti.tid, total, indexConst(b, ti.threads), body);
-  }
-  if (waitAsyncCopies) {
-    // One group of all this thread's copies; wait until at most `pending`
-    // groups are in flight (0: this one has landed) before the barrier.
-    Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
-    nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(pending));
-  }
-  // A phase whose writes later barriers order (mla.unsynchronized) needs
-  // none of its own.
-  if (!par->hasAttr(MLADialect::kUnsynchronizedAttrName))
-    gpu::BarrierOp::create(b);
-  par.erase();
 }
 
 /// Buffers of the grid that nothing reads or writes any more (the score
@@ -363,6 +242,22 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
             if (isa<scf::ParallelOp>(op))
               ahead[op] = step.getStages() - 1;
       });
+      // The copies into a key loop's step tiles whose reads may be issued
+      // an iteration early, into registers (GPU/ThreadLoops.cpp).
+      DenseSet<Operation *> copies, nextTile;
+      if (arch->prefetchesThroughRegisters())
+        grid.walk([&](AttentionStepOp step) {
+          if (!isa<scf::ForOp>(step->getParentOp()))
+            return;
+          memref::AllocaOp k = gridTile(step.getK()), v = gridTile(step.getV());
+          for (Operation *op = step->getPrevNode(); op; op = op->getPrevNode())
+            if (auto p = dyn_cast<scf::ParallelOp>(op)) {
+              DenseSet<Operation *> reads, writes;
+              tileAccesses(p, reads, writes);
+              if ((k && writes.contains(k)) || (v && writes.contains(v)))
+                copies.insert(p);
+            }
+        });
       // The attention steps: fused into registers where one of the target's
       // strategies is feasible, decomposed into parallel phases otherwise.
       SmallVector<AttentionStepOp> steps;
@@ -402,9 +297,28 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       // them), adjacent independent phases share one barrier.
       if (!arch->hasAsyncCopies())
         elideBarriersBetweenIndependentPhases(pars);
-      for (scf::ParallelOp p : pars)
-        distributeParallel(p, ti, async[p], pending.lookup(p),
-                           arch->unrollsThreadLoops());
+      // The phases staging the next tile's pages (mla.next_tile) read an
+      // iteration early too. The copies first: whether one may be rotated
+      // depends on those phases, which must still be scf.parallel ops.
+      if (arch->prefetchesThroughRegisters())
+        for (scf::ParallelOp p : pars)
+          if (p->hasAttr(MLADialect::kNextTileAttrName))
+            nextTile.insert(p);
+      std::stable_partition(pars.begin(), pars.end(), [&](scf::ParallelOp p) {
+        return copies.contains(p);
+      });
+      std::stable_partition(
+          std::find_if(pars.begin(), pars.end(),
+                       [&](scf::ParallelOp p) { return !copies.contains(p); }),
+          pars.end(), [&](scf::ParallelOp p) { return nextTile.contains(p); });
+      for (scf::ParallelOp p : pars) {
+        ThreadLoopOptions options;
+        options.waitAsyncCopies = async[p];
+        options.pending = pending.lookup(p);
+        options.unroll = arch->unrollsThreadLoops();
+        options.prefetch = copies.contains(p) || nextTile.contains(p);
+        distributeParallel(p, ti, options);
+      }
       SmallVector<MatmulOp> mms;
       grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
       for (MatmulOp mm : mms) {

@@ -143,7 +143,7 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
   if (name == kFreshTilesAttrName)
     return expect(op->getName().getStringRef() == "scf.for", "scf.for",
                   isa<UnitAttr>(value), "a unit attribute");
-  if (name == kUnsynchronizedAttrName)
+  if (name == kUnsynchronizedAttrName || name == kNextTileAttrName)
     return expect(op->getName().getStringRef() == "scf.parallel",
                   "scf.parallel", isa<UnitAttr>(value), "a unit attribute");
   return op->emitError() << "unknown mla attribute '" << name << "'";

@@ -66,6 +66,13 @@ def MLA_Dialect : Dialect {
     /// mla-distribute emits no barrier after it.
     static constexpr ::llvm::StringLiteral kUnsynchronizedAttrName =
         "mla.unsynchronized";
+    /// scf.parallel in a key loop's body: it writes only what the loop's
+    /// next iteration reads, into places this iteration reads nothing from
+    /// (the next key tile's page numbers, staged by mla-expand-paging into
+    /// the other slot; unit attribute). mla-distribute may then move the
+    /// next iteration's copy reads to just after the barrier that follows
+    /// it (ArchInfo::prefetchesThroughRegisters).
+    static constexpr ::llvm::StringLiteral kNextTileAttrName = "mla.next_tile";
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
