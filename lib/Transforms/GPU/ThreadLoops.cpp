@@ -261,12 +261,11 @@ FailureOr<Rotation> planRotation(scf::ParallelOp par,
        llvm::make_range(firstWrite, body->getTerminator()->getIterator()))
     rot.writes.push_back(&op);
   for (Operation *op : rot.reads) {
-    bool dependsOnMemory =
-        !isMemoryEffectFree(op) ||
-        llvm::any_of(op->getOperands(), [&](Value v) {
-          Operation *def = v.getDefiningOp();
-          return def && rot.loaded.contains(def);
-        });
+    bool dependsOnMemory = !isMemoryEffectFree(op) ||
+                           llvm::any_of(op->getOperands(), [&](Value v) {
+                             Operation *def = v.getDefiningOp();
+                             return def && rot.loaded.contains(def);
+                           });
     if (dependsOnMemory)
       rot.loaded.insert(op);
   }
@@ -301,8 +300,7 @@ struct Iterations {
 };
 
 /// The linear iteration `k` of this thread.
-Value iterationIndex(ImplicitLocOpBuilder &b, const ThreadInfo &ti,
-                     int64_t k) {
+Value iterationIndex(ImplicitLocOpBuilder &b, const ThreadInfo &ti, int64_t k) {
   return arith::AddIOp::create(b, ti.tid, indexConst(b, k * ti.threads));
 }
 
@@ -373,22 +371,19 @@ bool writeOutRotated(scf::ParallelOp par, const ThreadInfo &ti,
   Rotation &rot = *planned;
   // Before the loop: the first iteration's reads.
   ImplicitLocOpBuilder pb(rot.loop.getLoc(), rot.loop);
-  SmallVector<Value> first = emitEarlyReads(pb, par, rot, ti, its,
-                                            rot.loop.getLowerBound(), Value());
+  SmallVector<Value> first =
+      emitEarlyReads(pb, par, rot, ti, its, rot.loop.getLowerBound(), Value());
   // After the phase (and its barrier): the next iteration's reads.
   ImplicitLocOpBuilder nb(par.getLoc(), par->getBlock(),
                           std::next(par->getIterator()));
-  Value next = arith::AddIOp::create(nb, rot.loop.getInductionVar(),
-                                     rot.loop.getStep());
-  SmallVector<Value> ahead = emitEarlyReads(nb, par, rot, ti, its, next,
-                                            rot.loop.getInductionVar());
+  Value next =
+      arith::AddIOp::create(nb, rot.loop.getInductionVar(), rot.loop.getStep());
+  SmallVector<Value> ahead =
+      emitEarlyReads(nb, par, rot, ti, its, next, rot.loop.getInductionVar());
   IRRewriter rewriter(par.getContext());
-  FailureOr<LoopLikeOpInterface> newLoop =
-      rot.loop.replaceWithAdditionalYields(
-          rewriter, first, /*replaceInitOperandUsesInLoop=*/false,
-          [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
-            return ahead;
-          });
+  FailureOr<LoopLikeOpInterface> newLoop = rot.loop.replaceWithAdditionalYields(
+      rewriter, first, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location, ArrayRef<BlockArgument>) { return ahead; });
   if (failed(newLoop))
     return false;
   ValueRange carriedIn = cast<scf::ForOp>(newLoop->getOperation())
@@ -415,12 +410,12 @@ bool writeOutRotated(scf::ParallelOp par, const ThreadInfo &ti,
       writes(b);
       continue;
     }
-    auto last = scf::IfOp::create(
-        b,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                              iterationIndex(b, ti, k),
-                              indexConst(b, its.total)),
-        /*withElseRegion=*/false);
+    auto last =
+        scf::IfOp::create(b,
+                          arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                iterationIndex(b, ti, k),
+                                                indexConst(b, its.total)),
+                          /*withElseRegion=*/false);
     ImplicitLocOpBuilder wb(par.getLoc(), last.thenBlock()->getTerminator());
     writes(wb);
   }
