@@ -18,7 +18,9 @@
 //   * because offsets are 32-bit, each buffer argument gets a byte limit in
 //     the launch plan (#mla.plan_max_bytes; `max-bytes INDEX BYTES` in the
 //     manifest) that the runtime enforces:
-//     2^32 - 1 minus the largest masked overshoot (one page of the pool).
+//     2^32 - 1 minus the largest overshoot: one page of the pool for a
+//     masked read, S rows of q for a prefill's query tile of S rows read in
+//     place (ArchInfo::readsPrefillQueriesInPlace).
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Transforms/Passes.h"
@@ -154,6 +156,24 @@ void propagateBufferSpace(Value v) {
   }
 }
 
+/// The most slices of dim 0 a read of kernel argument `arg` may reach past
+/// its end: one (a masked read's index one past the end), or S for a
+/// subview of S slices at an offset inside it.
+int64_t viewSlices(BlockArgument arg) {
+  int64_t slices = 1;
+  for (Operation *user : arg.getUsers()) {
+    auto buffer = dyn_cast<amdgpu::FatRawBufferCastOp>(user);
+    if (!buffer)
+      continue;
+    for (Operation *viewer : buffer->getUsers())
+      if (auto view = dyn_cast<memref::SubViewOp>(viewer))
+        if (view.getSource() == buffer.getResult() &&
+            !ShapedType::isDynamic(view.getStaticSizes()[0]))
+          slices = std::max(slices, view.getStaticSizes()[0]);
+  }
+  return slices;
+}
+
 struct AMDGPUBufferOpsPass
     : public mla::impl::MLAAMDGPUBufferOpsBase<AMDGPUBufferOpsPass> {
   void runOnOperation() override {
@@ -198,8 +218,10 @@ struct AMDGPUBufferOpsPass
           if (!mt || !isGlobal(mt) || !done.insert(planIndex).second)
             continue;
           // A masked read overshoots the end by less than one slice of
-          // dim 0 (one page of the pool): keep end + slice below 2^32.
-          int64_t slice = mt.getElementTypeBitWidth() / 8;
+          // dim 0 (one page of the pool), a view of S slices read in place
+          // by up to S (a prefill's query tile, rows past q's end
+          // included): keep end + overshoot below 2^32.
+          int64_t slice = mt.getElementTypeBitWidth() / 8 * viewSlices(arg);
           ArrayRef<int64_t> inner = mt.getRank() > 0
                                         ? mt.getShape().drop_front()
                                         : ArrayRef<int64_t>{};

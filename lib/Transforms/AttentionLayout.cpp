@@ -56,6 +56,10 @@ int64_t mla::registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
 
 bool mla::decodeQueriesInPlace(int64_t qLen) { return qLen == 1; }
 
+bool mla::prefillQueriesInPlace(const ArchInfo *arch, bool masked) {
+  return arch && arch->readsPrefillQueriesInPlace() && !masked;
+}
+
 int64_t mla::finishWidth(int64_t dv) {
   return std::min<int64_t>(4, vectorWidthFor(dv));
 }

@@ -10,6 +10,7 @@
 #define MLA_LIB_TRANSFORMS_ATTENTIONLAYOUT_H
 
 #include "mla/Dialect/MLA/IR/MLA.h"
+#include "mla/Target/Arch.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -66,6 +67,14 @@ int64_t registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
 /// register step reads them into registers from global memory, so that no
 /// query tile takes LDS (`queryTile` false in registerStepTileBytes).
 bool decodeQueriesInPlace(int64_t qLen);
+
+/// Whether a prefill's attention step reads its query tile in place: the
+/// 2-D strided view q[first row .. + tile_q, head, :] (rows past the
+/// request's last included), where the chip's register step takes it
+/// (ArchInfo::readsPrefillQueriesInPlace) and no mask variant may send the
+/// step through LDS; then no query tile takes LDS. `arch` null (IR without
+/// a target): false.
+bool prefillQueriesInPlace(const ArchInfo *arch, bool masked);
 
 /// Gives `op` a query tile in fast memory when its queries are not one: a
 /// padded tile at the top of the grid, filled by a parallel copy right

@@ -361,20 +361,26 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch, bool wgmmaOk) {
   if (arch.hasRegisterFusedStep() && succeeded(plan(64, 64, 4, false)))
     return {/*tileKv=*/64, 1, 1,           /*warps=*/4,
             /*stages=*/1,  0, /*tileQ=*/64};
-  // The register step (AMD): 64 query rows (32 per wave on 32x32x8) over
-  // 64-key tiles where they fit, else smaller.
-  if (op.getMask().empty())
-    for (auto [tileQ, tileKv, warps] :
-         {std::tuple<int64_t, int64_t, int64_t>{64, 64, 4},
-          {64, 32, 4},
-          {32, 32, 4},
-          {32, 32, 2}}) {
+  // The register step (AMD). With the queries read in place
+  // (AttentionLayout.h): 128 query rows on four waves (32 each, 32x32x8)
+  // over 32-key tiles, whose K and V tiles alone take LDS (21.5 KB for
+  // 192/128: two workgroups, 2 waves per SIMD, on gfx942's 64 KiB), each
+  // K/V row read once per 128 queries. Otherwise 64 query rows (32 per
+  // wave) over 64-key tiles where they fit, else smaller.
+  const bool inPlace = prefillQueriesInPlace(&arch, !op.getMask().empty());
+  if (op.getMask().empty()) {
+    SmallVector<std::tuple<int64_t, int64_t, int64_t>> shapes = {
+        {64, 64, 4}, {64, 32, 4}, {32, 32, 4}, {32, 32, 2}};
+    if (inPlace)
+      shapes.insert(shapes.begin(), {128, 32, 4});
+    for (auto [tileQ, tileKv, warps] : shapes) {
       int64_t bytes;
       if (succeeded(registerPlan(
               arch, {elem, tileQ, op.getQkDim(), tileKv, op.getVDim(), warps},
-              /*values=*/true, /*queryTile=*/true, &bytes)))
+              /*values=*/true, /*queryTile=*/!inPlace, &bytes)))
         return {tileKv, 1, 1, warps, /*stages=*/1, 0, tileQ};
     }
+  }
   ConfigFields cfg{/*tileKv=*/32, 1, 1, /*warps=*/4, 1, 0,
                    /*tileQ=*/32};
   while (prefillTileBytes(op, cfg.tileQ, cfg.tileKv) > arch.sharedBytes) {

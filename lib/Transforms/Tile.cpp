@@ -45,10 +45,20 @@ using namespace mla::tiling;
 namespace {
 struct TilePass : public mla::impl::MLATileBase<TilePass> {
   void runOnOperation() override {
+    // The target, where the IR names one (AttentionLayout's in-place
+    // queries ask it).
+    const ArchInfo *arch = nullptr;
+    if (getOperation()->hasAttr(MLADialect::kTargetAttrName)) {
+      FailureOr<const ArchInfo *> target =
+          moduleTarget(getOperation(), "mla-tile");
+      if (failed(target))
+        return signalPassFailure();
+      arch = *target;
+    }
     SmallVector<PrefillOp> prefills;
     getOperation().walk([&](PrefillOp op) { prefills.push_back(op); });
     for (PrefillOp op : prefills)
-      if (failed(tilePrefill(op)))
+      if (failed(tilePrefill(op, arch)))
         return signalPassFailure();
     // Decode before merge: it creates the merges that are tiled next.
     SmallVector<DecodeOp> decodes;

@@ -10,6 +10,7 @@
 #define MLA_LIB_TRANSFORMS_TILECORE_H
 
 #include "mla/Dialect/MLA/IR/MLA.h"
+#include "mla/Target/Arch.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -130,7 +131,7 @@ void emitFinish(
 /// The mla-tile rewrites of each semantic op (TileDecode.cpp,
 /// TilePrefill.cpp, TileMerge.cpp, TileChunkPlan.cpp).
 LogicalResult tileDecode(DecodeOp op);
-LogicalResult tilePrefill(PrefillOp op);
+LogicalResult tilePrefill(PrefillOp op, const ArchInfo *arch);
 LogicalResult tileMerge(MergeOp op);
 LogicalResult tileChunkPlan(ChunkPlanOp op);
 LogicalResult tileChunkMerge(ChunkMergeOp op);

@@ -49,7 +49,7 @@ void recordPrefillInfo(PrefillOp op) {
 /// past a request's last tile exit at once. With `causal`, the key loop
 /// stops at the tile's last visible key (tiles above the diagonal are never
 /// loaded) and tiles are visited last-first, so the heaviest start first.
-LogicalResult tilePrefill(PrefillOp op) {
+LogicalResult tilePrefill(PrefillOp op, const ArchInfo *arch) {
   ConfigAttr cfg = op.getConfigAttr();
   if (!cfg)
     return op.emitOpError()
@@ -124,11 +124,24 @@ LogicalResult tilePrefill(PrefillOp op) {
                               g, arith::AddIOp::create(g, q0, cTileQ), shift),
                           c0));
     initSoftmaxState(g, t);
-    maskedRowCopy(g, t.qTile, tileQ, dim, rowsValid, op.getQ(),
-                  [&](ImplicitLocOpBuilder &ib, Value r, Value d) {
-                    return SmallVector<Value>{
-                        arith::AddIOp::create(ib, firstRow, r), head, d};
-                  });
+    if (prefillQueriesInPlace(arch, !op.getMask().empty())) {
+      // The step reads q[firstRow + r, head, :] itself (AttentionLayout.h).
+      auto qType = cast<MemRefType>(op.getQ().getType());
+      SmallVector<OpFoldResult> offsets = {firstRow, head, g.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {
+          g.getIndexAttr(tileQ), g.getIndexAttr(1), g.getIndexAttr(dim)};
+      SmallVector<OpFoldResult> strides(3, g.getIndexAttr(1));
+      auto viewType = memref::SubViewOp::inferRankReducedResultType(
+          {tileQ, dim}, qType, offsets, sizes, strides);
+      t.qTile = memref::SubViewOp::create(g, cast<MemRefType>(viewType),
+                                          op.getQ(), offsets, sizes, strides);
+    } else {
+      maskedRowCopy(g, t.qTile, tileQ, dim, rowsValid, op.getQ(),
+                    [&](ImplicitLocOpBuilder &ib, Value r, Value d) {
+                      return SmallVector<Value>{
+                          arith::AddIOp::create(ib, firstRow, r), head, d};
+                    });
+    }
     // Row r: request req, head `head`, query position q0 + r + Lk - Lq.
     Variants variants = variantsOf(op.getScore(), op.getMask(), op.getSink());
     variants.position = [&](ImplicitLocOpBuilder &rb,

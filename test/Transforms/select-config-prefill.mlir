@@ -14,8 +14,9 @@
 // sm_80, or wgmma=0: 64 x 64 tiles, four warps (mma.sync).
 // SM80: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>
 // NOWGMMA: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64, wgmma = 0>
-// gfx942 (the register step, GPU/RegisterStep.h): 64 x 64 tiles, four waves.
-// GFX942: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>
+// gfx942 (the register step, GPU/RegisterStep.h, queries read in place):
+// 128 x 32 tiles, four waves of 32 rows.
+// GFX942: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 128>
 // OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 8, stages = 2, tile_q = 32>
 // SPLITS: error: config for prefill needs kv_splits = 1, head_group = 1, kv_chunks = 0 and tile_q > 0, got #mla.config<tile_kv = 64, kv_splits = 2, head_group = 1, warps = 1, stages = 1, tile_q = 32>
 // TILEQ: error: config for prefill needs kv_splits = 1, head_group = 1, kv_chunks = 0 and tile_q > 0
