@@ -172,3 +172,37 @@ func.func @exp_log(%q: memref<?x1x32xf32>, %k: memref<?x1x32xf32>, %v: memref<?x
   }
   return
 }
+
+// -----
+
+// On AMD (ArchInfo::readsPrefillQueriesInPlace) the step reads the query
+// tile in place: the view q[first row .. + tile_q, head, :], no copy of
+// it (the query tile, unused, is erased by mla-distribute); the key and
+// value copies stay.
+// CHECK-LABEL: func @queries_in_place
+// CHECK: scf.if
+// CHECK-NOT: vector.load %arg0
+// CHECK: %[[QV:.*]] = memref.subview %arg0[%{{.*}}, %{{.*}}, 0] [128, 1, 192] [1, 1, 1] : memref<?x16x192xbf16> to memref<128x192xbf16, strided<[3072, 1], offset: ?>>
+// CHECK: vector.load %arg1
+// CHECK: vector.load %arg2
+// CHECK: mla.attention_step %[[QV]],
+module attributes {mla.target = #mla.target<"gfx942">} {
+func.func @queries_in_place(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
+  mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal, config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 128>} : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xbf16>, memref<16x?xf32>
+  return
+}
+}
+
+// -----
+
+// Other targets (here sm_90a) stage it, rows masked.
+// CHECK-LABEL: func @queries_staged
+// CHECK: scf.if
+// CHECK: vector.load %arg0
+// CHECK: mla.attention_step %{{.*}} : memref<128x192xbf16, strided<[200, 1]>>,
+module attributes {mla.target = #mla.target<"sm_90a">} {
+func.func @queries_staged(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %scale: f32, %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
+  mla.prefill %q, %k, %v, %cuq, %cuk, %scale, %o, %lse {causal, config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 128>} : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xbf16>, memref<16x?xf32>
+  return
+}
+}
