@@ -58,6 +58,18 @@ Value dimValue(ImplicitLocOpBuilder &b, Value memref, int64_t d) {
 /// row r < `limit` reads `src` at `srcIndex(r, col)`, other rows get zeros.
 /// Written as `tile[r, c] = r < limit ? load : 0` so that mla-distribute can
 /// make it an asynchronous copy on NVIDIA.
+Value queryView(ImplicitLocOpBuilder &b, Value q,
+                ArrayRef<OpFoldResult> offsets, ArrayRef<int64_t> sizes,
+                int64_t rows, int64_t dim) {
+  SmallVector<OpFoldResult> sizeAttrs = llvm::map_to_vector(
+      sizes, [&](int64_t s) -> OpFoldResult { return b.getIndexAttr(s); });
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  auto viewType = memref::SubViewOp::inferRankReducedResultType(
+      {rows, dim}, cast<MemRefType>(q.getType()), offsets, sizeAttrs, strides);
+  return memref::SubViewOp::create(b, cast<MemRefType>(viewType), q, offsets,
+                                   sizeAttrs, strides);
+}
+
 void maskedRowCopy(
     ImplicitLocOpBuilder &b, Value tile, int64_t rows, int64_t width,
     Value limit, Value src,

@@ -51,6 +51,13 @@ void maskedRowCopy(
     llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, Value)>
         srcIndex);
 
+/// The 2-D view `rows x dim` of `q` at `offsets` with unit `sizes` in the
+/// dims dropped (the query tile an attention step reads in place:
+/// AttentionLayout's decodeQueriesInPlace / prefillQueriesInPlace).
+Value queryView(ImplicitLocOpBuilder &b, Value q,
+                ArrayRef<mlir::OpFoldResult> offsets, ArrayRef<int64_t> sizes,
+                int64_t rows, int64_t dim);
+
 /// The fast-memory buffers of one workgroup's attention: `rows` query rows
 /// of width `dim`, key tiles of `tile` rows, values of width `dv` (a view of
 /// the key tile when values are the keys' first columns, as in the absorbed

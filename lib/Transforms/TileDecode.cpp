@@ -163,17 +163,9 @@ void emitKeyRange(
   // This group's queries: in place (AttentionLayout.h) or staged.
   AttentionTiles tiles = t;
   if (decodeQueriesInPlace(sq)) {
-    auto qType = cast<MemRefType>(op.getQ().getType());
-    SmallVector<OpFoldResult> offsets = {req, g.getIndexAttr(0), headBase,
-                                         g.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {g.getIndexAttr(1), g.getIndexAttr(1),
-                                       g.getIndexAttr(group),
-                                       g.getIndexAttr(dim)};
-    SmallVector<OpFoldResult> strides(4, g.getIndexAttr(1));
-    auto viewType = memref::SubViewOp::inferRankReducedResultType(
-        {group, dim}, qType, offsets, sizes, strides);
-    tiles.qTile = memref::SubViewOp::create(g, cast<MemRefType>(viewType),
-                                            op.getQ(), offsets, sizes, strides);
+    tiles.qTile = queryView(
+        g, op.getQ(), {req, g.getIndexAttr(0), headBase, g.getIndexAttr(0)},
+        {1, 1, group, dim}, group, dim);
   } else {
     auto qVec = VectorType::get({qvw}, elem);
     Value cQvw = indexConst(g, qvw);

@@ -126,15 +126,8 @@ LogicalResult tilePrefill(PrefillOp op, const ArchInfo *arch) {
     initSoftmaxState(g, t);
     if (prefillQueriesInPlace(arch, !op.getMask().empty())) {
       // The step reads q[firstRow + r, head, :] itself (AttentionLayout.h).
-      auto qType = cast<MemRefType>(op.getQ().getType());
-      SmallVector<OpFoldResult> offsets = {firstRow, head, g.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {
-          g.getIndexAttr(tileQ), g.getIndexAttr(1), g.getIndexAttr(dim)};
-      SmallVector<OpFoldResult> strides(3, g.getIndexAttr(1));
-      auto viewType = memref::SubViewOp::inferRankReducedResultType(
-          {tileQ, dim}, qType, offsets, sizes, strides);
-      t.qTile = memref::SubViewOp::create(g, cast<MemRefType>(viewType),
-                                          op.getQ(), offsets, sizes, strides);
+      t.qTile = queryView(g, op.getQ(), {firstRow, head, g.getIndexAttr(0)},
+                          {tileQ, 1, dim}, tileQ, dim);
     } else {
       maskedRowCopy(g, t.qTile, tileQ, dim, rowsValid, op.getQ(),
                     [&](ImplicitLocOpBuilder &ib, Value r, Value d) {
