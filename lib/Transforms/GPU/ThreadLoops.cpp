@@ -20,8 +20,9 @@
 // i + 1, compute tile i. That is legal when the reads touch nothing the
 // loop writes, except what a phase marked mla.next_tile before the copy
 // writes (the next tile's page numbers, which the copy's barrier orders
-// before the early reads); the reads of a first tile before the loop and
-// of the tile past the last are guarded by the loop's bounds.
+// before the early reads); the first tile's reads before the loop are
+// guarded by the loop's bound, and inside the loop the reads past the last
+// tile re-read the current one (no branch).
 //
 //===----------------------------------------------------------------------===//
 #include "ThreadLoops.h"
