@@ -11,7 +11,8 @@ static const MatrixInstr kInstrs[] = {
 #define TERMS(...) {__VA_ARGS__}
 #define LAYOUT(elems, rows, cols)                                              \
   FragLayout { elems, rows, cols }
-#define MATRIX_INSTR(Id, mnemonic, vendor, scope, lanes, m, n, k, type, ...)   \
+#define MATRIX_INSTR(Id, mnemonic, vendor, scope, lanes, m, n, k, passes,      \
+                     type, ...)                                                \
   {MatrixInstrId::Id,                                                          \
    mnemonic,                                                                   \
    MatrixVendor::vendor,                                                       \
@@ -20,6 +21,7 @@ static const MatrixInstr kInstrs[] = {
    m,                                                                          \
    n,                                                                          \
    k,                                                                          \
+   passes,                                                                     \
    MatrixType::type,                                                           \
    __VA_ARGS__},
 #include "mla/Target/MatrixInstrs.def"

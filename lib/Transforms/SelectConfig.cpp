@@ -150,12 +150,13 @@ LogicalResult checkWgmmaRequest(Operation *op, Type elem, bool masked,
 /// The register step (GPU/RegisterStep.h) of `shape`, when the chip's
 /// matrix instructions take it and the workgroup's tiles fit its shared
 /// memory / LDS; else failure, with the reason in `whyNot` when given.
-FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch,
-                                         const StepShape &shape, bool values,
-                                         bool queryTile, int64_t *bytes,
+FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch, StepShape shape,
+                                         bool values, bool queryTile,
+                                         int64_t *bytes,
                                          std::string *whyNot = nullptr) {
-  FailureOr<RegisterStepPlan> p =
-      planRegisterStep(shape, arch.matrixInstrs, arch.warpSize, whyNot);
+  shape.separateValues = values;
+  FailureOr<RegisterStepPlan> p = planRegisterStep(
+      shape, arch.matrixInstrs, arch.warpSize, arch.sharedBytes, whyNot);
   if (failed(p))
     return failure();
   *bytes = registerStepTileBytes(shape.rows, shape.tile, shape.dim, shape.dv,
@@ -201,11 +202,13 @@ void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
 /// Decode on the register step (AMD): all H x Sq query rows of a request in
 /// one workgroup where the tiles fit (up to 64 rows, so that the KV range
 /// is read ceil(H·Sq / rows) times), then the largest key tile, then the
-/// most waves. The tiles are the register step's (registerStepTileBytes):
-/// no query tile where the queries are read in place (Sq = 1), no
-/// accumulator tile where the plan's finish is in registers (one key
-/// wave). On gfx942 (64 KiB LDS) H=128 takes 64 rows on four waves, H=16
-/// Sq=2 32 rows on two; gfx950 (160 KiB) 64-key tiles.
+/// waves whose plan keeps the busiest SIMD least busy
+/// (RegisterStepPlan::simdCost; more waves first on a tie). The tiles are
+/// the register step's (registerStepTileBytes): no query tile where the
+/// queries are read in place (Sq = 1), no accumulator tile where the
+/// plan's finish is in registers (one key wave). On gfx942 (64 KiB LDS)
+/// H=16 takes 32-key tiles on four waves (two key x two value waves, one
+/// per SIMD), H=128 64 rows on four; gfx950 (160 KiB) 64-key tiles.
 std::optional<ConfigFields> registerStepDecodeConfig(DecodeOp op,
                                                      const ArchInfo &arch) {
   if (!op.getMask().empty())
@@ -215,17 +218,23 @@ std::optional<ConfigFields> registerStepDecodeConfig(DecodeOp op,
   for (int64_t group = op.getNumHeads(); group >= 1; --group) {
     if (op.getNumHeads() % group != 0 || group * sq > 64)
       continue;
-    for (int64_t tileKv : {64, 32, 16})
+    for (int64_t tileKv : {64, 32, 16}) {
+      FailureOr<RegisterStepPlan> best = failure();
       for (int64_t waves : {8, 4, 2, 1}) {
         int64_t bytes;
-        if (succeeded(registerPlan(arch,
-                                   {elem, group * sq, op.getHeadDim(), tileKv,
-                                    op.getLatentDim(), waves},
-                                   /*values=*/false, !decodeQueriesInPlace(sq),
-                                   &bytes)))
-          return ConfigFields{tileKv,       /*kvSplits=*/8,    group, waves,
-                              /*stages=*/1, arch.minWorkgroups};
+        FailureOr<RegisterStepPlan> p =
+            registerPlan(arch,
+                         {elem, group * sq, op.getHeadDim(), tileKv,
+                          op.getLatentDim(), waves},
+                         /*values=*/false, !decodeQueriesInPlace(sq), &bytes);
+        if (succeeded(p) && (failed(best) || p->simdCost() < best->simdCost()))
+          best = p;
       }
+      if (succeeded(best))
+        return ConfigFields{tileKv,       /*kvSplits=*/8,
+                            group,        best->waves(),
+                            /*stages=*/1, arch.minWorkgroups};
+    }
   }
   return std::nullopt;
 }

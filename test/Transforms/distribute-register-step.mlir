@@ -1,5 +1,5 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=2" | FileCheck %s --check-prefix=KEYS
-// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=4" | FileCheck %s --check-prefix=ROWS
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=4" | FileCheck %s --check-prefixes=ROWS,VALUES
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=PAD
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx950 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=K32
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=2" | FileCheck %s --check-prefix=FIN
@@ -37,11 +37,23 @@
 // KEYS: gpu.barrier
 // KEYS: memref.store {{.*}} : memref<16x32xf32, strided<[36, 1]>, #gpu.address_space<workgroup>>
 // KEYS: gpu.barrier
-// ROWS-LABEL: func @step
 // PAD-LABEL: func @step
 // K32-LABEL: func @step
 // K32: amdgpu.mfma 16x16x32
 // K32-NOT: memref<1x2x16xf32
+// Four waves on the same step: two key waves x two value waves (one 16-
+// column block of the 32 each; both compute the scores of their keys).
+// wave = rowWave + rowWaves * (keyWave + keyWaves * valueWave), and a
+// value wave's columns start at valueWave * 16; the loop carries one
+// output block a wave.
+// VALUES-LABEL: func @step
+// VALUES: memref.alloca() : memref<2x2x16xf32, #gpu.address_space<workgroup>>
+// VALUES: %[[REST:[0-9]+]] = arith.divui %{{[0-9]+}}, %c1{{(_[0-9]+)?}} : index
+// VALUES: arith.remui %[[REST]], %c2{{(_[0-9]+)?}} : index
+// VALUES: %[[VW:[0-9]+]] = arith.divui %[[REST]], %c2{{(_[0-9]+)?}} : index
+// VALUES: arith.muli %[[VW]], %c16{{(_[0-9]+)?}} : index
+// VALUES: scf.for {{.*}} -> (vector<4xf32>, f32, f32)
+// VALUES: amdgpu.mfma 16x16x16
 func.func @step(%n: index, %scale: f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -70,15 +82,18 @@ func.func @step(%n: index, %scale: f32) {
 
 // -----
 
-// 64 rows on four waves: two row waves of 32 rows on 32x32x8 (one 32-lane
-// column per query: the row maximum crosses lane bit 5 only), two key waves
-// of 32 keys.
+// 64 rows on four waves: four row waves of 16 rows on 16x16x16, each over
+// all 64 keys. Two row x two key waves on 32x32x8 would take as many
+// passes of the matrix pipe (RegisterStepPlan::issueEstimate); of plans as
+// fast, the one without key waves wins (chooseRegisterStepPlan): no
+// combine buffer. A query's row maximum crosses its column's lanes (XOR
+// 16, 32).
 // ROWS-LABEL: func @rows64
-// ROWS: memref.alloca() : memref<2x2x64xf32, #gpu.address_space<workgroup>>
-// ROWS: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, f32, f32)
+// ROWS-NOT: memref<2x2x64xf32
+// ROWS: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, f32, f32)
 // ROWS-NOT: memref.store
-// ROWS: amdgpu.mfma 32x32x8
-// ROWS-NOT: gpu.shuffle xor %{{.*}}, %c16_i32
+// ROWS: amdgpu.mfma 16x16x16
+// ROWS: gpu.shuffle xor %{{.*}}, %c16_i32
 // ROWS: gpu.shuffle xor %{{.*}}, %c32_i32
 // ROWS-NOT: memref.store
 // ROWS: scf.yield

@@ -65,6 +65,9 @@ struct MatrixInstr {
   MatrixScope scope;
   int64_t lanes; ///< threads issuing it together
   int64_t m, n, k;
+  /// Passes of the matrix pipe per instruction (MatrixInstrs.def); 0: not
+  /// modelled.
+  int64_t passes;
   MatrixType type;
   FragLayout a, b, c; ///< A: M x K, B: K x N, C: M x N (f32)
 };

@@ -270,7 +270,8 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
           if (succeeded(nvidia::fuseAttentionStep(step, ti)))
             continue;
         }
-        if (succeeded(registerAttentionStep(step, ti, arch->matrixInstrs)))
+        if (succeeded(registerAttentionStep(step, ti, arch->matrixInstrs,
+                                            arch->sharedBytes)))
           continue;
         stageStepQueries(step);
         expandOnlineSoftmax(decomposeAttentionStep(step));

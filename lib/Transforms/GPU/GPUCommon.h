@@ -33,6 +33,14 @@ struct ThreadInfo {
 struct StepShape {
   mlir::Type elem;
   int64_t rows, dim, tile, dv, warps;
+  /// V is a tile of its own (prefill), not the first dv columns of K's
+  /// (decode's latent rows).
+  bool separateValues = false;
+  /// Bytes of the K (and V) tile(s) of one key tile.
+  int64_t keyTileBytes() const {
+    return tile * (dim + (separateValues ? dv : 0)) *
+           (elem.getIntOrFloatBitWidth() / 8);
+  }
 };
 
 /// The IR conditions of a register-resident attention step: the step ends

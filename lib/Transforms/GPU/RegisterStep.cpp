@@ -24,6 +24,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Debug.h"
 
+#include <cassert>
 #include <limits>
 
 #define DEBUG_TYPE "mla-distribute"
@@ -35,7 +36,11 @@ int64_t RegisterStepPlan::laneRegisters() const {
   const int64_t ce = instr->c.elems, be = instr->b.elems;
   int64_t o = dvBlocks() * qBlocks * ce, s = sBlocks() * qBlocks * ce;
   int64_t q = (qBlocks * kSteps() * be + 1) / 2; // 16-bit elements
-  return o + s + q;
+  return o + s + q + copyRegisters();
+}
+
+int64_t RegisterStepPlan::copyRegisters() const {
+  return llvm::divideCeil(shape.keyTileBytes(), 4 * shape.warps * instr->lanes);
 }
 
 int64_t RegisterStepPlan::vGroup() const {
@@ -54,8 +59,53 @@ int64_t RegisterStepPlan::combineBytes() const {
   return keyWaves > 1 ? keyWaves * 2 * paddedRows() * 4 : 0;
 }
 
-std::tuple<int64_t, int64_t, int64_t> RegisterStepPlan::rank() const {
-  return {shape.rows - paddedRows(), instr->m * instr->n * instr->k, -keyWaves};
+int64_t RegisterStepPlan::issueEstimate() const {
+  const int64_t e =
+      std::max<int64_t>(1, shape.elem.getIntOrFloatBitWidth() / 8);
+  const int64_t be = instr->b.elems, ce = instr->c.elems;
+  // A product holds the matrix pipe for its passes (MatrixInstrs.def:
+  // 16x16x16 8, 32x32x8 16, gfx950's 16x16x32 8); the other instructions
+  // count one each.
+  const int64_t passes = std::max<int64_t>(1, instr->passes);
+  int64_t qk = passes * qBlocks * sBlocks() * kSteps();
+  int64_t pv = passes * qBlocks * dvBlocks() * pvSteps();
+  int64_t kReads =
+      llvm::divideCeil(sBlocks() * kSteps() * instr->a.elems * e, 16);
+  int64_t vReads = dvBlocks() / vGroup() * pvSteps() * instr->a.elems;
+  int64_t permutes = dvBlocks() * pvSteps() * llvm::divideCeil(be * e, 4);
+  int64_t softmax = 4 * qBlocks * sBlocks() * ce;
+  int64_t rescale = llvm::divideCeil(qBlocks * dvBlocks() * ce, 2);
+  int64_t copy = 2 * llvm::divideCeil(copyRegisters(), 4);
+  return qk + pv + kReads + vReads + permutes + softmax + rescale + copy;
+}
+
+int64_t RegisterStepPlan::simdCost() const {
+  return llvm::divideCeil(shape.warps, kSimdsPerCU) * issueEstimate();
+}
+
+const RegisterStepPlan &
+mla::chooseRegisterStepPlan(ArrayRef<RegisterStepPlan> plans) {
+  assert(!plans.empty() && "no plan to choose from");
+  int64_t pad = std::numeric_limits<int64_t>::max();
+  for (const RegisterStepPlan &p : plans)
+    pad = std::min(pad, p.paddedRows() - p.shape.rows);
+  int64_t cheapest = std::numeric_limits<int64_t>::max();
+  for (const RegisterStepPlan &p : plans)
+    if (p.paddedRows() - p.shape.rows == pad)
+      cheapest = std::min(cheapest, p.simdCost());
+  const RegisterStepPlan *best = nullptr;
+  auto rank = [](const RegisterStepPlan &p) {
+    return std::make_tuple(-p.keyWaves, p.instr->m * p.instr->n * p.instr->k,
+                           -p.simdCost());
+  };
+  for (const RegisterStepPlan &p : plans) {
+    if (p.paddedRows() - p.shape.rows != pad ||
+        p.simdCost() * kPlanCostTieDen > cheapest * kPlanCostTieNum)
+      continue;
+    if (!best || rank(p) > rank(*best))
+      best = &p;
+  }
+  return *best;
 }
 
 namespace {
@@ -110,78 +160,98 @@ std::string transposedFormRefusal(const MatrixInstr &mi, int64_t keys) {
 }
 
 /// The plan on `mi` for `shape`, or the reason there is none.
-FailureOr<RegisterStepPlan> planOn(const MatrixInstr &mi,
-                                   const StepShape &shape, int64_t waveSize,
-                                   std::string &why) {
+/// Appends the plans on `mi` for `shape` to `plans`; the reason there is
+/// none in `why`.
+void planOn(const MatrixInstr &mi, const StepShape &shape, int64_t waveSize,
+            int64_t ldsBytes, SmallVectorImpl<RegisterStepPlan> &plans,
+            std::string &why) {
   if (mi.lanes != waveSize) {
     why = "it is not a whole-wave instruction";
-    return failure();
+    return;
   }
   if (shape.dim % mi.k != 0 || shape.dv % mi.m != 0) {
     why = "the head dims are not multiples of its K and M";
-    return failure();
+    return;
   }
-  FailureOr<RegisterStepPlan> best = failure();
   why = "no split of the " + std::to_string(shape.warps) +
-        " waves over rows and keys fits";
+        " waves over rows, keys and value columns fits";
+  const int64_t valueBlocks = shape.dv / mi.m;
   for (int64_t rowWaves = 1; rowWaves <= shape.warps; ++rowWaves) {
     if (shape.warps % rowWaves != 0 || shape.rows % rowWaves != 0)
       continue;
-    RegisterStepPlan p;
-    p.instr = &mi;
-    p.shape = shape;
-    p.rowWaves = rowWaves;
-    p.keyWaves = shape.warps / rowWaves;
     int64_t rows = shape.rows / rowWaves;
     // Padded query rows only where one wave holds them all.
     if (rows % mi.n != 0 && (rowWaves > 1 || rows > mi.n))
       continue;
-    p.qBlocks = llvm::divideCeil(rows, mi.n);
-    if (shape.tile % p.keyWaves != 0)
-      continue;
-    p.keysPerWave = shape.tile / p.keyWaves;
-    if (std::string r = transposedFormRefusal(mi, p.keysPerWave); !r.empty()) {
-      why = r;
-      continue;
+    for (int64_t keyWaves = 1; keyWaves <= shape.warps / rowWaves; ++keyWaves) {
+      if ((shape.warps / rowWaves) % keyWaves != 0 ||
+          shape.tile % keyWaves != 0)
+        continue;
+      RegisterStepPlan p;
+      p.instr = &mi;
+      p.shape = shape;
+      p.rowWaves = rowWaves;
+      p.keyWaves = keyWaves;
+      p.valueWaves = shape.warps / (rowWaves * keyWaves);
+      if (valueBlocks % p.valueWaves != 0)
+        continue;
+      p.qBlocks = llvm::divideCeil(rows, mi.n);
+      p.keysPerWave = shape.tile / keyWaves;
+      if (std::string r = transposedFormRefusal(mi, p.keysPerWave);
+          !r.empty()) {
+        why = r;
+        continue;
+      }
+      if (p.laneRegisters() > p.registerBudget()) {
+        why = "its state needs " + std::to_string(p.laneRegisters()) +
+              " registers per lane, more than the " +
+              std::to_string(p.registerBudget()) + " " +
+              std::to_string(shape.warps) + " waves leave";
+        continue;
+      }
+      p.finishInRegisters =
+          p.keyWaves == 1 && p.vGroup() % finishWidth(shape.dv) == 0;
+      if (!p.finishInRegisters) {
+        int64_t acc = registerStepTileBytes(
+            shape.rows, shape.tile, shape.dim, shape.dv,
+            shape.elem.getIntOrFloatBitWidth() / 8, /*stages=*/1,
+            /*separateValues=*/false, /*queryTile=*/false, /*accTile=*/true,
+            p.combineBytes());
+        if (acc > ldsBytes) {
+          why = "its key waves combine through an accumulator tile of " +
+                std::to_string(acc) + " bytes with the row state, more " +
+                "than the " + std::to_string(ldsBytes) + " bytes of LDS";
+          continue;
+        }
+      }
+      plans.push_back(p);
     }
-    if (p.laneRegisters() > p.registerBudget()) {
-      why = "its state needs " + std::to_string(p.laneRegisters()) +
-            " registers per lane, more than the " +
-            std::to_string(p.registerBudget()) + " " +
-            std::to_string(shape.warps) + " waves leave";
-      continue;
-    }
-    p.finishInRegisters =
-        p.keyWaves == 1 && p.vGroup() % finishWidth(shape.dv) == 0;
-    if (failed(best) || p.rank() > best->rank())
-      best = p;
   }
-  return best;
 }
 
 } // namespace
 
 FailureOr<RegisterStepPlan>
 mla::planRegisterStep(const StepShape &shape, ArrayRef<MatrixInstrId> instrs,
-                      int64_t waveSize, std::string *whyNot) {
+                      int64_t waveSize, int64_t ldsBytes, std::string *whyNot) {
   MatrixType type = shape.elem.isBF16()  ? MatrixType::BF16
                     : shape.elem.isF16() ? MatrixType::F16
                                          : MatrixType::Any;
-  FailureOr<RegisterStepPlan> best = failure();
+  SmallVector<RegisterStepPlan> plans;
   std::string reasons;
   for (MatrixInstrId id : instrs) {
     const MatrixInstr &mi = matrixInstr(id);
     if (mi.type != type || mi.type == MatrixType::Any)
       continue;
     std::string why;
-    FailureOr<RegisterStepPlan> p = planOn(mi, shape, waveSize, why);
-    if (failed(p)) {
+    size_t before = plans.size();
+    planOn(mi, shape, waveSize, ldsBytes, plans, why);
+    if (plans.size() == before)
       reasons += (reasons.empty() ? "" : "; ") + mi.mnemonic.str() + ": " + why;
-      continue;
-    }
-    if (failed(best) || p->rank() > best->rank())
-      best = p;
   }
+  FailureOr<RegisterStepPlan> best = failure();
+  if (!plans.empty())
+    best = chooseRegisterStepPlan(plans);
   if (failed(best)) {
     if (reasons.empty())
       reasons = "the chip has no matrix instruction for the operand type";
@@ -230,12 +300,21 @@ private:
   Value cRowOf(ImplicitLocOpBuilder &b, int64_t e) {
     return addConst(b, cRow, MatrixEmitter::elemCoord(mi.c.row, e));
   }
-  /// The value column of row `row` of output block `md`
-  /// (RegisterStepPlan::vGroup).
+  /// The value column of row `row` of the wave's output block `md`
+  /// (RegisterStepPlan::vGroup), past the columns of the value waves
+  /// before this one.
   Value valueCol(ImplicitLocOpBuilder &b, int64_t md, Value row) {
     const int64_t g = p.vGroup();
-    Value r = arith::MulIOp::create(b, row, indexConst(b, g));
+    Value r = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, row, indexConst(b, g)), valueBase);
     return addConst(b, r, (md / g) * g * mi.m + md % g);
+  }
+  /// `cond` on the first value wave alone (whose copy of the row state,
+  /// the same on every value wave, is the one stored).
+  Value onFirstValueWave(ImplicitLocOpBuilder &b, Value cond) {
+    return p.valueWaves == 1
+               ? cond
+               : arith::AndIOp::create(b, cond, firstValueWave).getResult();
   }
 
   AttentionStepOp op;
@@ -249,7 +328,8 @@ private:
   SmallVector<Value> finalO;
   // setUp: the lane's coordinates and what is loop-invariant.
   Value wave, keyWave, aRow, kLane, cRow, owner, firstKeyWave, negInf;
-  Value keyOff; ///< this wave's first key in the tile
+  Value firstValueWave, valueBase; ///< valueBase: the wave's first column
+  Value keyOff;                    ///< this wave's first key in the tile
   SmallVector<Value> query, queryOk, regionRow; ///< per query block
   SmallVector<SmallVector<Value>> qFrag;        ///< [nb][ks]
   SmallVector<SmallVector<Value>> vKey;         ///< [s][e]: key of A slot e
@@ -258,8 +338,13 @@ private:
 void RegisterStep::setUp(ImplicitLocOpBuilder &b) {
   em.beginLanes(b);
   wave = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  // wave = rowWave + rowWaves * (keyWave + keyWaves * valueWave)
   Value rowWave = arith::RemUIOp::create(b, wave, indexConst(b, p.rowWaves));
-  keyWave = arith::DivUIOp::create(b, wave, indexConst(b, p.rowWaves));
+  Value rest = arith::DivUIOp::create(b, wave, indexConst(b, p.rowWaves));
+  keyWave = arith::RemUIOp::create(b, rest, indexConst(b, p.keyWaves));
+  Value valueWave = arith::DivUIOp::create(b, rest, indexConst(b, p.keyWaves));
+  valueBase =
+      arith::MulIOp::create(b, valueWave, indexConst(b, p.dvBlocks() * mi.m));
   aRow = em.laneCoord(b, mi.a.row);
   kLane = em.laneCoord(b, mi.b.row);
   cRow = em.laneCoord(b, mi.c.row);
@@ -274,6 +359,8 @@ void RegisterStep::setUp(ImplicitLocOpBuilder &b) {
                : arith::ConstantIntOp::create(b, 1, 1).getResult();
   firstKeyWave =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyWave, zero);
+  firstValueWave =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, valueWave, zero);
   keyOff = arith::MulIOp::create(b, keyWave, indexConst(b, p.keysPerWave));
   negInf = f32Const(b, -std::numeric_limits<double>::infinity());
   Value qBase =
@@ -534,8 +621,14 @@ void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
     l.push_back(
         reduceAcrossLanes(b, mi.c.col, mi.lanes, ti.warpSize, part, false));
   if (p.keyWaves == 1) {
+    // Every value wave has read the initial m and l (initialState) before
+    // the first one overwrites them, also where the key loop (whose
+    // barriers order them otherwise) runs no iteration.
+    if (p.valueWaves > 1)
+      gpu::BarrierOp::create(b);
     for (int64_t nb = 0; nb < p.qBlocks; ++nb)
-      guarded(b, arith::AndIOp::create(b, owner, queryOk[nb]),
+      guarded(b,
+              onFirstValueWave(b, arith::AndIOp::create(b, owner, queryOk[nb])),
               [&](ImplicitLocOpBuilder &gb) {
                 memref::StoreOp::create(gb, m[nb], op.getM(), query[nb]);
                 memref::StoreOp::create(gb, l[nb], op.getL(), query[nb]);
@@ -557,7 +650,7 @@ void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
       top, MemRefType::get({p.keyWaves, 2, p.paddedRows()}, b.getF32Type()));
   Value c0 = indexConst(b, 0), c1 = indexConst(b, 1);
   for (int64_t nb = 0; nb < p.qBlocks; ++nb)
-    guarded(b, owner, [&](ImplicitLocOpBuilder &gb) {
+    guarded(b, onFirstValueWave(b, owner), [&](ImplicitLocOpBuilder &gb) {
       memref::StoreOp::create(gb, m[nb], buf,
                               ValueRange{keyWave, c0, query[nb]});
       memref::StoreOp::create(gb, l[nb], buf,
@@ -586,8 +679,9 @@ void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {
           b, lw[w],
           math::Exp2Op::create(b, arith::SubFOp::create(b, mw[w], ref)), lAll);
     factor[nb] = math::Exp2Op::create(b, arith::SubFOp::create(b, m[nb], ref));
-    Value writes = arith::AndIOp::create(
-        b, arith::AndIOp::create(b, firstKeyWave, owner), queryOk[nb]);
+    Value writes = onFirstValueWave(
+        b, arith::AndIOp::create(
+               b, arith::AndIOp::create(b, firstKeyWave, owner), queryOk[nb]));
     guarded(b, writes, [&](ImplicitLocOpBuilder &gb) {
       memref::StoreOp::create(gb, mAll, op.getM(), query[nb]);
       memref::StoreOp::create(gb, lAll, op.getL(), query[nb]);
@@ -635,7 +729,7 @@ void RegisterStep::emitFinish() {
                        {q, valueCol(gb, md, cRowOf(gb, e)),
                         arith::MulFOp::create(gb, run, inv)});
         }
-      guarded(gb, owner, [&](ImplicitLocOpBuilder &ob) {
+      guarded(gb, onFirstValueWave(gb, owner), [&](ImplicitLocOpBuilder &ob) {
         inlineRegion(ob, finish.getLseBody(), {q, f.lse});
       });
     });
@@ -702,11 +796,13 @@ AttentionFinishOp registerFinish(AttentionStepOp op,
 
 LogicalResult mla::registerAttentionStep(AttentionStepOp op,
                                          const ThreadInfo &ti,
-                                         ArrayRef<MatrixInstrId> instrs) {
+                                         ArrayRef<MatrixInstrId> instrs,
+                                         int64_t ldsBytes) {
+  StepShape shape{op.getElementType(), op.getRows(),     op.getHeadDim(),
+                  op.getTileKeys(),    op.getValueDim(), ti.warps()};
+  shape.separateValues = gridTile(op.getV()) != gridTile(op.getK());
   FailureOr<RegisterStepPlan> plan =
-      planRegisterStep({op.getElementType(), op.getRows(), op.getHeadDim(),
-                        op.getTileKeys(), op.getValueDim(), ti.warps()},
-                       instrs, ti.warpSize);
+      planRegisterStep(shape, instrs, ti.warpSize, ldsBytes);
   if (failed(plan))
     return failure();
   SmallVector<Operation *> pure;
@@ -728,7 +824,8 @@ LogicalResult mla::registerAttentionStep(AttentionStepOp op,
   LLVM_DEBUG(llvm::dbgs() << "mla-distribute: register step at " << op.getLoc()
                           << " (" << plan->instr->mnemonic << ", "
                           << plan->rowWaves << " row x " << plan->keyWaves
-                          << " key waves)\n");
+                          << " key x " << plan->valueWaves
+                          << " value waves)\n");
   RegisterStep step(op, ti, *plan, *em, registerFinish(op, *plan));
   return step.emit();
 }

@@ -15,11 +15,16 @@
 // in-lane reductions plus XOR shuffles across the lanes of one column, the
 // correction of the output is one scalar per lane and query block, and P
 // never leaves the registers. Waves split the workgroup's rows
-// (`rowWaves`) and each key tile (`keyWaves`); each wave keeps its own
-// online-softmax state over its keys, and the waves of one row block
-// combine (m, l, O) through LDS once, after the key loop; with one key
-// wave the mla.attention_finish after the loop is lowered from the output
-// registers instead (no accumulator tile). Inside the loop the only LDS
+// (`rowWaves`), each key tile (`keyWaves`) and the value columns
+// (`valueWaves`); each wave keeps its own online-softmax state over its
+// keys, and the waves of one row block combine (m, l, O) through LDS once,
+// after the key loop; with one key wave the mla.attention_finish after the
+// loop is lowered from the output registers instead (no accumulator
+// tile). The value waves of one row block and key range compute the same
+// scores (Sᵀ twice at two value waves) and each multiplies its share of
+// Vᵀ: a wave's products, output registers and rescale shrink with its
+// columns, so that H=16 decode runs on four waves (one per SIMD) over a
+// 32-key tile whose LDS holds no second tile. Inside the loop the only LDS
 // traffic is the reads of the K and V tiles.
 //
 //===----------------------------------------------------------------------===//
@@ -47,7 +52,7 @@ constexpr int64_t kValueGroup = 4;
 struct RegisterStepPlan {
   const MatrixInstr *instr = nullptr;
   StepShape shape;
-  int64_t rowWaves = 1, keyWaves = 1;
+  int64_t rowWaves = 1, keyWaves = 1, valueWaves = 1;
   int64_t qBlocks = 1;     ///< a wave's blocks of instr->n queries
   int64_t keysPerWave = 0; ///< a wave's keys of each tile
   /// Whether mla.attention_finish is lowered from the output registers
@@ -62,7 +67,9 @@ struct RegisterStepPlan {
   bool padded() const { return paddedRows() != shape.rows; }
   int64_t sBlocks() const { return keysPerWave / instr->m; }
   int64_t pvSteps() const { return keysPerWave / instr->k; }
-  int64_t dvBlocks() const { return shape.dv / instr->m; }
+  /// A wave's blocks of instr->m value columns (shape.dv / valueWaves).
+  int64_t dvBlocks() const { return shape.dv / instr->m / valueWaves; }
+  int64_t waves() const { return rowWaves * keyWaves * valueWaves; }
   int64_t kSteps() const { return shape.dim / instr->k; }
   /// Value blocks whose Vᵀ fragments a lane reads together: row r of
   /// block md is value column (md / G) * G * M + r * G + md % G (G =
@@ -72,30 +79,63 @@ struct RegisterStepPlan {
   /// largest of kValueGroup, its halves, ... that divides dvBlocks().
   int64_t vGroup() const;
   /// 32-bit registers per lane of the state the plan keeps: output
-  /// accumulators, scores and the query fragments.
+  /// accumulators, scores and the query fragments, and the next key tile
+  /// in flight (copyRegisters).
   int64_t laneRegisters() const;
+  /// A lane's share of one key tile's K (and V) bytes, in 32-bit registers:
+  /// what the reads of the next tile hold while the current one is
+  /// computed (ArchInfo::prefetchesThroughRegisters).
+  int64_t copyRegisters() const;
   /// The most laneRegisters() may be for the plan's waves.
   int64_t registerBudget() const;
   /// Bytes of the LDS buffer in which the key waves combine (0: none).
   int64_t combineBytes() const;
-  /// Larger is better: fewer padded rows, then the larger instruction,
-  /// then fewer key waves (less to combine).
-  std::tuple<int64_t, int64_t, int64_t> rank() const;
+  /// A model of one wave's time per key tile: the products (their passes
+  /// of the matrix pipe, MatrixInstr::passes), the K and Vᵀ reads, the Vᵀ
+  /// fragments' permutes, the softmax on the scores, the rescale of the
+  /// outputs and the wave's share of the tile's copy (one each). A ranking
+  /// model, not a count: the ISA's counts are what mla-compile --report
+  /// prints.
+  int64_t issueEstimate() const;
+  /// issueEstimate() times the plan's waves per SIMD: the time of a key
+  /// tile on the busiest SIMD of a CU, in the model's units.
+  int64_t simdCost() const;
 };
+
+/// Plans whose simdCost() is within kPlanCostTieNum / kPlanCostTieDen of
+/// the cheapest count as equally fast: the model cannot tell them apart.
+constexpr int64_t kPlanCostTieNum = 17, kPlanCostTieDen = 16;
+
+/// The best of `plans` (not empty): the fewest padded rows; among those,
+/// of the plans as fast as the cheapest (kPlanCostTieNum), the fewest key
+/// waves (no accumulator tile, no combine after the loop), then the larger
+/// instruction, then the cheaper. So H=16 decode on four waves takes two
+/// key x two value waves (Sᵀ computed twice, still far cheaper per SIMD
+/// than four value waves' whole tiles), while a plan whose key waves would
+/// only save a few reads keeps one key wave and its finish in registers.
+const RegisterStepPlan &
+chooseRegisterStepPlan(llvm::ArrayRef<RegisterStepPlan> plans);
 
 /// The plan for `shape` (shape.warps waves of `waveSize` lanes) on the best
 /// of `instrs` (the chip's matrix instructions) that takes it, or failure
 /// with the reasons in `whyNot` (and under -debug-only=mla-distribute).
+/// `ldsBytes` is the chip's LDS: a plan whose key waves combine through an
+/// accumulator tile is refused where that tile and the row state do not
+/// fit it (registerStepTileBytes; the operand tiles, the same for every
+/// plan, are the caller's to check).
 mlir::FailureOr<RegisterStepPlan>
 planRegisterStep(const StepShape &shape, llvm::ArrayRef<MatrixInstrId> instrs,
-                 int64_t waveSize, std::string *whyNot = nullptr);
+                 int64_t waveSize, int64_t ldsBytes,
+                 std::string *whyNot = nullptr);
 
-/// Lowers `op` in registers on the plan for its shapes and `ti`'s waves.
+/// Lowers `op` in registers on the plan for its shapes and `ti`'s waves
+/// (planRegisterStep with `ldsBytes`).
 /// Fails, before changing any IR, when no plan is feasible or the IR does
 /// not allow it (checkStepLoop); -debug-only=mla-distribute says why.
 mlir::LogicalResult registerAttentionStep(AttentionStepOp op,
                                           const ThreadInfo &ti,
-                                          llvm::ArrayRef<MatrixInstrId> instrs);
+                                          llvm::ArrayRef<MatrixInstrId> instrs,
+                                          int64_t ldsBytes);
 
 } // namespace mla
 
