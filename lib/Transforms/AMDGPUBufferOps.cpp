@@ -20,7 +20,7 @@
 //     manifest) that the runtime enforces:
 //     2^32 - 1 minus the largest overshoot: one page of the pool for a
 //     masked read, S rows of q for a prefill's query tile of S rows read in
-//     place (ArchInfo::readsPrefillQueriesInPlace).
+//     place (ArchInfo::readsQueriesInPlace).
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Transforms/Passes.h"

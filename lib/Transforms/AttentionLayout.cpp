@@ -54,10 +54,14 @@ int64_t mla::registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
          alignedBytes(stages * keys * 4) + alignedBytes(extra);
 }
 
-bool mla::decodeQueriesInPlace(int64_t qLen) { return qLen == 1; }
+bool mla::decodeQueriesInPlace(const ArchInfo *arch, int64_t qLen,
+                               int64_t headGroup, int64_t heads) {
+  return qLen == 1 ||
+         (arch && arch->readsQueriesInPlace() && headGroup == heads);
+}
 
 bool mla::prefillQueriesInPlace(const ArchInfo *arch, bool masked) {
-  return arch && arch->readsPrefillQueriesInPlace() && !masked;
+  return arch && arch->readsQueriesInPlace() && !masked;
 }
 
 int64_t mla::finishWidth(int64_t dv) {

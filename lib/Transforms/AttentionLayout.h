@@ -62,16 +62,21 @@ int64_t registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
 /// Whether a decode's attention step reads its queries in place: with one
 /// query position (`qLen` 1) a head group's rows are the 2-D strided view
 /// q[b, 0, heads of the group, :], which mla-tile hands to the step
-/// instead of a staged tile. Lowerings that need the queries in fast
-/// memory copy them into a tile themselves (stageStepQueries); AMD's
-/// register step reads them into registers from global memory, so that no
-/// query tile takes LDS (`queryTile` false in registerStepTileBytes).
-bool decodeQueriesInPlace(int64_t qLen);
+/// instead of a staged tile; with several (MTP) where the group holds all
+/// `heads` and the chip reads queries in place (ArchInfo::
+/// readsQueriesInPlace), the rows i * heads + h of q[b, i, h, :] are one
+/// contiguous view (q[b] collapsed to Sq·H x D). Lowerings that need the
+/// queries in fast memory copy them into a tile themselves
+/// (stageStepQueries); AMD's register step reads them into registers from
+/// global memory, so that no query tile takes LDS (`queryTile` false in
+/// registerStepTileBytes). `arch` null (IR without a target): Sq = 1 only.
+bool decodeQueriesInPlace(const ArchInfo *arch, int64_t qLen, int64_t headGroup,
+                          int64_t heads);
 
 /// Whether a prefill's attention step reads its query tile in place: the
 /// 2-D strided view q[first row .. + tile_q, head, :] (rows past the
 /// request's last included), where the chip's register step takes it
-/// (ArchInfo::readsPrefillQueriesInPlace) and no mask variant may send the
+/// (ArchInfo::readsQueriesInPlace) and no mask variant may send the
 /// step through LDS; then no query tile takes LDS. `arch` null (IR without
 /// a target): false.
 bool prefillQueriesInPlace(const ArchInfo *arch, bool masked);

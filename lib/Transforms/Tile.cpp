@@ -64,7 +64,7 @@ struct TilePass : public mla::impl::MLATileBase<TilePass> {
     SmallVector<DecodeOp> decodes;
     getOperation().walk([&](DecodeOp op) { decodes.push_back(op); });
     for (DecodeOp op : decodes)
-      if (failed(tileDecode(op)))
+      if (failed(tileDecode(op, arch)))
         return signalPassFailure();
     SmallVector<MergeOp> merges;
     getOperation().walk([&](MergeOp op) { merges.push_back(op); });

@@ -64,10 +64,24 @@ Value queryView(ImplicitLocOpBuilder &b, Value q,
   SmallVector<OpFoldResult> sizeAttrs = llvm::map_to_vector(
       sizes, [&](int64_t s) -> OpFoldResult { return b.getIndexAttr(s); });
   SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  SmallVector<int64_t> kept;
+  for (int64_t s : sizes)
+    if (s != 1)
+      kept.push_back(s);
+  if (kept.size() < 2)
+    kept = {rows, dim};
   auto viewType = memref::SubViewOp::inferRankReducedResultType(
-      {rows, dim}, cast<MemRefType>(q.getType()), offsets, sizeAttrs, strides);
-  return memref::SubViewOp::create(b, cast<MemRefType>(viewType), q, offsets,
-                                   sizeAttrs, strides);
+      kept, cast<MemRefType>(q.getType()), offsets, sizeAttrs, strides);
+  Value view = memref::SubViewOp::create(b, cast<MemRefType>(viewType), q,
+                                         offsets, sizeAttrs, strides);
+  if (kept.size() == 2)
+    return view;
+  ReassociationIndices leading;
+  for (int64_t d = 0; d + 1 < int64_t(kept.size()); ++d)
+    leading.push_back(d);
+  ReassociationIndices last = {int64_t(kept.size()) - 1};
+  return memref::CollapseShapeOp::create(
+      b, view, ArrayRef<ReassociationIndices>{leading, last});
 }
 
 void maskedRowCopy(

@@ -52,7 +52,8 @@ void maskedRowCopy(
         srcIndex);
 
 /// The 2-D view `rows x dim` of `q` at `offsets` with unit `sizes` in the
-/// dims dropped (the query tile an attention step reads in place:
+/// dims dropped and the other dims but the last collapsed into one, which
+/// must be contiguous (the query tile an attention step reads in place:
 /// AttentionLayout's decodeQueriesInPlace / prefillQueriesInPlace).
 Value queryView(ImplicitLocOpBuilder &b, Value q,
                 ArrayRef<mlir::OpFoldResult> offsets, ArrayRef<int64_t> sizes,
@@ -137,7 +138,7 @@ void emitFinish(
 
 /// The mla-tile rewrites of each semantic op (TileDecode.cpp,
 /// TilePrefill.cpp, TileMerge.cpp, TileChunkPlan.cpp).
-LogicalResult tileDecode(DecodeOp op);
+LogicalResult tileDecode(DecodeOp op, const ArchInfo *arch);
 LogicalResult tilePrefill(PrefillOp op, const ArchInfo *arch);
 LogicalResult tileMerge(MergeOp op);
 LogicalResult tileChunkPlan(ChunkPlanOp op);

@@ -145,7 +145,8 @@ struct KeyRange {
 
 void emitKeyRange(
     ImplicitLocOpBuilder &g, DecodeOp op, const AttentionTiles &t,
-    Value headBase, const KeyRange &kr, Value wsO, Value wsL,
+    bool queriesInPlace, Value headBase, const KeyRange &kr, Value wsO,
+    Value wsL,
     function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value, Value)>
         partAt) {
   const int64_t sq = op.getQLen(), dim = op.getHeadDim(),
@@ -162,10 +163,10 @@ void emitKeyRange(
 
   // This group's queries: in place (AttentionLayout.h) or staged.
   AttentionTiles tiles = t;
-  if (decodeQueriesInPlace(sq)) {
+  if (queriesInPlace) {
     tiles.qTile = queryView(
         g, op.getQ(), {req, g.getIndexAttr(0), headBase, g.getIndexAttr(0)},
-        {1, 1, group, dim}, group, dim);
+        {1, sq, group, dim}, sq * group, dim);
   } else {
     auto qVec = VectorType::get({qvw}, elem);
     Value cQvw = indexConst(g, qvw);
@@ -229,7 +230,8 @@ AttentionTiles decodeTiles(ImplicitLocOpBuilder &g, DecodeOp op) {
 
 /// Fixed split-KV (kv_chunks = 0): a grid of (batch, head groups,
 /// kv_splits), each workgroup one split of one request, then mla.merge.
-void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op) {
+void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op,
+                     bool queriesInPlace) {
   ConfigAttr cfg = op.getConfigAttr();
   const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
                 dv = op.getLatentDim();
@@ -279,7 +281,7 @@ void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op) {
     ImplicitLocOpBuilder tb(op.getLoc(), activeIf.thenBlock()->getTerminator());
     Value first =
         arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, split, c0);
-    emitKeyRange(tb, op, t, headBase,
+    emitKeyRange(tb, op, t, queriesInPlace, headBase,
                  {req, range.len, range.start, range.end, first}, wsO, wsL,
                  [&](ImplicitLocOpBuilder &, Value i, Value head) {
                    return SmallVector<Value>{req, i, head, split};
@@ -294,7 +296,7 @@ void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op) {
 /// mla.chunk_plan from the lengths, a grid of (workgroups, head groups)
 /// whose workgroups take the plan's chunks in turn, each chunk's partial
 /// result in its own workspace slot, then mla.chunk_merge.
-void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
+void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
   ConfigAttr cfg = op.getConfigAttr();
   const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
                 dv = op.getLatentDim();
@@ -359,7 +361,8 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
       Value start = arith::MulIOp::create(lb, j, chunkKeys);
       Value end = minIdx(lb, len, arith::AddIOp::create(lb, start, chunkKeys));
       Value first = arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, j, c0);
-      emitKeyRange(lb, op, t, headBase, {req, len, start, end, first}, wsO, wsL,
+      emitKeyRange(lb, op, t, queriesInPlace, headBase,
+                   {req, len, start, end, first}, wsO, wsL,
                    [&](ImplicitLocOpBuilder &, Value i, Value head) {
                      return SmallVector<Value>{slot, i, head};
                    });
@@ -376,17 +379,19 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op) {
 // mla.decode
 //===----------------------------------------------------------------------===//
 
-LogicalResult tileDecode(DecodeOp op) {
+LogicalResult tileDecode(DecodeOp op, const ArchInfo *arch) {
   ConfigAttr cfg = op.getConfigAttr();
   if (!cfg)
     return op.emitOpError()
            << "has no #mla.config; run mla-select-config before mla-tile";
   recordDecodeInfo(op);
   ImplicitLocOpBuilder b(op.getLoc(), op);
+  const bool inPlace = decodeQueriesInPlace(
+      arch, op.getQLen(), cfg.getHeadGroup(), op.getNumHeads());
   if (cfg.getKvChunks())
-    tileChunks(b, op);
+    tileChunks(b, op, inPlace);
   else
-    tileFixedSplits(b, op);
+    tileFixedSplits(b, op, inPlace);
   op.erase();
   return success();
 }

@@ -175,7 +175,7 @@ func.func @exp_log(%q: memref<?x1x32xf32>, %k: memref<?x1x32xf32>, %v: memref<?x
 
 // -----
 
-// On AMD (ArchInfo::readsPrefillQueriesInPlace) the step reads the query
+// On AMD (ArchInfo::readsQueriesInPlace) the step reads the query
 // tile in place: the view q[first row .. + tile_q, head, :], no copy of
 // it (the query tile, unused, is erased by mla-distribute); the key and
 // value copies stay.

@@ -126,3 +126,49 @@ func.func @pipelined(%q: memref<?x1x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: m
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 4, warps = 1, stages = 3>} : memref<?x1x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x32xbf16>, memref<?x1x4xf32>
   return
 }
+
+// -----
+
+// MTP on AMD (ArchInfo::readsQueriesInPlace) with one head group of all
+// heads: the step reads its Sq x H rows i * H + h in place, q[b] collapsed
+// to one contiguous 2-D view (AttentionLayout's decodeQueriesInPlace); no
+// copy of the queries.
+// CHECK-LABEL: func @mtp_in_place
+// CHECK-NOT: vector.load %arg0
+// CHECK: %[[SV:.*]] = memref.subview %arg0[%{{.*}}, 0, 0, 0] [1, 2, 4, 48] [1, 1, 1, 1] : memref<?x2x4x48xbf16> to memref<2x4x48xbf16, strided<[192, 48, 1], offset: ?>>
+// CHECK: %[[QV:.*]] = memref.collapse_shape %[[SV]] {{\[\[}}0, 1], [2]] : memref<2x4x48xbf16, strided<[192, 48, 1], offset: ?>> into memref<8x48xbf16, strided<[48, 1], offset: ?>>
+// CHECK: mla.attention_step %[[QV]],
+module attributes {mla.target = #mla.target<"gfx942">} {
+func.func @mtp_in_place(%q: memref<?x2x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x2x4x32xbf16>, %lse: memref<?x2x4xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 2, head_group = 4, warps = 1, stages = 1>} : memref<?x2x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x4x32xbf16>, memref<?x2x4xf32>
+  return
+}
+}
+
+// -----
+
+// A head group of some heads (rows of different positions H rows apart)
+// and other targets (here sm_90a) stage the MTP queries.
+// CHECK-LABEL: func @mtp_group_staged
+// CHECK: vector.load %arg0
+// CHECK-NOT: memref.collapse_shape
+// CHECK: mla.attention_step %{{.*}} : memref<4x48xbf16, strided<[56, 1]>>,
+// CHECK-LABEL: func @mtp_sm90_staged
+// CHECK: vector.load %arg0
+// CHECK-NOT: memref.collapse_shape
+// CHECK: mla.attention_step %{{.*}} : memref<8x48xbf16, strided<[56, 1]>>,
+module attributes {mla.target = #mla.target<"gfx942">} {
+func.func @mtp_group_staged(%q: memref<?x2x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x2x4x32xbf16>, %lse: memref<?x2x4xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 2, head_group = 2, warps = 1, stages = 1>} : memref<?x2x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x4x32xbf16>, memref<?x2x4xf32>
+  return
+}
+}
+
+// -----
+
+module attributes {mla.target = #mla.target<"sm_90a">} {
+func.func @mtp_sm90_staged(%q: memref<?x2x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x2x4x32xbf16>, %lse: memref<?x2x4xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 2, head_group = 4, warps = 1, stages = 1>} : memref<?x2x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x4x32xbf16>, memref<?x2x4xf32>
+  return
+}
+}

@@ -70,12 +70,14 @@ struct ArchInfo {
   /// second LDS buffer. AMD only: no cp.async, and two 32-key tiles do not
   /// fit gfx942's 64 KiB of LDS; NVIDIA pipelines with cp.async.
   bool prefetchesThroughRegisters() const { return kind == TargetKind::AMD; }
-  /// Whether a prefill's register step may read its query tile in place
-  /// from q, rows past the request's included: its loads are buffer loads,
-  /// so rows past q's end read zeros, and the next request's rows are
-  /// computed and never stored. AMD only; elsewhere mla-tile stages the
-  /// tile with its rows masked.
-  bool readsPrefillQueriesInPlace() const { return kind == TargetKind::AMD; }
+  /// Whether the register step may read its queries in place from q, into
+  /// registers before the key loop: a prefill's query tile with the rows
+  /// past the request's included (its loads are buffer loads, so rows past
+  /// q's end read zeros, and the next request's rows are computed and
+  /// never stored), and a decode's Sq x H rows of all heads (one
+  /// contiguous view). AMD only; elsewhere mla-tile stages the tile (a
+  /// prefill's with its rows masked).
+  bool readsQueriesInPlace() const { return kind == TargetKind::AMD; }
   /// Global vector accesses marked 16-byte aligned become one wide access
   /// (NVIDIA; AMD's buffer operations get no benefit from the mark).
   bool marksVectorAlignment() const { return kind == TargetKind::NVIDIA; }
