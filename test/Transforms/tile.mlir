@@ -135,7 +135,7 @@ func.func @pipelined(%q: memref<?x1x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: m
 // copy of the queries.
 // CHECK-LABEL: func @mtp_in_place
 // CHECK-NOT: vector.load %arg0
-// CHECK: %[[SV:.*]] = memref.subview %arg0[%{{.*}}, 0, 0, 0] [1, 2, 4, 48] [1, 1, 1, 1] : memref<?x2x4x48xbf16> to memref<2x4x48xbf16, strided<[192, 48, 1], offset: ?>>
+// CHECK: %[[SV:.*]] = memref.subview %arg0[%{{.*}}, 0, %{{.*}}, 0] [1, 2, 4, 48] [1, 1, 1, 1] : memref<?x2x4x48xbf16> to memref<2x4x48xbf16, strided<[192, 48, 1], offset: ?>>
 // CHECK: %[[QV:.*]] = memref.collapse_shape %[[SV]] {{\[\[}}0, 1], [2]] : memref<2x4x48xbf16, strided<[192, 48, 1], offset: ?>> into memref<8x48xbf16, strided<[48, 1], offset: ?>>
 // CHECK: mla.attention_step %[[QV]],
 module attributes {mla.target = #mla.target<"gfx942">} {
