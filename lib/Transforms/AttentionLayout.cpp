@@ -54,10 +54,8 @@ int64_t mla::registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
          alignedBytes(stages * keys * 4) + alignedBytes(extra);
 }
 
-bool mla::decodeQueriesInPlace(const ArchInfo *arch, int64_t qLen,
-                               int64_t headGroup, int64_t heads) {
-  return qLen == 1 ||
-         (arch && arch->readsQueriesInPlace() && headGroup == heads);
+bool mla::decodeQueriesInPlace(const ArchInfo *arch, int64_t qLen) {
+  return qLen == 1 || (arch && arch->readsQueriesInPlace());
 }
 
 bool mla::prefillQueriesInPlace(const ArchInfo *arch, bool masked) {
@@ -140,13 +138,14 @@ void mla::stageStepQueries(AttentionStepOp op) {
       b, {indexConst(b, rows), indexConst(b, dim / vw)},
       [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
         Value d = arith::MulIOp::create(ib, iv[1], cVw);
+        Value qRow = stepQueryRow(ib, op, iv[0]);
         Value v;
         if (!view) {
-          v = vector::LoadOp::create(ib, vecType, q, ValueRange{iv[0], d});
+          v = vector::LoadOp::create(ib, vecType, q, ValueRange{qRow, d});
         } else {
           llvm::SmallBitVector dropped = view.getDroppedDims();
           SmallVector<Value> at;
-          Value local[2] = {iv[0], d};
+          Value local[2] = {qRow, d};
           int64_t next = 0;
           for (auto [i, off] : llvm::enumerate(view.getMixedOffsets())) {
             Value offset =
@@ -166,4 +165,17 @@ void mla::stageStepQueries(AttentionStepOp op) {
         vector::StoreOp::create(ib, v, tile, ValueRange{iv[0], d});
       });
   op.getQMutable().assign(tile);
+  op.removeQueryGroupsAttr(); // the tile's rows are the step's
+}
+
+Value mla::stepQueryRow(ImplicitLocOpBuilder &b, AttentionStepOp op,
+                        Value row) {
+  std::optional<ArrayRef<int64_t>> groups = op.getQueryGroups();
+  if (!groups)
+    return row;
+  Value g = indexConst(b, (*groups)[0]);
+  Value group = arith::DivUIOp::create(b, row, g);
+  return arith::AddIOp::create(
+      b, arith::MulIOp::create(b, group, indexConst(b, (*groups)[1])),
+      arith::RemUIOp::create(b, row, g));
 }

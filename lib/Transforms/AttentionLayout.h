@@ -62,16 +62,17 @@ int64_t registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
 /// Whether a decode's attention step reads its queries in place: with one
 /// query position (`qLen` 1) a head group's rows are the 2-D strided view
 /// q[b, 0, heads of the group, :], which mla-tile hands to the step
-/// instead of a staged tile; with several (MTP) where the group holds all
-/// `heads` and the chip reads queries in place (ArchInfo::
-/// readsQueriesInPlace), the rows i * heads + h of q[b, i, h, :] are one
-/// contiguous view (q[b] collapsed to Sq·H x D). Lowerings that need the
-/// queries in fast memory copy them into a tile themselves
-/// (stageStepQueries); AMD's register step reads them into registers from
-/// global memory, so that no query tile takes LDS (`queryTile` false in
-/// registerStepTileBytes). `arch` null (IR without a target): Sq = 1 only.
-bool decodeQueriesInPlace(const ArchInfo *arch, int64_t qLen, int64_t headGroup,
-                          int64_t heads);
+/// instead of a staged tile; with several (MTP) where the chip reads
+/// queries in place (ArchInfo::readsQueriesInPlace), the view of q[b]
+/// collapsed to Sq·H x D rows: all of them where the group holds every
+/// head, else from the group's first head on, with the step's
+/// `query_groups = [group, H]` (row i * group + h is view row i * H + h).
+/// Lowerings that need the queries in fast memory copy them into a tile
+/// themselves (stageStepQueries); AMD's register step reads them into
+/// registers from global memory, so that no query tile takes LDS
+/// (`queryTile` false in registerStepTileBytes). `arch` null (IR without a
+/// target): Sq = 1 only.
+bool decodeQueriesInPlace(const ArchInfo *arch, int64_t qLen);
 
 /// Whether a prefill's attention step reads its query tile in place: the
 /// 2-D strided view q[first row .. + tile_q, head, :] (rows past the
@@ -83,8 +84,14 @@ bool prefillQueriesInPlace(const ArchInfo *arch, bool masked);
 
 /// Gives `op` a query tile in fast memory when its queries are not one: a
 /// padded tile at the top of the grid, filled by a parallel copy right
-/// after the view is made (where mla-tile's staging would be).
+/// after the view is made (where mla-tile's staging would be), in the
+/// step's row order (its `query_groups`, then dropped).
 void stageStepQueries(AttentionStepOp op);
+
+/// The row of `op`'s Q that step row `row` reads: `row`, or with
+/// `query_groups = [G, stride]` (row / G) * stride + row % G.
+mlir::Value stepQueryRow(mlir::ImplicitLocOpBuilder &b, AttentionStepOp op,
+                         mlir::Value row);
 
 /// The value columns of one block of mla.attention_finish (`width`): 4,
 /// the run of consecutive value columns a lane of the register step holds

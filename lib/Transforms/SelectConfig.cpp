@@ -190,10 +190,8 @@ void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
   std::string why;
   int64_t bytes;
   if (succeeded(registerPlan(arch, shape, /*values=*/false,
-                             !decodeQueriesInPlace(&arch, op.getQLen(),
-                                                   attr.getHeadGroup(),
-                                                   op.getNumHeads()),
-                             &bytes, &why)))
+                             !decodeQueriesInPlace(&arch, op.getQLen()), &bytes,
+                             &why)))
     return;
   op.emitWarning() << "config " << attr
                    << ": the register attention step cannot run it (" << why
@@ -207,10 +205,11 @@ void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
 /// waves whose plan keeps the busiest SIMD least busy
 /// (RegisterStepPlan::simdCost; more waves first on a tie). The tiles are
 /// the register step's (registerStepTileBytes): no query tile where the
-/// queries are read in place (decodeQueriesInPlace), no accumulator tile where the
-/// plan's finish is in registers (one key wave). On gfx942 (64 KiB LDS)
-/// H=16 takes 32-key tiles on four waves (two key x two value waves, one
-/// per SIMD), H=128 64 rows on four; gfx950 (160 KiB) 64-key tiles.
+/// queries are read in place (decodeQueriesInPlace), no accumulator tile
+/// where the plan's finish is in registers (one key wave). On gfx942 (64
+/// KiB LDS) H=16 takes 32-key tiles on four waves (two key x two value
+/// waves, one per SIMD), H=128 64 rows on four (Sq=2 too: its queries in
+/// place in groups); gfx950 (160 KiB) 64-key tiles.
 std::optional<ConfigFields> registerStepDecodeConfig(DecodeOp op,
                                                      const ArchInfo &arch) {
   if (!op.getMask().empty())
@@ -228,8 +227,7 @@ std::optional<ConfigFields> registerStepDecodeConfig(DecodeOp op,
             arch,
             {elem, group * sq, op.getHeadDim(), tileKv, op.getLatentDim(),
              waves},
-            /*values=*/false,
-            !decodeQueriesInPlace(&arch, sq, group, op.getNumHeads()), &bytes);
+            /*values=*/false, !decodeQueriesInPlace(&arch, sq), &bytes);
         if (succeeded(p) && (failed(best) || p->simdCost() < best->simdCost()))
           best = p;
       }

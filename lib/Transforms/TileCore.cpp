@@ -255,7 +255,10 @@ void emitOnlineSoftmax(
                       Value vTile, int64_t stages) {
     auto step =
         AttentionStepOp::create(tb, t.qTile, kTile, vTile, t.acc, t.mBuf,
-                                t.lBuf, tb.getI64IntegerAttr(stages));
+                                t.lBuf, tb.getI64IntegerAttr(stages),
+                                /*query_groups=*/nullptr);
+    if (!t.queryGroups.empty())
+      step.setQueryGroupsAttr(tb.getDenseI64ArrayAttr(t.queryGroups));
     Type idxType = tb.getIndexType();
     Block *body =
         tb.createBlock(&step.getBody(), {}, {idxType, idxType, tb.getF32Type()},

@@ -71,6 +71,10 @@ struct AttentionTiles {
   bool separateValues;
   Value qTile, kBuf, vBuf, acc;
   Value mBuf, lBuf, rowScratch;
+  /// The step's `query_groups` ([G, stride]) where qTile is a view whose
+  /// rows come in groups (decode MTP in place); empty: qTile's rows are
+  /// the step's.
+  SmallVector<int64_t, 2> queryGroups = {};
 
   /// The key / value tile in slot `slot` (an index) of the buffers.
   Value kTile(ImplicitLocOpBuilder &b, Value slot) const {

@@ -163,10 +163,24 @@ void emitKeyRange(
 
   // This group's queries: in place (AttentionLayout.h) or staged.
   AttentionTiles tiles = t;
-  if (queriesInPlace) {
+  const int64_t heads = op.getNumHeads();
+  if (queriesInPlace && (sq == 1 || group == heads)) {
     tiles.qTile = queryView(
         g, op.getQ(), {req, g.getIndexAttr(0), headBase, g.getIndexAttr(0)},
         {1, sq, group, dim}, sq * group, dim);
+  } else if (queriesInPlace) {
+    // The request's Sq x H rows, from the group's first: step row i * group
+    // + hh is row i * H + hh of the view (query_groups).
+    Value all = queryView(
+        g, op.getQ(),
+        {req, g.getIndexAttr(0), g.getIndexAttr(0), g.getIndexAttr(0)},
+        {1, sq, heads, dim}, sq * heads, dim);
+    SmallVector<OpFoldResult> offsets = {headBase, g.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {g.getIndexAttr((sq - 1) * heads + group),
+                                       g.getIndexAttr(dim)};
+    SmallVector<OpFoldResult> strides(2, g.getIndexAttr(1));
+    tiles.qTile = memref::SubViewOp::create(g, all, offsets, sizes, strides);
+    tiles.queryGroups = {group, heads};
   } else {
     auto qVec = VectorType::get({qvw}, elem);
     Value cQvw = indexConst(g, qvw);
@@ -386,8 +400,7 @@ LogicalResult tileDecode(DecodeOp op, const ArchInfo *arch) {
            << "has no #mla.config; run mla-select-config before mla-tile";
   recordDecodeInfo(op);
   ImplicitLocOpBuilder b(op.getLoc(), op);
-  const bool inPlace = decodeQueriesInPlace(
-      arch, op.getQLen(), cfg.getHeadGroup(), op.getNumHeads());
+  const bool inPlace = decodeQueriesInPlace(arch, op.getQLen());
   if (cfg.getKvChunks())
     tileChunks(b, op, inPlace);
   else

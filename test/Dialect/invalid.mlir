@@ -695,8 +695,44 @@ func.func @step_values(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memre
 // -----
 
 func.func @step_acc(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x64xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
-  // expected-error @+1 {{'mla.attention_step' op accumulator is 16x64, expected 16x32 (query rows x value width)}}
+  // expected-error @+1 {{'mla.attention_step' op accumulator is 64 wide, values 32: acc is query rows x value width}}
   mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x64xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_rows(%q: memref<8x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op queries have 8 rows, the accumulator 16 (one per query row)}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<8x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_groups(%q: memref<32x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op query_groups must be [G, stride] with 1 <= G <= stride and G dividing the 16 query rows}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 {query_groups = array<i64: 8, 4>} : memref<32x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_group_rows(%q: memref<20x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op queries have 20 rows; query_groups [8, 16] over 16 rows reads 24}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 {query_groups = array<i64: 8, 16>} : memref<20x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
   ^bb0(%r: index, %c: index, %x: f32):
     %t = arith.constant true
     mla.yield %x, %t : f32, i1

@@ -151,6 +151,19 @@ func.func @attention_step(%q: memref<16x576xbf16>, %k: memref<32x576xbf16>, %acc
   return
 }
 
+// Grouped query rows: 2 x 8 rows of a 2 x 16 view (row r is row
+// (r / 8) * 16 + r % 8 of %q).
+// CHECK-LABEL: func @attention_step_groups
+// CHECK: mla.attention_step {{.*}} stages 1 {query_groups = array<i64: 8, 16>} : memref<24x64xbf16>,
+func.func @attention_step_groups(%q: memref<24x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 {query_groups = array<i64: 8, 16>} : memref<24x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
 // CHECK-LABEL: func @attention_finish
 // CHECK: mla.attention_finish %{{.*}} state(%{{.*}}, %{{.*}}) scale %{{.*}} width 4 : memref<16x512xf32>, memref<16xf32>, memref<16xf32>, memref<16xf32> output {
 // CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: vector<4xf32>):

@@ -147,18 +147,21 @@ func.func @mtp_in_place(%q: memref<?x2x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt
 
 // -----
 
-// A head group of some heads (rows of different positions H rows apart)
-// and other targets (here sm_90a) stage the MTP queries.
-// CHECK-LABEL: func @mtp_group_staged
-// CHECK: vector.load %arg0
-// CHECK-NOT: memref.collapse_shape
-// CHECK: mla.attention_step %{{.*}} : memref<4x48xbf16, strided<[56, 1]>>,
+// A head group of some heads: its rows of different positions are H rows
+// apart in the collapsed view, which the step reads from the group's first
+// head on (2 x 2 rows of a 6-row view) with query_groups = [2, 4].
+// CHECK-LABEL: func @mtp_group_in_place
+// CHECK-NOT: vector.load %arg0
+// CHECK: %[[ALL:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x4x48xbf16, strided<[192, 48, 1], offset: ?>> into memref<8x48xbf16, strided<[48, 1], offset: ?>>
+// CHECK: %[[QV:.*]] = memref.subview %[[ALL]][%{{.*}}, 0] [6, 48] [1, 1]
+// CHECK: mla.attention_step %[[QV]], {{.*}} {query_groups = array<i64: 2, 4>} : memref<6x48xbf16, strided<[48, 1], offset: ?>>,
+// Other targets (here sm_90a) stage the MTP queries.
 // CHECK-LABEL: func @mtp_sm90_staged
 // CHECK: vector.load %arg0
 // CHECK-NOT: memref.collapse_shape
 // CHECK: mla.attention_step %{{.*}} : memref<8x48xbf16, strided<[56, 1]>>,
 module attributes {mla.target = #mla.target<"gfx942">} {
-func.func @mtp_group_staged(%q: memref<?x2x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x2x4x32xbf16>, %lse: memref<?x2x4xf32>) {
+func.func @mtp_group_in_place(%q: memref<?x2x4x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x2x4x32xbf16>, %lse: memref<?x2x4xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 2, head_group = 2, warps = 1, stages = 1>} : memref<?x2x4x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x4x32xbf16>, memref<?x2x4xf32>
   return
 }

@@ -149,10 +149,10 @@ void RegisterStep::setUp(ImplicitLocOpBuilder &b) {
   const int64_t be = mi.b.elems;
   for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
     qFrag.emplace_back();
+    Value qRow = stepQueryRow(b, op, query[nb]); // query_groups
     for (int64_t ks = 0; ks < p.kSteps(); ++ks)
-      qFrag.back().push_back(loadPair(b, op.getQ(), query[nb],
-                                      addConst(b, kLane, ks * mi.k),
-                                      queryOk[nb], be));
+      qFrag.back().push_back(loadPair(
+          b, op.getQ(), qRow, addConst(b, kLane, ks * mi.k), queryOk[nb], be));
   }
   // Every wave has its query fragments before the key loop's copies may
   // reuse the query tile's memory (queries read in place need no wait).

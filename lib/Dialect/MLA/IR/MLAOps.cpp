@@ -462,10 +462,28 @@ LogicalResult AttentionStepOp::verify() {
   if (v.getDimSize(0) != keys)
     return emitOpError() << "values have " << v.getDimSize(0)
                          << " rows, the key tile " << keys;
-  if (acc.getDimSize(0) != rows || acc.getDimSize(1) != getValueDim())
-    return emitOpError() << "accumulator is " << acc.getDimSize(0) << "x"
-                         << acc.getDimSize(1) << ", expected " << rows << "x"
-                         << getValueDim() << " (query rows x value width)";
+  if (acc.getDimSize(1) != getValueDim())
+    return emitOpError() << "accumulator is " << acc.getDimSize(1)
+                         << " wide, values " << getValueDim()
+                         << ": acc is query rows x value width";
+  if (std::optional<ArrayRef<int64_t>> groups = getQueryGroups()) {
+    if (groups->size() != 2 || (*groups)[0] < 1 ||
+        (*groups)[1] < (*groups)[0] || rows % (*groups)[0] != 0)
+      return emitOpError()
+             << "query_groups must be [G, stride] with 1 <= G <= stride and "
+                "G dividing the "
+             << rows << " query rows";
+    int64_t g = (*groups)[0], stride = (*groups)[1];
+    int64_t need = (rows / g - 1) * stride + g;
+    if (q.getDimSize(0) < need)
+      return emitOpError() << "queries have " << q.getDimSize(0)
+                           << " rows; query_groups [" << g << ", " << stride
+                           << "] over " << rows << " rows reads " << need;
+  } else if (q.getDimSize(0) != rows) {
+    return emitOpError() << "queries have " << q.getDimSize(0)
+                         << " rows, the accumulator " << rows
+                         << " (one per query row)";
+  }
   for (auto [name, val] :
        {std::pair<StringRef, Value>{"m", getM()}, {"l", getL()}})
     if (cast<MemRefType>(val.getType()).getDimSize(0) != rows)

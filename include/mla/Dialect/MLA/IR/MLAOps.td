@@ -542,6 +542,13 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     limit, the sequence end and a variant's score rewrite and mask live
     there, exactly as in `mla.online_softmax`.
 
+    `query_groups = array<i64: G, stride>` (optional) lets `Q` be a view in
+    which the step's rows come in groups: row `r` (of `R`, the rows of
+    `acc`) is row `(r / G) · stride + r % G` of `Q`, e.g. a decode's
+    `Sq x G` rows of a head group read in place from the `Sq x H` rows of
+    one request (`stride` = H). Without it row `r` is row `r` of `Q`, which
+    has `R` rows.
+
     `stages` is the key loop's pipeline depth (1..4): with `S > 1` the op
     sits in an `scf.for` whose body first copies key tile `i + S - 1` (the
     copies before the op in the loop body) while this step reads tile `i`,
@@ -574,7 +581,8 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     Arg<MemRefRankOf<[F32], [2]>, "accumulator", [MemRead, MemWrite]>:$acc,
     Arg<MemRefRankOf<[F32], [1]>, "running max", [MemRead, MemWrite]>:$m,
     Arg<MemRefRankOf<[F32], [1]>, "running sum", [MemRead, MemWrite]>:$l,
-    ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<4>]>:$stages);
+    ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<4>]>:$stages,
+    OptionalAttr<DenseI64ArrayAttr>:$query_groups);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $q `,` $k `,` $v `->` $acc `state` `(` $m `,` $l `)` `stages` $stages
@@ -582,8 +590,9 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     type($m) `,` type($l) $body
   }];
   let extraClassDeclaration = [{
-    /// Query rows, key rows (the tile), query/key width, value width.
-    int64_t getRows() { return getQ().getType().getDimSize(0); }
+    /// Query rows (the accumulator's; Q's unless `query_groups`), key rows
+    /// (the tile), query/key width, value width.
+    int64_t getRows() { return getAcc().getType().getDimSize(0); }
     int64_t getTileKeys() { return getK().getType().getDimSize(0); }
     int64_t getHeadDim() { return getQ().getType().getDimSize(1); }
     int64_t getValueDim() { return getV().getType().getDimSize(1); }
