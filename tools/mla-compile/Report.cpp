@@ -138,6 +138,21 @@ void fillAmdLoop(const rt::Manifest &m, const rt::TargetSpec &t,
   k.loopKeys = configInt(t, "tile_kv");
   k.loopNote = "keys: config tile_kv (the keys one iteration of every "
                "wave's loop advances)";
+  if (m.kernel == rt::kernels::kDecode) {
+    std::optional<int64_t> group = configInt(t, "head_group");
+    if (group && *group > 0 && m.heads > 0 && m.qLen > 0) {
+      k.loopRows = std::min(*group, m.heads) * m.qLen;
+      k.loopRowsNote = "config head_group x q_len";
+    } else {
+      k.loopRowsNote = "unknown: no head_group in the config or q_len known "
+                       "only at run time";
+    }
+  } else if (std::optional<int64_t> tileQ = configInt(t, "tile_q")) {
+    k.loopRows = *tileQ;
+    k.loopRowsNote = "config tile_q";
+  } else {
+    k.loopRowsNote = "unknown: no tile_q in the config";
+  }
 }
 
 std::string registerWords(const rt::AmdgpuKernelMetadata &md) {
@@ -308,4 +323,12 @@ mla::report::buildReport(const rt::Manifest &manifest,
   }
   report.roofline = rooflineFloor(manifest);
   return report;
+}
+
+std::optional<double>
+mla::report::KernelReport::workgroupPerKeyPer16Rows() const {
+  if (!loop || !loopKeys || *loopKeys <= 0 || !loopRows || *loopRows <= 0)
+    return std::nullopt;
+  return static_cast<double>(loop->loop.counts.instructions) * waves /
+         *loopKeys / (static_cast<double>(*loopRows) / 16);
 }

@@ -232,6 +232,13 @@ struct KernelReport {
   std::optional<KeyLoop> loop;
   std::optional<int64_t> loopKeys;
   std::string loopNote;
+  /// The query rows of one workgroup (config fact: decode head_group x
+  /// q_len, prefill tile_q), and what the key loop costs the workgroup per
+  /// key and 16 of them: instructions x waves / keys / (rows / 16), the unit
+  /// of a 16-row kernel such as AITER's subQ16 decode.
+  std::optional<int64_t> loopRows;
+  std::string loopRowsNote;
+  std::optional<double> workgroupPerKeyPer16Rows() const;
 };
 
 struct Report {

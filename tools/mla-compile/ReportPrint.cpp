@@ -94,6 +94,14 @@ void loopJson(json::OStream &j, const KernelReport &k) {
     else
       j.value(nullptr);
     j.attributeEnd();
+    nullable(j, "rows", k.loopRows);
+    j.attribute("rows_source", k.loopRowsNote);
+    j.attributeBegin("workgroup_instructions_per_key_per_16_rows");
+    if (std::optional<double> v = k.workgroupPerKeyPer16Rows())
+      number(j, *v);
+    else
+      j.value(nullptr);
+    j.attributeEnd();
     j.attributeArray("inner_loops", [&] {
       for (const IsaLoop &inner : l.inner)
         j.object([&] {
@@ -255,6 +263,11 @@ void loopText(const KernelReport &k, llvm::raw_ostream &os) {
        << llvm::format("%.2f", static_cast<double>(l.loop.counts.instructions) /
                                    *k.loopKeys)
        << " instructions per key\n";
+  if (std::optional<double> v = k.workgroupPerKeyPer16Rows())
+    os << "                " << llvm::format("%.2f", *v)
+       << " instructions per key and 16 query rows for the workgroup ("
+       << k.waves << " waves, " << *k.loopRows << " rows: " << k.loopRowsNote
+       << ")\n";
   for (const IsaLoop &inner : l.inner)
     os << "                inner loop " << inner.label
        << " (counted once above; its trip count is not read from the ISA): "
