@@ -39,19 +39,42 @@ int64_t mla::paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes) {
   return alignedBytes(rows * (cols * elemBytes + kTileRowPadBytes));
 }
 
-int64_t mla::registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
-                                   int64_t dv, int64_t elemBytes,
-                                   int64_t stages, bool separateValues,
-                                   bool queryTile, bool accTile,
-                                   int64_t extra) {
-  int64_t q = queryTile ? paddedTileBytes(rows, dim, elemBytes) : 0;
-  int64_t kv = stages * paddedTileBytes(keys, dim, elemBytes);
+int64_t mla::WorkgroupTiles::bytes() const {
+  const bool wgmma = lowering == StepLowering::Wgmma;
+  auto operand = [&](int64_t r, int64_t c) {
+    return wgmma ? swizzledTileBytes(r * c * elemBytes)
+                 : paddedTileBytes(r, c, elemBytes);
+  };
+  int64_t q = queryTile ? operand(rows, dim) : 0;
+  int64_t kv = operand(stages * keys, dim);
   if (separateValues)
-    kv += stages * paddedTileBytes(keys, dv, elemBytes);
-  int64_t acc = accTile ? paddedTileBytes(rows, dv, 4) : 0;
-  int64_t operands = stages == 1 ? std::max({q, kv, acc}) : q + kv + acc;
-  return operands + 3 * alignedBytes(rows * 4) +
-         alignedBytes(stages * keys * 4) + alignedBytes(extra);
+    kv += operand(stages * keys, dv);
+  int64_t acc = paddedTileBytes(rows, dv, 4);
+  int64_t row = alignedBytes(rows * 4);
+  int64_t pages = pageSlots * alignedBytes(keys * 4);
+  switch (lowering) {
+  case StepLowering::Phases:
+    // S (f32) and P, m, l, the row scratch and the correction, the
+    // softmax's partials per chunk of 8 keys (ExpandSoftmax.cpp), pages.
+    return q + kv + acc + paddedTileBytes(rows, keys, 4) +
+           paddedTileBytes(rows, keys, elemBytes) + 4 * row +
+           alignedBytes(rows * (keys / 8) * 4) + pages;
+  case StepLowering::MmaSync:
+  case StepLowering::Wgmma:
+    // Split scores: the probability tile and the halves' maxima; m, l,
+    // the row scratch and the correction; pages.
+    return std::max(q + kv, acc) +
+           (splitScores ? paddedTileBytes(rows, keys, elemBytes) +
+                              alignedBytes(2 * rows * 4)
+                        : 0) +
+           4 * row + pages;
+  case StepLowering::Register: {
+    int64_t a = accTile ? acc : 0;
+    int64_t operands = stages == 1 ? std::max({q, kv, a}) : q + kv + a;
+    return operands + 3 * row + pages + alignedBytes(extraBytes);
+  }
+  }
+  llvm_unreachable("unknown step lowering");
 }
 
 bool mla::decodeQueriesInPlace(const ArchInfo *arch, int64_t qLen) {

@@ -46,18 +46,53 @@ constexpr int64_t kMinTileRows = 16;
 int64_t stepOperandBytes(int64_t queryRows, int64_t keyRows, int64_t dim,
                          int64_t elemBytes);
 
-/// The tiles of an attention workgroup (mla-tile's allocateTiles and the
-/// paging's page numbers) whose step runs in registers: the query tile,
-/// `stages` key (and, when `separateValues`, value) tiles, the f32
-/// accumulator when `accTile` (the step's waves combine through it; else
-/// mla.attention_finish is lowered from the registers) and the row state,
-/// plus `extra` bytes of the step's own scratch. With one stage the query
-/// tile (read into registers before the key loop) and the accumulator
-/// (written after it) share the key tiles' memory.
-int64_t registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
-                              int64_t dv, int64_t elemBytes, int64_t stages,
-                              bool separateValues, bool queryTile, bool accTile,
-                              int64_t extra);
+/// How mla-distribute lowers a workgroup's attention step, as far as its
+/// tiles in shared memory / LDS go.
+enum class StepLowering {
+  /// Decomposed (Q·Kᵀ, mla.online_softmax in parallel phases, P·V): score
+  /// and probability tiles, the softmax's chunk partials; the host's only
+  /// lowering.
+  Phases,
+  /// NVIDIA's fused step on mma.sync (NVIDIA/FusedStep.cpp).
+  MmaSync,
+  /// NVIDIA's fused step on warpgroup MMA: operands in the swizzled layout.
+  Wgmma,
+  /// The register step (GPU/RegisterStep.cpp; AMD).
+  Register,
+};
+
+/// The tile model of one attention workgroup: the tiles mla-tile allocates
+/// (allocateTiles: the query tile, `stages` key tiles and, when
+/// `separateValues`, value tiles, the f32 accumulator, the row state),
+/// the page numbers of `pageSlots` key tiles (mla-expand-paging) and the
+/// scratch of the step's lowering. Every count of a workgroup's bytes asks
+/// bytes(); mla-outline-gpu-kernels then places the real buffers, reusing
+/// the memory of tiles separated by a barrier, in at most bytes()
+/// (test/unit/WorkgroupTilesTest.cpp checks the shipped configurations).
+struct WorkgroupTiles {
+  StepLowering lowering = StepLowering::Phases;
+  int64_t rows = 0, keys = 0, dim = 0, dv = 0, elemBytes = 2, stages = 1;
+  bool separateValues = false;
+  /// Key tiles whose page numbers the workgroup keeps (0: unpaged keys):
+  /// one per stage, two per stage where the chip stages the next tile's
+  /// (ArchInfo::stagesPagesAhead).
+  int64_t pageSlots = 0;
+  /// False where the step reads its queries in place (no query tile).
+  bool queryTile = true;
+  /// MmaSync/Wgmma: two warps per row block split the keys (a probability
+  /// tile and the halves' row maxima).
+  bool splitScores = false;
+  /// Register: false where mla.attention_finish is lowered from the
+  /// registers (one key wave: no accumulator tile).
+  bool accTile = true;
+  /// Register: the key waves' combine buffer (RegisterStepPlan).
+  int64_t extraBytes = 0;
+
+  /// An upper bound on the bytes of these tiles once placed: with one stage
+  /// (Register) or on the fused steps the accumulator, written after the
+  /// key loop, reuses the operand tiles' memory.
+  int64_t bytes() const;
+};
 
 /// Whether a decode's attention step reads its queries in place: with one
 /// query position (`qLen` 1) a head group's rows are the 2-D strided view
@@ -70,16 +105,20 @@ int64_t registerStepTileBytes(int64_t rows, int64_t keys, int64_t dim,
 /// Lowerings that need the queries in fast memory copy them into a tile
 /// themselves (stageStepQueries); AMD's register step reads them into
 /// registers from global memory, so that no query tile takes LDS
-/// (`queryTile` false in registerStepTileBytes). `arch` null (IR without a
+/// (`queryTile` false in WorkgroupTiles). `arch` null (IR without a
 /// target): Sq = 1 only.
 bool decodeQueriesInPlace(const ArchInfo *arch, int64_t qLen);
 
 /// Whether a prefill's attention step reads its query tile in place: the
 /// 2-D strided view q[first row .. + tile_q, head, :] (rows past the
 /// request's last included), where the chip's register step takes it
-/// (ArchInfo::readsQueriesInPlace) and no mask variant may send the
-/// step through LDS; then no query tile takes LDS. `arch` null (IR without
-/// a target): false.
+/// (ArchInfo::readsQueriesInPlace) and the op has no mask variant; then no
+/// query tile takes LDS. A masked step runs in registers too (inside its
+/// tile skip), but its per-tile visibility scan grows with the rows: on
+/// gfx942 128 x 32 tiles in place took 21.8 instructions per key and 16
+/// rows for the workgroup against 17.5 for 64 x 64 with a staged query tile
+/// (mla-compile --report, sliding_window.mlir, 2026-12-03), so masked
+/// prefill stays staged. `arch` null (IR without a target): false.
 bool prefillQueriesInPlace(const ArchInfo *arch, bool masked);
 
 /// Gives `op` a query tile in fast memory when its queries are not one: a

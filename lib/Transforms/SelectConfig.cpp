@@ -7,6 +7,7 @@
 #include "AttentionLayout.h"
 #include "GPU/RegisterStep.h"
 #include "NVIDIA/NVIDIA.h"
+#include "WorkgroupTiles.h"
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 #include "mla/runtime/Manifest.h"
@@ -14,6 +15,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Debug.h"
+
+#include <limits>
 
 #define DEBUG_TYPE "mla-select-config"
 
@@ -66,54 +69,17 @@ ConfigFields hostDecodeConfig(DecodeOp op) {
           /*warps=*/1, /*stages=*/1};
 }
 
-/// Shared-memory bytes of a decode workgroup whose attention step is
-/// decomposed (AttentionLayout.h): queries, keys (values are their first
-/// columns), the step's scores and probabilities, the accumulator, m, l,
-/// the correction and the row scratch, the softmax's chunk partials and the
-/// key tile's page numbers.
-int64_t decodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup) {
-  int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
-  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
-  return paddedTileBytes(rows, d, e) + paddedTileBytes(tileKv, d, e) +
-         paddedTileBytes(rows, tileKv, 4) + paddedTileBytes(rows, tileKv, e) +
-         paddedTileBytes(rows, op.getLatentDim(), 4) +
-         4 * alignedBytes(rows * 4) + alignedBytes(rows * (tileKv / 8) * 4) +
-         alignedBytes(tileKv * 4);
-}
-
-/// The bytes of a fused decode step beside its operand tiles (`operands`:
-/// queries and `stages` key tiles, which the accumulator tile, written
-/// after the key loop, reuses): the probability tile of split scores, the
-/// halves' row maxima, row state and page numbers. No score tile exists.
-int64_t fusedDecodeBytes(DecodeOp op, int64_t operands, int64_t tileKv,
-                         int64_t rows) {
-  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
-  return std::max(operands, paddedTileBytes(rows, op.getLatentDim(), 4)) +
-         paddedTileBytes(rows, tileKv, e) + alignedBytes(2 * rows * 4) +
-         4 * alignedBytes(rows * 4) + alignedBytes(tileKv * 4);
-}
-
-/// Shared-memory bytes of a decode workgroup on the mma.sync fused step:
-/// padded query and key tiles.
-int64_t fusedDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t headGroup,
-                             int64_t stages) {
-  int64_t rows = op.getQLen() * headGroup, d = op.getHeadDim();
-  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
-  return fusedDecodeBytes(
-      op, paddedTileBytes(rows, d, e) + stages * paddedTileBytes(tileKv, d, e),
-      tileKv, rows);
-}
-
-/// Shared-memory bytes of a decode workgroup on warpgroup MMA: unpadded,
-/// swizzled query tile and `stages` key tiles (1024-byte aligned).
-int64_t wgmmaDecodeTileBytes(DecodeOp op, int64_t tileKv, int64_t rows,
-                             int64_t stages) {
-  int64_t d = op.getHeadDim();
-  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
-  return fusedDecodeBytes(op,
-                          swizzledTileBytes(rows * d * e) +
-                              swizzledTileBytes(stages * tileKv * d * e),
-                          tileKv, rows);
+/// The bytes of `op`'s workgroup under `cfg` on `arch`: the tile model of
+/// the lowering mla-distribute will choose (WorkgroupTiles.h).
+int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
+                       const ArchInfo &arch) {
+  ConfigAttr attr = ConfigAttr::get(
+      op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup, cfg.warps,
+      cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma, cfg.kvChunks,
+      cfg.workgroups, cfg.chunkBalance);
+  FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, arch);
+  return succeeded(tiles) ? tiles->bytes()
+                          : std::numeric_limits<int64_t>::max();
 }
 
 /// The NVIDIA fused strategy for a step of `rows` x `tileKv` on `warps`
@@ -159,11 +125,10 @@ FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch, StepShape shape,
       shape, arch.matrixInstrs, arch.warpSize, arch.sharedBytes, whyNot);
   if (failed(p))
     return failure();
-  *bytes = registerStepTileBytes(shape.rows, shape.tile, shape.dim, shape.dv,
-                                 shape.elem.getIntOrFloatBitWidth() / 8,
-                                 /*stages=*/1, values, queryTile,
-                                 /*accTile=*/!p->finishInRegisters,
-                                 p->combineBytes());
+  // Decode's keys are paged (its V is the first columns of K).
+  *bytes = registerStepTiles(*p, queryTile,
+                             values ? 0 : keyPageSlots(/*stages=*/1, arch))
+               .bytes();
   if (*bytes > arch.sharedBytes) {
     if (whyNot)
       *whyNot = "its tiles need " + std::to_string(*bytes) +
@@ -179,7 +144,7 @@ FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch, StepShape shape,
 /// whose tiles are larger: a warning says why, so that a later "needs N
 /// bytes of shared memory" names its cause (e.g. `warps=3`).
 void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
-  if (arch.kind != TargetKind::AMD || !op.getMask().empty())
+  if (arch.kind != TargetKind::AMD)
     return;
   StepShape shape{op.getQ().getType().getElementType(),
                   attr.getHeadGroup() * op.getQLen(),
@@ -204,7 +169,7 @@ void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
 /// is read ceil(H·Sq / rows) times), then the largest key tile, then the
 /// waves whose plan keeps the busiest SIMD least busy
 /// (RegisterStepPlan::simdCost; more waves first on a tie). The tiles are
-/// the register step's (registerStepTileBytes): no query tile where the
+/// the register step's (registerStepTiles): no query tile where the
 /// queries are read in place (decodeQueriesInPlace), no accumulator tile
 /// where the plan's finish is in registers (one key wave). On gfx942 (64
 /// KiB LDS) H=16 takes 32-key tiles on four waves (two key x two value
@@ -212,8 +177,6 @@ void warnIfNoRegisterStep(DecodeOp op, ConfigAttr attr, const ArchInfo &arch) {
 /// place in groups); gfx950 (160 KiB) 64-key tiles.
 std::optional<ConfigFields> registerStepDecodeConfig(DecodeOp op,
                                                      const ArchInfo &arch) {
-  if (!op.getMask().empty())
-    return std::nullopt;
   Type elem = op.getQ().getType().getElementType();
   const int64_t sq = op.getQLen();
   for (int64_t group = op.getNumHeads(); group >= 1; --group) {
@@ -273,8 +236,7 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
                        /*warps=*/2 * rows / 16,
                        /*stages=*/2,
                        arch.minWorkgroups};
-      if (wgmmaDecodeTileBytes(op, cfg.tileKv, rows, cfg.stages) <=
-          arch.sharedBytes)
+      if (workgroupBytes(op, cfg, arch) <= arch.sharedBytes)
         return cfg;
     }
     FailureOr<nvidia::StepPlan> sync = plan(32, false);
@@ -285,8 +247,7 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
                        /*warps=*/2 * rows / 16,
                        /*stages=*/2,
                        arch.minWorkgroups};
-      if (fusedDecodeTileBytes(op, cfg.tileKv, cfg.headGroup, cfg.stages) <=
-          arch.sharedBytes)
+      if (workgroupBytes(op, cfg, arch) <= arch.sharedBytes)
         return cfg;
     }
   }
@@ -302,7 +263,7 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
                    4,
                    1,
                    arch.minWorkgroups};
-  while (decodeTileBytes(op, cfg.tileKv, cfg.headGroup) > arch.sharedBytes) {
+  while (workgroupBytes(op, cfg, arch) > arch.sharedBytes) {
     if (cfg.tileKv > 16)
       cfg.tileKv /= 2;
     else if (cfg.headGroup > 1)
@@ -311,28 +272,6 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
       break;
   }
   return cfg;
-}
-
-/// Shared-memory bytes of a prefill workgroup's tiles (queries, keys,
-/// values, scores, probabilities, accumulator, row state).
-int64_t prefillTileBytes(PrefillOp op, int64_t tileQ, int64_t tileKv) {
-  int64_t dqk = op.getQkDim(), dv = op.getVDim();
-  int64_t e = op.getQ().getType().getElementTypeBitWidth() / 8;
-  return paddedTileBytes(tileQ, dqk, e) + paddedTileBytes(tileKv, dqk, e) +
-         paddedTileBytes(tileKv, dv, e) + paddedTileBytes(tileQ, tileKv, 4) +
-         paddedTileBytes(tileQ, tileKv, e) + paddedTileBytes(tileQ, dv, 4) +
-         4 * alignedBytes(tileQ * 4) + alignedBytes(tileQ * (tileKv / 8) * 4);
-}
-
-/// Shared memory of the warpgroup-MMA prefill step: unpadded, swizzled
-/// query tile and `stages` key and value tiles, plus the softmax state (the
-/// accumulator tile reuses the query/key bytes after the key loop).
-int64_t wgmmaPrefillBytes(PrefillOp op, int64_t tileQ, int64_t tileKv,
-                          int64_t stages) {
-  int64_t dqk = op.getQkDim(), dv = op.getVDim();
-  int64_t esize = op.getQ().getType().getElementTypeBitWidth() / 8;
-  return tileQ * dqk * esize + stages * tileKv * (dqk + dv) * esize +
-         4 * tileQ * 4 + 1024;
 }
 
 /// Prefill: one head per workgroup, no split (queries tiles x heads give
@@ -364,36 +303,40 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch, bool wgmmaOk) {
   if (wgmmaOk)
     for (int64_t tileKv : {128, 64}) {
       FailureOr<nvidia::StepPlan> p = plan(128, tileKv, 8, true);
+      ConfigFields cfg{tileKv,       1, 1, /*warps=*/8, /*stages=*/2, 0,
+                       /*tileQ=*/128};
       if (succeeded(p) && p->wgmma &&
-          wgmmaPrefillBytes(op, 128, tileKv, 2) <= arch.sharedBytes)
-        return {tileKv, 1, 1, /*warps=*/8, /*stages=*/2, 0, /*tileQ=*/128};
+          workgroupBytes(op, cfg, arch) <= arch.sharedBytes)
+        return cfg;
     }
-  if (arch.hasRegisterFusedStep() && succeeded(plan(64, 64, 4, false)))
-    return {/*tileKv=*/64, 1, 1,           /*warps=*/4,
-            /*stages=*/1,  0, /*tileQ=*/64};
+  ConfigFields fused{/*tileKv=*/64, 1, 1,           /*warps=*/4,
+                     /*stages=*/1,  0, /*tileQ=*/64};
+  if (arch.hasRegisterFusedStep() && succeeded(plan(64, 64, 4, false)) &&
+      workgroupBytes(op, fused, arch) <= arch.sharedBytes)
+    return fused;
   // The register step (AMD). With the queries read in place
   // (AttentionLayout.h): 128 query rows on four waves (32 each, 32x32x8)
   // over 32-key tiles, whose K and V tiles alone take LDS (21.5 KB for
   // 192/128: two workgroups, 2 waves per SIMD, on gfx942's 64 KiB), each
   // K/V row read once per 128 queries. Otherwise 64 query rows (32 per
   // wave) over 64-key tiles where they fit, else smaller.
+  // A mask's tile-skipping test wraps the step, which carries its state
+  // through it (checkStepLoop); its queries are staged.
   const bool inPlace = prefillQueriesInPlace(&arch, !op.getMask().empty());
-  if (op.getMask().empty()) {
-    SmallVector<std::tuple<int64_t, int64_t, int64_t>> shapes = {
-        {64, 64, 4}, {64, 32, 4}, {32, 32, 4}, {32, 32, 2}};
-    if (inPlace)
-      shapes.insert(shapes.begin(), {128, 32, 4});
-    for (auto [tileQ, tileKv, warps] : shapes) {
-      int64_t bytes;
-      if (succeeded(registerPlan(
-              arch, {elem, tileQ, op.getQkDim(), tileKv, op.getVDim(), warps},
-              /*values=*/true, /*queryTile=*/!inPlace, &bytes)))
-        return {tileKv, 1, 1, warps, /*stages=*/1, 0, tileQ};
-    }
+  SmallVector<std::tuple<int64_t, int64_t, int64_t>> shapes = {
+      {64, 64, 4}, {64, 32, 4}, {32, 32, 4}, {32, 32, 2}};
+  if (inPlace)
+    shapes.insert(shapes.begin(), {128, 32, 4});
+  for (auto [tileQ, tileKv, warps] : shapes) {
+    int64_t bytes;
+    if (succeeded(registerPlan(
+            arch, {elem, tileQ, op.getQkDim(), tileKv, op.getVDim(), warps},
+            /*values=*/true, /*queryTile=*/!inPlace, &bytes)))
+      return {tileKv, 1, 1, warps, /*stages=*/1, 0, tileQ};
   }
   ConfigFields cfg{/*tileKv=*/32, 1, 1, /*warps=*/4, 1, 0,
                    /*tileQ=*/32};
-  while (prefillTileBytes(op, cfg.tileQ, cfg.tileKv) > arch.sharedBytes) {
+  while (workgroupBytes(op, cfg, arch) > arch.sharedBytes) {
     if (cfg.tileKv > 16)
       cfg.tileKv /= 2;
     else if (cfg.tileQ > 16)
@@ -662,8 +605,8 @@ struct SelectConfigPass
       if (arch->kind == TargetKind::Host) {
         // Host tiles are stack arrays: a workgroup whose tiles exceed the
         // budget would compile and then overflow the thread's stack.
-        int64_t bytes =
-            decodeTileBytes(op, attr.getTileKv(), attr.getHeadGroup());
+        FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, *arch);
+        int64_t bytes = succeeded(tiles) ? tiles->bytes() : 0;
         if (bytes > arch->sharedBytes) {
           op.emitError() << "the tiles of one host workgroup of this decode ("
                          << attr.getHeadGroup() * op.getQLen()

@@ -3,6 +3,7 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=PAD
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx950 --mla-distribute="default-warps=1" | FileCheck %s --check-prefix=K32
 // RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=2" | FileCheck %s --check-prefix=FIN
+// RUN: mla-opt %s -split-input-file --mla-select-config=target=gfx942 --mla-distribute="default-warps=2" | FileCheck %s --check-prefix=SKIP
 
 // The register step (lib/Transforms/GPU/RegisterStep.cpp) from hand-written
 // blockwise IR: mla.attention_step as the transposed products Sᵀ = K·Qᵀ
@@ -235,6 +236,55 @@ func.func @finish(%n: index, %o: memref<32x64xf32>, %lse: memref<32xf32>) {
     ^bb0(%r: index, %lv: f32):
       memref.store %lv, %lse[%r] : memref<32xf32>
       mla.yield
+    }
+  }
+  return
+}
+
+// -----
+
+// A mask's tile skip: mla-tile wraps a masked key tile's copy and step in an
+// scf.if on "some key of the tile is visible". The register step carries
+// its state through it: the if yields the next state, or the current one
+// for a skipped tile (GPU/GPUCommon.cpp, carryStepState). No score or
+// probability tile: the softmax stays on the accumulators.
+// SKIP-LABEL: func @skip
+// SKIP-NOT: memref<16x36xf32
+// SKIP: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, f32, f32)
+// SKIP: %[[NEXT:[0-9]+]]:4 = scf.if %{{.*}} -> (vector<4xf32>, vector<4xf32>, f32, f32)
+// SKIP: amdgpu.mfma 16x16x16
+// SKIP: amdgpu.mfma 16x16x16
+// SKIP: scf.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>, vector<4xf32>, f32, f32
+// SKIP-NEXT: } else {
+// SKIP-NEXT: scf.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>, vector<4xf32>, f32, f32
+// SKIP: scf.yield %[[NEXT]]#0, %[[NEXT]]#1, %[[NEXT]]#2, %[[NEXT]]#3
+// KEYS-LABEL: func @skip
+// PAD-LABEL: func @skip
+// K32-LABEL: func @skip
+// FIN-LABEL: func @skip
+func.func @skip(%n: index, %lo: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  mla.grid in (%c1, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %q = memref.alloca() : memref<16x64xbf16>
+    %k = memref.alloca() : memref<32x64xbf16>
+    %v = memref.subview %k[0, 0] [32, 32] [1, 1] : memref<32x64xbf16> to memref<32x32xbf16, strided<[64, 1]>>
+    %acc = memref.alloca() : memref<16x32xf32>
+    %m = memref.alloca() : memref<16xf32>
+    %l = memref.alloca() : memref<16xf32>
+    scf.for %t = %c0 to %n step %c32 {
+      %end = arith.addi %t, %c32 : index
+      %any = arith.cmpi ugt, %end, %lo : index
+      scf.if %any {
+        mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16, strided<[64, 1]>>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+        ^bb0(%r: index, %c: index, %s: f32):
+          %key = arith.addi %t, %c : index
+          %vis = arith.cmpi uge, %key, %lo : index
+          mla.yield %s, %vis : f32, i1
+        }
+      }
     }
   }
   return

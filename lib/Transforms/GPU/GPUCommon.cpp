@@ -14,18 +14,40 @@ using namespace mlir;
 using namespace mla;
 
 namespace mla {
+scf::IfOp stepTileSkip(AttentionStepOp op) {
+  auto skip = dyn_cast<scf::IfOp>(op->getParentOp());
+  if (!skip || skip.getNumResults() != 0 || !skip.getElseRegion().empty() ||
+      !isa<scf::ForOp>(skip->getParentOp()))
+    return nullptr;
+  // The if ends its loop's body.
+  if (skip->getNextNode() != skip->getBlock()->getTerminator())
+    return nullptr;
+  return skip;
+}
+
+scf::ForOp stepKeyLoop(AttentionStepOp op, bool tileSkip) {
+  if (auto loop = dyn_cast<scf::ForOp>(op->getParentOp()))
+    return loop;
+  if (scf::IfOp skip = tileSkip ? stepTileSkip(op) : nullptr)
+    return cast<scf::ForOp>(skip->getParentOp());
+  return nullptr;
+}
+
 LogicalResult checkStepLoop(AttentionStepOp op,
                             SmallVectorImpl<Operation *> &pure,
-                            std::string &why) {
+                            std::string &why, bool tileSkip) {
   auto fail = [&](const char *reason) {
     why = reason;
     return failure();
   };
-  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  scf::ForOp loop = stepKeyLoop(op, tileSkip);
   if (!loop)
-    return fail("the step is not directly in an scf.for key loop");
-  for (Operation *next = op->getNextNode();
-       next != loop.getBody()->getTerminator(); next = next->getNextNode()) {
+    return fail(tileSkip ? "the step is neither directly in an scf.for key "
+                           "loop nor in a tile-skipping scf.if ending one"
+                         : "the step is not directly in an scf.for key loop");
+  Block *body = op->getBlock();
+  for (Operation *next = op->getNextNode(); next != body->getTerminator();
+       next = next->getNextNode()) {
     if (!isPure(next) || next->getNumRegions() != 0)
       return fail("ops with effects follow the step in its loop");
     pure.push_back(next);
@@ -61,13 +83,38 @@ carryStepState(AttentionStepOp op, ArrayRef<Value> init,
                                                ArrayRef<BlockArgument>)>
                    step,
                function_ref<void(ImplicitLocOpBuilder &, ValueRange)> after) {
-  auto loop = cast<scf::ForOp>(op->getParentOp());
+  scf::IfOp skip = stepTileSkip(op);
+  auto loop = skip ? cast<scf::ForOp>(skip->getParentOp())
+                   : cast<scf::ForOp>(op->getParentOp());
   IRRewriter rewriter(loop.getContext());
   FailureOr<LoopLikeOpInterface> newLoop = loop.replaceWithAdditionalYields(
       rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &, Location loc, ArrayRef<BlockArgument> args) {
+        if (!skip) {
+          ImplicitLocOpBuilder ib(loc, op);
+          return step(ib, args);
+        }
+        // The skip yields the next state, or the current one.
+        ImplicitLocOpBuilder sb(skip.getLoc(), skip);
+        SmallVector<Type> types;
+        for (BlockArgument a : args)
+          types.push_back(a.getType());
+        auto carried = scf::IfOp::create(sb, types, skip.getCondition(),
+                                         /*withElseRegion=*/true);
+        Block *then = carried.thenBlock();
+        then->getOperations().splice(
+            then->end(), skip.thenBlock()->getOperations(),
+            skip.thenBlock()->begin(), std::prev(skip.thenBlock()->end()));
         ImplicitLocOpBuilder ib(loc, op);
-        return step(ib, args);
+        SmallVector<Value> next = step(ib, args);
+        ImplicitLocOpBuilder tb = ImplicitLocOpBuilder::atBlockEnd(loc, then);
+        scf::YieldOp::create(tb, next);
+        ImplicitLocOpBuilder eb =
+            ImplicitLocOpBuilder::atBlockEnd(loc, carried.elseBlock());
+        SmallVector<Value> same(args.begin(), args.end());
+        scf::YieldOp::create(eb, same);
+        skip.erase();
+        return SmallVector<Value>(carried.getResults());
       });
   if (failed(newLoop))
     return failure();

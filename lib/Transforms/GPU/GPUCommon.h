@@ -43,20 +43,34 @@ struct StepShape {
   }
 };
 
+/// The scf.for key loop of a step: its parent, or with `tileSkip` the
+/// parent of the scf.if (no results, no else) that holds it, which a
+/// mask's tile-level test puts around the tiles' copy and step (mla-tile
+/// skips key tiles without a visible key); null otherwise.
+mlir::scf::ForOp stepKeyLoop(AttentionStepOp op, bool tileSkip = false);
+
+/// The scf.if around `op` that skips its key tile (stepKeyLoop with
+/// `tileSkip`), or null where the step is directly in its key loop.
+mlir::scf::IfOp stepTileSkip(AttentionStepOp op);
+
 /// The IR conditions of a register-resident attention step: the step ends
 /// its scf.for key loop's body (the pure ops after it, returned in `pure`,
-/// may move in front), its operands are tiles of the grid, and nothing
-/// else in the loop touches its state (acc, m, l). Fails with the reason in
-/// `why`.
+/// may move in front) or, where `tileSkip` allows it, the then-block of
+/// the tile-skipping scf.if that ends the loop's body; its operands are
+/// tiles of the grid, and nothing else in the loop touches its state (acc,
+/// m, l). Fails with the reason in `why`.
 mlir::LogicalResult
 checkStepLoop(AttentionStepOp op,
-              llvm::SmallVectorImpl<mlir::Operation *> &pure, std::string &why);
+              llvm::SmallVectorImpl<mlir::Operation *> &pure, std::string &why,
+              bool tileSkip = false);
 
 /// Carries a register-resident step's state through its key loop: the loop
 /// gets `init` as extra iteration arguments, `step` (at `op`) computes the
 /// next state from the current one, and `after` runs after the loop with the
-/// final state; `op` is erased last. The original loop is replaced: callers
-/// must not touch it once `step` runs.
+/// final state; `op` is erased last. A tile-skipping scf.if around the step
+/// (stepTileSkip) becomes one yielding the next state, or the current one
+/// for a skipped tile. The original loop is replaced: callers must not
+/// touch it once `step` runs.
 mlir::LogicalResult carryStepState(
     AttentionStepOp op, llvm::ArrayRef<mlir::Value> init,
     llvm::function_ref<llvm::SmallVector<mlir::Value>(

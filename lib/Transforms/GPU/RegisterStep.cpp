@@ -44,7 +44,7 @@ public:
                const RegisterStepPlan &plan, MatrixEmitter &em,
                AttentionFinishOp finish)
       : op(op), ti(ti), p(plan), mi(*plan.instr), em(em),
-        loop(cast<scf::ForOp>(op->getParentOp())), finish(finish) {}
+        loop(stepKeyLoop(op, /*tileSkip=*/true)), finish(finish) {}
 
   LogicalResult emit();
 
@@ -529,7 +529,7 @@ AttentionFinishOp registerFinish(AttentionStepOp op,
                                  const RegisterStepPlan &plan) {
   if (!plan.finishInRegisters)
     return nullptr;
-  auto loop = cast<scf::ForOp>(op->getParentOp());
+  scf::ForOp loop = stepKeyLoop(op, /*tileSkip=*/true);
   scf::ParallelOp fill = zeroFillBefore(loop, gridTile(op.getAcc()));
   AttentionFinishOp finish;
   bool other = false;
@@ -570,7 +570,9 @@ LogicalResult mla::registerAttentionStep(AttentionStepOp op,
   if (failed(plan))
     return failure();
   SmallVector<Operation *> pure;
-  if (std::string why; failed(checkStepLoop(op, pure, why))) {
+  // A mask's tile-skipping scf.if around the step carries the state.
+  if (std::string why;
+      failed(checkStepLoop(op, pure, why, /*tileSkip=*/true))) {
     LLVM_DEBUG(llvm::dbgs() << "mla-distribute: no register step at "
                             << op.getLoc() << ": " << why << "\n");
     return failure();

@@ -121,7 +121,7 @@ chooseRegisterStepPlan(llvm::ArrayRef<RegisterStepPlan> plans);
 /// with the reasons in `whyNot` (and under -debug-only=mla-distribute).
 /// `ldsBytes` is the chip's LDS: a plan whose key waves combine through an
 /// accumulator tile is refused where that tile and the row state do not
-/// fit it (registerStepTileBytes; the operand tiles, the same for every
+/// fit it (WorkgroupTiles; the operand tiles, the same for every
 /// plan, are the caller's to check).
 mlir::FailureOr<RegisterStepPlan>
 planRegisterStep(const StepShape &shape, llvm::ArrayRef<MatrixInstrId> instrs,

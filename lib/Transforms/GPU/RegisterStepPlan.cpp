@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../AttentionLayout.h"
+#include "../WorkgroupTiles.h"
 #include "RegisterStep.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -202,11 +203,8 @@ void planOn(const MatrixInstr &mi, const StepShape &shape, int64_t waveSize,
       p.finishInRegisters =
           p.keyWaves == 1 && p.vGroup() % finishWidth(shape.dv) == 0;
       if (!p.finishInRegisters) {
-        int64_t acc = registerStepTileBytes(
-            shape.rows, shape.tile, shape.dim, shape.dv,
-            shape.elem.getIntOrFloatBitWidth() / 8, /*stages=*/1,
-            /*separateValues=*/false, /*queryTile=*/false, /*accTile=*/true,
-            p.combineBytes());
+        int64_t acc =
+            registerStepTiles(p, /*queryTile=*/false, /*pageSlots=*/0).bytes();
         if (acc > ldsBytes) {
           why = "its key waves combine through an accumulator tile of " +
                 std::to_string(acc) + " bytes with the row state, more " +

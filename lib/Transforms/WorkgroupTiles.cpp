@@ -1,0 +1,108 @@
+//===- WorkgroupTiles.cpp - the tiles of a configured attention op --------===//
+#include "WorkgroupTiles.h"
+#include "NVIDIA/NVIDIA.h"
+
+using namespace mlir;
+using namespace mla;
+
+int64_t mla::keyPageSlots(int64_t stages, const ArchInfo &arch) {
+  return stages * (arch.stagesPagesAhead() ? 2 : 1);
+}
+
+WorkgroupTiles mla::registerStepTiles(const RegisterStepPlan &plan,
+                                      bool queryTile, int64_t pageSlots) {
+  const StepShape &s = plan.shape;
+  WorkgroupTiles t;
+  t.lowering = StepLowering::Register;
+  t.rows = s.rows;
+  t.keys = s.tile;
+  t.dim = s.dim;
+  t.dv = s.dv;
+  t.elemBytes = s.elem.getIntOrFloatBitWidth() / 8;
+  t.separateValues = s.separateValues;
+  t.queryTile = queryTile;
+  t.accTile = !plan.finishInRegisters;
+  t.extraBytes = plan.combineBytes();
+  t.pageSlots = pageSlots;
+  return t;
+}
+
+namespace {
+
+/// The shapes of `op`'s attention step under `config`, and what they imply
+/// for its tiles whatever the lowering.
+struct StepOf {
+  StepShape shape;
+  WorkgroupTiles tiles;
+  bool masked = false;
+  /// Whether the register step would read the queries in place.
+  bool queriesInPlace = false;
+};
+
+FailureOr<StepOf> stepOf(Operation *op, ConfigAttr config,
+                         const ArchInfo &arch) {
+  StepOf s;
+  WorkgroupTiles &t = s.tiles;
+  Type elem;
+  if (auto decode = dyn_cast<DecodeOp>(op)) {
+    elem = decode.getQ().getType().getElementType();
+    t.rows = config.getHeadGroup() * decode.getQLen();
+    t.dim = decode.getHeadDim();
+    t.dv = decode.getLatentDim();
+    s.masked = !decode.getMask().empty();
+    s.queriesInPlace = decodeQueriesInPlace(&arch, decode.getQLen());
+  } else if (auto prefill = dyn_cast<PrefillOp>(op)) {
+    elem = prefill.getQ().getType().getElementType();
+    t.rows = config.getTileQ();
+    t.dim = prefill.getQkDim();
+    t.dv = prefill.getVDim();
+    t.separateValues = true;
+    s.masked = !prefill.getMask().empty();
+    s.queriesInPlace = prefillQueriesInPlace(&arch, s.masked);
+  } else {
+    return failure();
+  }
+  t.keys = config.getTileKv();
+  t.stages = config.getStages();
+  if (isa<DecodeOp>(op))
+    t.pageSlots = keyPageSlots(t.stages, arch);
+  t.elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  s.shape = {
+      elem, t.rows, t.dim, t.keys, t.dv, config.getWarps(), t.separateValues};
+  return s;
+}
+
+} // namespace
+
+FailureOr<WorkgroupTiles> mla::workgroupTiles(Operation *op, ConfigAttr config,
+                                              const ArchInfo &arch) {
+  FailureOr<StepOf> s = stepOf(op, config, arch);
+  if (failed(s))
+    return failure();
+  WorkgroupTiles t = s->tiles;
+  // mla-distribute's order (GPU/Distribute.cpp): NVIDIA's fused step, the
+  // register step, the phases. Masked key loops step inside a condition,
+  // which the fused step does not take.
+  if (arch.hasRegisterFusedStep() && !s->masked) {
+    FailureOr<nvidia::StepPlan> plan = nvidia::planFusedStep(
+        s->shape, arch.hasWarpgroupMma() && config.getWgmma() != 0,
+        op->getLoc());
+    if (succeeded(plan)) {
+      t.lowering = plan->wgmma ? StepLowering::Wgmma : StepLowering::MmaSync;
+      t.splitScores = plan->splitScores;
+      return t;
+    }
+  }
+  if (arch.kind == TargetKind::AMD) {
+    FailureOr<RegisterStepPlan> plan = planRegisterStep(
+        s->shape, arch.matrixInstrs, arch.warpSize, arch.sharedBytes);
+    if (succeeded(plan)) {
+      WorkgroupTiles r =
+          registerStepTiles(*plan, !s->queriesInPlace, t.pageSlots);
+      r.stages = t.stages;
+      return r;
+    }
+  }
+  t.lowering = StepLowering::Phases;
+  return t;
+}

@@ -1,0 +1,40 @@
+//===- WorkgroupTiles.h - the tiles of a configured attention op -*- C++ -*-===//
+//
+// Library-private: the tile model (AttentionLayout.h, WorkgroupTiles) of
+// the workgroup of one mla.decode or mla.prefill under a config on a
+// target, with the step lowering mla-distribute will choose for it. The one
+// place that turns (op, config, arch) into bytes: mla-select-config asks it
+// whether a config fits the chip.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_LIB_TRANSFORMS_WORKGROUPTILES_H
+#define MLA_LIB_TRANSFORMS_WORKGROUPTILES_H
+
+#include "AttentionLayout.h"
+#include "GPU/RegisterStep.h"
+
+namespace mla {
+
+/// The key tiles whose page numbers a paged key loop of `stages` keeps on
+/// `arch` (WorkgroupTiles::pageSlots; mla-expand-paging).
+int64_t keyPageSlots(int64_t stages, const ArchInfo &arch);
+
+/// The tiles of a one-stage register step on `plan` (`plan.shape`), with a
+/// query tile where `queryTile` (the queries not read in place) and the
+/// page numbers of `pageSlots` key tiles.
+WorkgroupTiles registerStepTiles(const RegisterStepPlan &plan, bool queryTile,
+                                 int64_t pageSlots);
+
+/// The tiles of one workgroup of `op` (mla.decode or mla.prefill) under
+/// `config` on `arch`. The step's lowering is the one mla-distribute picks:
+/// on the host the phases; on NVIDIA the fused step of
+/// nvidia::planFusedStep (warpgroup MMA where the chip has it and `config`
+/// does not turn it off) unless the op has a mask region; on AMD the
+/// register step of planRegisterStep (with a mask too: it carries its state
+/// through the mask's tile skip); else the phases. Failure for another op.
+mlir::FailureOr<WorkgroupTiles>
+workgroupTiles(mlir::Operation *op, ConfigAttr config, const ArchInfo &arch);
+
+} // namespace mla
+
+#endif // MLA_LIB_TRANSFORMS_WORKGROUPTILES_H
