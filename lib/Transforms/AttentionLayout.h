@@ -68,7 +68,7 @@ enum class StepLowering {
 /// scratch of the step's lowering. Every count of a workgroup's bytes asks
 /// bytes(); mla-outline-gpu-kernels then places the real buffers, reusing
 /// the memory of tiles separated by a barrier, in at most bytes()
-/// (test/unit/WorkgroupTilesTest.cpp checks the shipped configurations).
+/// (test/Kernels/WorkgroupTilesTest.cpp checks the shipped configurations).
 struct WorkgroupTiles {
   StepLowering lowering = StepLowering::Phases;
   int64_t rows = 0, keys = 0, dim = 0, dv = 0, elemBytes = 2, stages = 1;
