@@ -530,6 +530,18 @@ func.func @variant_mask_args(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %
 
 // -----
 
+// A variant region whose block is empty (found by mla-fuzz-ir: the verifier
+// asked an empty block for its terminator).
+func.func @variant_mask_empty(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
+  // expected-error @+1 {{'mask' region must end in mla.yield}}
+  mla.prefill %q, %k, %v, %cq, %ck, %s, %o, %l : memref<?x4x32xbf16>, memref<?x4x32xbf16>, memref<?x4x16xbf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x4x16xbf16>, memref<4x?xf32> mask {
+  ^bb0(%b: index, %h: index, %qpos: index, %kpos: index):
+  }
+  return
+}
+
+// -----
+
 // The right count of arguments, one of the wrong type: reported as a type.
 func.func @variant_mask_arg_type(%q: memref<?x4x32xbf16>, %k: memref<?x4x32xbf16>, %v: memref<?x4x16xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x16xbf16>, %l: memref<4x?xf32>) {
   // expected-error @+1 {{'mask' region argument 2 has type 'i32', expected 'index' (the region takes request, head, query position, key position: index)}}
@@ -853,6 +865,20 @@ func.func @finish_lse_args(%acc: memref<16x8xf32>, %m: memref<16xf32>, %l: memre
   } lse {
   ^bb0(%r: index):
     mla.yield
+  }
+  return
+}
+
+// -----
+
+// An empty region block has no terminator to verify against.
+func.func @finish_empty(%acc: memref<16x8xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_finish' op 'lse' region must end in mla.yield with no operands}}
+  mla.attention_finish %acc state(%m, %l) width 4 : memref<16x8xf32>, memref<16xf32>, memref<16xf32> output {
+  ^bb0(%r: index, %c: index, %v: vector<4xf32>):
+    mla.yield
+  } lse {
+  ^bb0(%r: index, %x: f32):
   }
   return
 }

@@ -93,7 +93,9 @@ LogicalResult verifyVariantRegion(Operation *op, Region &region, StringRef name,
                                     "this op yields "
                                  << t;
   }
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  // An empty block has no terminator to ask for (the parser accepts one in
+  // a region whose op has no SingleBlockImplicitTerminator).
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield)
     return op->emitOpError() << "'" << name << "' region must end in mla.yield";
   if (yield.getValues().getTypes() != TypeRange(results)) {
@@ -509,7 +511,7 @@ LogicalResult verifyResultRegion(Operation *op, Region &region, StringRef name,
   Block &block = region.front();
   if (failed(verifyRegionArgs(op, block, name, argTypes, argsText)))
     return failure();
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield || yield->getNumOperands() != 0)
     return op->emitOpError() << "'" << name
                              << "' region must end in mla.yield with no "
