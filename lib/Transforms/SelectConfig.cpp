@@ -460,6 +460,19 @@ struct SelectConfigPass
   FailureOr<const ArchInfo *> setModuleTarget() {
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
+    // One module compiles for one target, and the later passes (outlining,
+    // the launch plans) see the functions directly inside it: an mla op in
+    // a nested module would pass through them uncompiled.
+    WalkResult nested = module.walk([&](Operation *op) {
+      if (!isa_and_nonnull<MLADialect>(op->getDialect()) ||
+          op->getParentOfType<ModuleOp>() == module)
+        return WalkResult::advance();
+      op->emitOpError() << "is inside a nested module; mla ops compile only "
+                           "in functions directly inside the top-level module";
+      return WalkResult::interrupt();
+    });
+    if (nested.wasInterrupted())
+      return failure();
     auto existing =
         module->getAttrOfType<TargetAttr>(MLADialect::kTargetAttrName);
     if (!target.empty() && !lookupArch(target)) {
