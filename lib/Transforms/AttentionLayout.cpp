@@ -51,7 +51,9 @@ int64_t mla::WorkgroupTiles::bytes() const {
     kv += operand(stages * keys, dv);
   int64_t acc = paddedTileBytes(rows, dv, 4);
   int64_t row = alignedBytes(rows * 4);
-  int64_t pages = pageSlots * alignedBytes(keys * 4);
+  // The page numbers and, with a mask, the tile skip's flag.
+  int64_t pages =
+      pageSlots * alignedBytes(keys * 4) + (tileSkip ? alignedBytes(4) : 0);
   switch (lowering) {
   case StepLowering::Phases:
     // S (f32) and P, m, l, the row scratch and the correction, the

@@ -87,6 +87,9 @@ struct WorkgroupTiles {
   bool accTile = true;
   /// Register: the key waves' combine buffer (RegisterStepPlan).
   int64_t extraBytes = 0;
+  /// A mask's key loop: the flag of its per-tile visibility test (mla-tile
+  /// skips the key tiles no row sees).
+  bool tileSkip = false;
 
   /// An upper bound on the bytes of these tiles once placed: with one stage
   /// (Register) or on the fused steps the accumulator, written after the

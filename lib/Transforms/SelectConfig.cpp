@@ -83,13 +83,12 @@ int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
 }
 
 /// The NVIDIA fused strategy for a step of `rows` x `tileKv` on `warps`
-/// warps of `op`'s shapes (nvidia::planFusedStep), or failure. Masked key
-/// loops step inside a condition, which the fused step does not take.
-FailureOr<nvidia::StepPlan> fusedPlan(Operation *op, Type elem, bool masked,
-                                      int64_t rows, int64_t dim, int64_t tileKv,
-                                      int64_t dv, int64_t warps, bool wgmma) {
-  if (masked)
-    return failure();
+/// warps of `op`'s shapes (nvidia::planFusedStep), or failure. A masked
+/// key loop's step sits in its tile skip, which the fused step carries its
+/// state through (checkStepLoop).
+FailureOr<nvidia::StepPlan> fusedPlan(Operation *op, Type elem, int64_t rows,
+                                      int64_t dim, int64_t tileKv, int64_t dv,
+                                      int64_t warps, bool wgmma) {
   return nvidia::planFusedStep({elem, rows, dim, tileKv, dv, warps}, wgmma,
                                op->getLoc());
 }
@@ -97,16 +96,14 @@ FailureOr<nvidia::StepPlan> fusedPlan(Operation *op, Type elem, bool masked,
 /// A config whose perf-config asks for warpgroup MMA (`wgmma=1`) gets it
 /// or is an error located at `op` saying why the fused step of its shapes
 /// cannot use it (no silent fallback to mma.sync).
-LogicalResult checkWgmmaRequest(Operation *op, Type elem, bool masked,
-                                int64_t rows, int64_t dim, int64_t tileKv,
-                                int64_t dv, int64_t warps) {
-  std::string why = "masked key loops do not take the register-fused step";
-  if (!masked) {
-    FailureOr<nvidia::StepPlan> p = nvidia::planFusedStep(
-        {elem, rows, dim, tileKv, dv, warps}, true, op->getLoc(), &why);
-    if (succeeded(p) && p->wgmma)
-      return success();
-  }
+LogicalResult checkWgmmaRequest(Operation *op, Type elem, int64_t rows,
+                                int64_t dim, int64_t tileKv, int64_t dv,
+                                int64_t warps) {
+  std::string why;
+  FailureOr<nvidia::StepPlan> p = nvidia::planFusedStep(
+      {elem, rows, dim, tileKv, dv, warps}, true, op->getLoc(), &why);
+  if (succeeded(p) && p->wgmma)
+    return success();
   return op->emitError() << "perf-config: wgmma=1 asks for warpgroup MMA, "
                             "which the attention step of this config ("
                          << rows << " rows, " << tileKv << "-key tiles, "
@@ -221,8 +218,8 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
     int64_t rows = group * op.getQLen();
     Type elem = op.getQ().getType().getElementType();
     auto plan = [&](int64_t tileKv, bool wgmma) {
-      return fusedPlan(op, elem, !op.getMask().empty(), rows, op.getHeadDim(),
-                       tileKv, op.getLatentDim(), 2 * rows / 16, wgmma);
+      return fusedPlan(op, elem, rows, op.getHeadDim(), tileKv,
+                       op.getLatentDim(), 2 * rows / 16, wgmma);
     };
     // Warpgroup MMA (sm_90a) where the fused step takes it (whole
     // warpgroups of 64 rows, value halves of 64-column blocks): 64-key
@@ -297,8 +294,8 @@ ConfigFields prefillConfig(PrefillOp op, const ArchInfo &arch, bool wgmmaOk) {
             /*stages=*/1,  /*minWorkgroups=*/0, /*tileQ=*/32};
   Type elem = op.getQ().getType().getElementType();
   auto plan = [&](int64_t tileQ, int64_t tileKv, int64_t warps, bool wgmma) {
-    return fusedPlan(op, elem, !op.getMask().empty(), tileQ, op.getQkDim(),
-                     tileKv, op.getVDim(), warps, wgmma);
+    return fusedPlan(op, elem, tileQ, op.getQkDim(), tileKv, op.getVDim(),
+                     warps, wgmma);
   };
   if (wgmmaOk)
     for (int64_t tileKv : {128, 64}) {
@@ -579,11 +576,10 @@ struct SelectConfigPass
                          << attr;
           return WalkResult::interrupt();
         }
-        if (wgmma == 1 &&
-            failed(checkWgmmaRequest(op, op.getQ().getType().getElementType(),
-                                     !op.getMask().empty(), attr.getTileQ(),
-                                     op.getQkDim(), attr.getTileKv(),
-                                     op.getVDim(), attr.getWarps())))
+        if (wgmma == 1 && failed(checkWgmmaRequest(
+                              op, op.getQ().getType().getElementType(),
+                              attr.getTileQ(), op.getQkDim(), attr.getTileKv(),
+                              op.getVDim(), attr.getWarps())))
           return WalkResult::interrupt();
         LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
         op.setConfigAttr(attr);
@@ -635,10 +631,10 @@ struct SelectConfigPass
         }
       }
       if (wgmma == 1 &&
-          failed(checkWgmmaRequest(
-              op, op.getQ().getType().getElementType(), !op.getMask().empty(),
-              attr.getHeadGroup() * op.getQLen(), op.getHeadDim(),
-              attr.getTileKv(), op.getLatentDim(), attr.getWarps())))
+          failed(checkWgmmaRequest(op, op.getQ().getType().getElementType(),
+                                   attr.getHeadGroup() * op.getQLen(),
+                                   op.getHeadDim(), attr.getTileKv(),
+                                   op.getLatentDim(), attr.getWarps())))
         return WalkResult::interrupt();
       LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
       op.setConfigAttr(attr);

@@ -62,6 +62,7 @@ FailureOr<StepOf> stepOf(Operation *op, ConfigAttr config,
   } else {
     return failure();
   }
+  t.tileSkip = s.masked;
   t.keys = config.getTileKv();
   t.stages = config.getStages();
   if (isa<DecodeOp>(op))
@@ -81,9 +82,9 @@ FailureOr<WorkgroupTiles> mla::workgroupTiles(Operation *op, ConfigAttr config,
     return failure();
   WorkgroupTiles t = s->tiles;
   // mla-distribute's order (GPU/Distribute.cpp): NVIDIA's fused step, the
-  // register step, the phases. Masked key loops step inside a condition,
-  // which the fused step does not take.
-  if (arch.hasRegisterFusedStep() && !s->masked) {
+  // register step, the phases (both steps carry their state through a
+  // mask's tile skip).
+  if (arch.hasRegisterFusedStep()) {
     FailureOr<nvidia::StepPlan> plan = nvidia::planFusedStep(
         s->shape, arch.hasWarpgroupMma() && config.getWgmma() != 0,
         op->getLoc());
@@ -100,6 +101,7 @@ FailureOr<WorkgroupTiles> mla::workgroupTiles(Operation *op, ConfigAttr config,
       WorkgroupTiles r =
           registerStepTiles(*plan, !s->queriesInPlace, t.pageSlots);
       r.stages = t.stages;
+      r.tileSkip = t.tileSkip;
       return r;
     }
   }

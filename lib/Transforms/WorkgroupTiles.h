@@ -29,9 +29,9 @@ WorkgroupTiles registerStepTiles(const RegisterStepPlan &plan, bool queryTile,
 /// `config` on `arch`. The step's lowering is the one mla-distribute picks:
 /// on the host the phases; on NVIDIA the fused step of
 /// nvidia::planFusedStep (warpgroup MMA where the chip has it and `config`
-/// does not turn it off) unless the op has a mask region; on AMD the
-/// register step of planRegisterStep (with a mask too: it carries its state
-/// through the mask's tile skip); else the phases. Failure for another op.
+/// does not turn it off), on AMD the register step of planRegisterStep
+/// (with a mask too: both carry their state through the mask's tile skip);
+/// else the phases. Failure for another op.
 mlir::FailureOr<WorkgroupTiles>
 workgroupTiles(mlir::Operation *op, ConfigAttr config, const ArchInfo &arch);
 

@@ -86,10 +86,11 @@ bool canUseSwizzledOperands(AttentionStepOp op,
 class FusedStep {
 public:
   FusedStep(AttentionStepOp op, const ThreadInfo &ti, const StepPlan &plan)
-      : op(op), ti(ti), p(plan), loop(cast<scf::ForOp>(op->getParentOp())),
+      : op(op), ti(ti), p(plan), loop(stepKeyLoop(op, /*tileSkip=*/true)),
         q(op.getQ()), k(op.getK()), v(op.getV()), acc(op.getAcc()),
         mBuf(op.getM()), lBuf(op.getL()), qInfo(analyzeView(q)),
-        kInfo(analyzeView(k)), vInfo(analyzeView(v)) {}
+        kInfo(analyzeView(k)), vInfo(analyzeView(v)),
+        inTileSkip(stepTileSkip(op)) {}
 
   /// Moves the swizzled operands (wgmma) to their buffers' replacements.
   void swizzleOperands(ArrayRef<memref::AllocaOp> roots);
@@ -135,6 +136,9 @@ private:
   scf::ForOp loop;
   Value q, k, v, acc, mBuf, lBuf;
   ViewInfo qInfo, kInfo, vInfo;
+  /// The step sits in a mask's tile skip: the loop's body ends in the
+  /// skip, not in the step's barrier.
+  bool inTileSkip;
   DenseMap<Operation *, Value> swizzled; // operand root -> swizzled buffer
   Value pTile, corrBuf, halfMax;         // split scores only
   // Lanes and rows (setUp).
@@ -544,6 +548,11 @@ void FusedStep::valuesMmaSync(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
 /// the correction buffer.
 void FusedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
   const int64_t nAcc = p.nAcc();
+  // The accumulator tile shares memory with the operand tiles (placed by
+  // mla-outline-gpu-kernels once a barrier separates their uses): a loop
+  // ending in a tile skip ends in no barrier of its own.
+  if (inTileSkip)
+    gpu::BarrierOp::create(ab);
   for (int64_t blk = 0; blk < p.vBlocks; ++blk)
     for (int64_t i = 0; i < 4; ++i)
       memref::StoreOp::create(
@@ -698,7 +707,8 @@ LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
   SmallVector<Operation *> pure;
   if (failed(plan))
     return failure();
-  if (std::string why; failed(checkStepLoop(op, pure, why)))
+  // A mask's tile-skipping scf.if around the step carries the state.
+  if (std::string why; failed(checkStepLoop(op, pure, why, /*tileSkip=*/true)))
     return refuse(op, why);
   SmallVector<memref::AllocaOp> swizzleRoots;
   if (plan->wgmma && !canUseSwizzledOperands(op, swizzleRoots)) {

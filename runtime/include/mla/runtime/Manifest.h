@@ -32,10 +32,8 @@ constexpr int64_t kDynamicDim = -1;
 /// `arg 7 cap memref f32 ()`.
 constexpr std::string_view kRankZeroDims = "()";
 
-/// A workspace or grid size: an integer, or `argI.D` (dim D of the actual
-/// shape of memref argument I).
-/// A size: a constant, or `argI.D[+C|-C][/K]` = ceil((dim D of memref
-/// argument I + C) / K), never below 0.
+/// A workspace or grid size: a constant, or `argI.D[+C|-C][/K]` = ceil((dim D
+/// of memref argument I + C) / K), never below 0.
 struct DimExpr {
   int64_t constant = 0;
   /// -1 for a constant; otherwise the memref argument index.
