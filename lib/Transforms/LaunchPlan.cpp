@@ -27,15 +27,16 @@ FailureOr<std::string> dtypeName(Operation *op, Type t) {
 }
 } // namespace
 
-FailureOr<std::string> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
+FailureOr<rt::DimExpr> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
   if (std::optional<int64_t> c = getConstantIntValue(v))
-    return std::to_string(*c);
-  // argI.D[+C|-C][/K]: ceildiv(dim (+|-) C, K).
-  std::string divisor, addend;
+    if (*c >= 0)
+      return constantSize(*c);
+  // ceildiv(dim (+|-) C, K).
+  rt::DimExpr e;
   if (auto div = v.getDefiningOp<arith::CeilDivSIOp>()) {
     std::optional<int64_t> k = getConstantIntValue(div.getRhs());
     if (k && *k > 0) {
-      divisor = "/" + std::to_string(*k);
+      e.divisor = *k;
       v = div.getLhs();
     }
   }
@@ -43,45 +44,42 @@ FailureOr<std::string> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
     Operation *def = v.getDefiningOp();
     std::optional<int64_t> c = getConstantIntValue(def->getOperand(1));
     if (c && *c >= 0) {
-      addend = (isa<arith::AddIOp>(def) ? "+" : "-") + std::to_string(*c);
+      e.addend = isa<arith::AddIOp>(def) ? *c : -*c;
       v = def->getOperand(0);
     }
   }
   if (auto dim = v.getDefiningOp<memref::DimOp>()) {
     auto arg = dyn_cast<BlockArgument>(dim.getSource());
     std::optional<int64_t> d = dim.getConstantIndex();
-    if (arg && arg.getOwner()->getParentOp() == func && d)
-      return "arg" + std::to_string(arg.getArgNumber()) + "." +
-             std::to_string(*d) + addend + divisor;
+    if (arg && arg.getOwner()->getParentOp() == func && d) {
+      e.argIndex = arg.getArgNumber();
+      e.dim = *d;
+      return e;
+    }
   }
   return user->emitError()
-         << "size must be a constant or memref.dim of a function argument "
-            "with a constant dim (optionally plus or minus a constant, then "
-            "ceil-divided by a constant), so that the launcher can compute it";
+         << "size must be a constant >= 0 or memref.dim of a function "
+            "argument with a constant dim (optionally plus or minus a "
+            "constant, then ceil-divided by a constant), so that the "
+            "launcher can compute it";
 }
 
-FailureOr<std::string> LaunchPlanBuilder::dimsExpr(MemRefType type,
-                                                   ValueRange dynSizes,
-                                                   Operation *user) {
-  SmallVector<std::string> dims;
+FailureOr<SmallVector<rt::DimExpr>>
+LaunchPlanBuilder::dimsExpr(MemRefType type, ValueRange dynSizes,
+                            Operation *user) {
+  SmallVector<rt::DimExpr> dims;
   unsigned dyn = 0;
   for (int64_t d : type.getShape()) {
     if (!ShapedType::isDynamic(d)) {
-      dims.push_back(std::to_string(d));
+      dims.push_back(constantSize(d));
       continue;
     }
-    if (dynSizes.empty()) {
-      dims.push_back("?");
-      continue;
-    }
-    FailureOr<std::string> e = sizeExpr(dynSizes[dyn++], user);
+    FailureOr<rt::DimExpr> e = sizeExpr(dynSizes[dyn++], user);
     if (failed(e))
       return failure();
     dims.push_back(*e);
   }
-  if (dims.empty())
-    return std::string(rt::kRankZeroDims);
-  return llvm::join(dims, ",");
+  return dims;
 }
 
 LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
@@ -117,12 +115,16 @@ LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
         return func.emitError()
                << "argument " << i << " must have an identity layout";
       FailureOr<std::string> dt = dtypeName(func, mt.getElementType());
-      FailureOr<std::string> dims = dimsExpr(mt, {}, func);
-      if (failed(dt) || failed(dims))
+      if (failed(dt))
         return failure();
-      args.push_back(PlanArgAttr::get(ctx, i, name, "memref", *dt, *dims));
+      // Dynamic dims are read from the tensor at launch.
+      SmallVector<int64_t> dims =
+          llvm::to_vector(llvm::map_range(mt.getShape(), [](int64_t d) {
+            return ShapedType::isDynamic(d) ? rt::kDynamicDim : d;
+          }));
+      args.push_back(PlanArgAttr::get(ctx, i, name, "memref", *dt, dims));
     } else if (arg.getType().isF32()) {
-      args.push_back(PlanArgAttr::get(ctx, i, name, "scalar", "f32", ""));
+      args.push_back(PlanArgAttr::get(ctx, i, name, "scalar", "f32", {}));
     } else {
       return func.emitError()
              << "argument " << i << " of type " << arg.getType()
@@ -136,7 +138,7 @@ LogicalResult LaunchPlanBuilder::addArgsAndWorkspaces() {
       continue;
     FailureOr<std::string> dt =
         dtypeName(alloc, alloc.getType().getElementType());
-    FailureOr<std::string> dims =
+    FailureOr<SmallVector<rt::DimExpr>> dims =
         dimsExpr(alloc.getType(), alloc.getDynamicSizes(), alloc);
     if (failed(dt) || failed(dims))
       return failure();
@@ -181,19 +183,21 @@ LaunchPlanBuilder::captures(GridOp grid) {
   return caps;
 }
 
-FailureOr<std::string> LaunchPlanBuilder::gridSizes(GridOp grid) {
-  SmallVector<std::string> sizes;
+FailureOr<SmallVector<rt::DimExpr, 3>>
+LaunchPlanBuilder::gridSizes(GridOp grid) {
+  SmallVector<rt::DimExpr, 3> sizes;
   for (Value s : {grid.getGridX(), grid.getGridY(), grid.getGridZ()}) {
-    FailureOr<std::string> e = sizeExpr(s, grid);
+    FailureOr<rt::DimExpr> e = sizeExpr(s, grid);
     if (failed(e))
       return failure();
     sizes.push_back(*e);
   }
-  return llvm::join(sizes, ",");
+  return sizes;
 }
 
 void LaunchPlanBuilder::addLaunch(StringRef entry, ArrayRef<Value> params,
-                                  StringRef grid, StringRef block,
+                                  ArrayRef<rt::DimExpr> grid,
+                                  ArrayRef<int64_t> block,
                                   int64_t sharedBytes) {
   SmallVector<int64_t> argIdx;
   for (Value p : params)

@@ -14,8 +14,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
-#include <string>
-
 namespace mla {
 
 class LaunchPlanBuilder {
@@ -35,14 +33,14 @@ public:
   };
   mlir::FailureOr<Captures> captures(GridOp grid);
 
-  /// The grid's sizes as manifest formulas (integers or argI.D).
-  mlir::FailureOr<std::string> gridSizes(GridOp grid);
+  /// The grid's three sizes as the runtime's formulas (PlanSizes.h).
+  mlir::FailureOr<llvm::SmallVector<rt::DimExpr, 3>> gridSizes(GridOp grid);
 
   /// Appends the launch of `entry` with `params` over `grid` (and, on GPUs,
   /// its workgroup size and dynamic shared-memory bytes).
   void addLaunch(llvm::StringRef entry, llvm::ArrayRef<mlir::Value> params,
-                 llvm::StringRef grid, llvm::StringRef block = "",
-                 int64_t sharedBytes = -1);
+                 llvm::ArrayRef<rt::DimExpr> grid,
+                 llvm::ArrayRef<int64_t> block = {}, int64_t sharedBytes = -1);
 
   /// The plan, with the function's `mla.kernel_info`.
   LaunchPlanAttr finish();
@@ -55,10 +53,10 @@ public:
                         mlir::OpBuilder &builder);
 
 private:
-  mlir::FailureOr<std::string> sizeExpr(mlir::Value v, mlir::Operation *user);
-  mlir::FailureOr<std::string> dimsExpr(mlir::MemRefType type,
-                                        mlir::ValueRange dynSizes,
-                                        mlir::Operation *user);
+  mlir::FailureOr<rt::DimExpr> sizeExpr(mlir::Value v, mlir::Operation *user);
+  mlir::FailureOr<llvm::SmallVector<rt::DimExpr>>
+  dimsExpr(mlir::MemRefType type, mlir::ValueRange dynSizes,
+           mlir::Operation *user);
 
   mlir::func::FuncOp func;
   llvm::DenseMap<mlir::Value, int64_t> index;

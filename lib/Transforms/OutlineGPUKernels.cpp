@@ -280,7 +280,7 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     int64_t block = blockAttr.getInt();
     if (failed(checkGridLimits(grid, arch, block)))
       return failure();
-    FailureOr<std::string> sizes = plan.gridSizes(grid);
+    FailureOr<SmallVector<rt::DimExpr, 3>> sizes = plan.gridSizes(grid);
     FailureOr<LaunchPlanBuilder::Captures> caps = plan.captures(grid);
     if (failed(sizes) || failed(caps))
       return failure();
@@ -306,8 +306,7 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     FailureOr<int64_t> shared = promoteToShared(kernel, arch.sharedBytes);
     if (failed(shared))
       return failure();
-    plan.addLaunch(name, caps->params, *sizes, (Twine(block) + ",1,1").str(),
-                   *shared);
+    plan.addLaunch(name, caps->params, *sizes, {block, 1, 1}, *shared);
   }
   plans.push_back(plan.finish());
   func.erase();

@@ -58,7 +58,7 @@ LogicalResult outlineFunction(func::FuncOp func,
   OpBuilder mb(func);
   SmallVector<GridOp> grids(func.getOps<GridOp>());
   for (auto [gi, grid] : llvm::enumerate(grids)) {
-    FailureOr<std::string> sizes = plan.gridSizes(grid);
+    FailureOr<SmallVector<rt::DimExpr, 3>> sizes = plan.gridSizes(grid);
     FailureOr<LaunchPlanBuilder::Captures> caps = plan.captures(grid);
     if (failed(sizes) || failed(caps))
       return failure();

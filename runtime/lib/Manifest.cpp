@@ -710,15 +710,17 @@ std::string joinDims(const Range &dims, Print print) {
   return dims.empty() ? std::string(kRankZeroDims) : joinCommas(dims, print);
 }
 
+} // namespace
+
 /// An arg dim: INT, or `?` for kDynamicDim.
-std::string printArgDim(int64_t dim) {
+static std::string printArgDim(int64_t dim) {
   return dim == kDynamicDim ? std::string(kDynamicDimToken)
                             : std::to_string(dim);
 }
 
 /// A SIZE: INT, or `argI.D[+C|-C][/K]` without a 0 addend or a divisor of 1
 /// (what parseDimExpr reads back to the same DimExpr).
-std::string printDimExpr(const DimExpr &expr) {
+std::string mla::rt::printDimExpr(const DimExpr &expr) {
   if (expr.isConstant())
     return std::to_string(expr.constant);
   std::string out = std::string(kSizeArgPrefix) +
@@ -733,7 +735,7 @@ std::string printDimExpr(const DimExpr &expr) {
   return out;
 }
 
-std::string printLaunch(const LaunchSpec &launch) {
+std::string mla::rt::printLaunch(const LaunchSpec &launch) {
   std::string out =
       "launch " + launch.entry + " args " +
       joinCommas(launch.args, [](int index) { return std::to_string(index); }) +
@@ -748,7 +750,13 @@ std::string printLaunch(const LaunchSpec &launch) {
   return out;
 }
 
-} // namespace
+std::string mla::rt::printArgDims(const std::vector<int64_t> &dims) {
+  return joinDims(dims, printArgDim);
+}
+
+std::string mla::rt::printSizes(const std::vector<DimExpr> &dims) {
+  return joinDims(dims, printDimExpr);
+}
 
 /// `config KEY=VALUE ...` (keys sorted), or nothing for an empty config.
 static std::string printConfig(const std::map<std::string, std::string> &c) {
@@ -779,7 +787,7 @@ std::string mla::rt::printManifest(const Manifest &m) {
     out += "arg " + std::to_string(arg.index) + " " + arg.role + " ";
     if (arg.kind == ArgKind::Memref)
       out += std::string("memref ") + dtypeName(arg.dtype) + " " +
-             joinDims(arg.dims, printArgDim) + "\n";
+             printArgDims(arg.dims) + "\n";
     else
       out += std::string("scalar ") + dtypeName(arg.dtype) + "\n";
   }
@@ -788,8 +796,8 @@ std::string mla::rt::printManifest(const Manifest &m) {
     out += printConfig(target.config);
     for (const WorkspaceSpec &workspace : target.workspaces)
       out += "workspace " + std::to_string(workspace.index) + " " +
-             dtypeName(workspace.dtype) + " " +
-             joinDims(workspace.dims, printDimExpr) + "\n";
+             dtypeName(workspace.dtype) + " " + printSizes(workspace.dims) +
+             "\n";
     for (const LaunchSpec &launch : target.launches)
       out += printLaunch(launch) + "\n";
     for (const MaxBytesSpec &limit : target.maxBytes)

@@ -965,32 +965,88 @@ func.func @grid_block_size() {
 // The plan's indices: arguments in order, workspaces after them, launches
 // naming only those.
 // expected-error @+1 {{launch plan argument 0 has index 1}}
-module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<1, "q", "memref", "bf16", "?">] workspaces [] launches []>]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<1, "q", "memref", "bf16", [?]>] workspaces [] launches []>]} {
 }
 
 // -----
 
 // expected-error @+1 {{launch plan workspace 0 has index 3, expected 1}}
-module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?">] workspaces [<3, "f32", "16">] launches []>]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>] workspaces [<3, "f32", [16]>] launches []>]} {
 }
 
 // -----
 
 // expected-error @+1 {{launch of 'f_k0' names plan index 2 of 2}}
-module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?">] workspaces [<1, "f32", "16">] launches [<"f_k0", [0, 2], "1,1,1">]>]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>] workspaces [<1, "f32", [16]>] launches [<"f_k0", [0, 2] grid [1, 1, 1]>]>]} {
 }
 
 // -----
 
 // expected-error @+2 {{plan argument 0 must be 'memref' or 'scalar', got 'tensor'}}
 // expected-error @+1 {{failed to parse MLA_LaunchPlanAttr parameter 'args'}}
-module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "tensor", "bf16", "?">] workspaces [] launches []>]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "tensor", "bf16", [?]>] workspaces [] launches []>]} {
 }
 
 // -----
 
 // expected-error @+1 {{max_bytes <5, 100> names no buffer of the plan}}
-module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?">] workspaces [] launches [] max_bytes [<5, 100>]>]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>] workspaces [] launches [] max_bytes [<5, 100>]>]} {
+}
+
+// -----
+
+// Sizes name dims of memref arguments the runtime can read.
+// expected-error @+1 {{plan workspace 1 names dim 1 of argument 0 ('q'), which has 1 dims}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>] workspaces [<1, "f32", [arg0.1]>] launches []>]} {
+}
+
+// -----
+
+// expected-error @+1 {{launch of 'k' grid names argument 3 of 1}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>] workspaces [] launches [<"k", [0] grid [arg3.0, 1, 1]>]>]} {
+}
+
+// -----
+
+// expected-error @+1 {{launch of 'k' grid names dim 0 of argument 1 ('s'), which has 0 dims}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>, <1, "s", "scalar", "f32">] workspaces [] launches [<"k", [0] grid [arg1.0, 1, 1]>]>]} {
+}
+
+// -----
+
+// expected-error @+2 {{launch of 'k' needs a grid of 3 sizes, got 2}}
+// expected-error @+1 {{failed to parse MLA_LaunchPlanAttr parameter 'launches'}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [] workspaces [] launches [<"k", [] grid [1, 1]>]>]} {
+}
+
+// -----
+
+// expected-error @+2 {{launch of 'k' needs a block of 3 dims of at most 1024 threads in all}}
+// expected-error @+1 {{failed to parse MLA_LaunchPlanAttr parameter 'launches'}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [] workspaces [] launches [<"k", [] grid [1, 1, 1] block [64, 32, 1] shared 0>]>]} {
+}
+
+// -----
+
+// expected-error @+2 {{plan workspace 1: size divisor 0 is not positive}}
+// expected-error @+1 {{failed to parse MLA_LaunchPlanAttr parameter 'workspaces'}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>] workspaces [<1, "f32", [arg0.0 ceildiv 0]>] launches []>]} {
+}
+
+// -----
+
+// expected-error @+3 {{write (argI.D + C) ceildiv K: the divisor applies to the sum}}
+// expected-error @+2 {{failed to parse MLA_PlanWorkspaceAttr parameter 'dims'}}
+// expected-error @+1 {{failed to parse MLA_LaunchPlanAttr parameter 'workspaces'}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>] workspaces [<1, "f32", [arg0.0 + 1 ceildiv 2]>] launches []>]} {
+}
+
+// -----
+
+// expected-error @+3 {{expected a size: an integer or argI.D (dim D of memref argument I), got 'q.0'}}
+// expected-error @+2 {{failed to parse MLA_PlanWorkspaceAttr parameter 'dims'}}
+// expected-error @+1 {{failed to parse MLA_LaunchPlanAttr parameter 'workspaces'}}
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?]>] workspaces [<1, "f32", [q.0]>] launches []>]} {
 }
 
 // -----

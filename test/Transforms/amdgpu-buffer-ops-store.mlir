@@ -17,7 +17,7 @@
 // CHECK: vector.store %[[ROW]], %[[FKV]][%[[SEL]], %{{.*}}, %{{.*}}] : memref<?x16x576xbf16, #amdgpu.address_space<fat_raw_buffer>>, vector<8xbf16>
 // CHECK-NOT: scf.if
 // CHECK: gpu.return
-module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "kv_new", "memref", "bf16", "?,576">, <1, "slot_mapping", "memref", "i32", "?">, <2, "kv", "memref", "bf16", "?,16,576">] workspaces [] launches [<"append", [1, 2, 0], "arg0.0,1,1" block "256,1,1" shared 0>]>]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "kv_new", "memref", "bf16", [?, 576]>, <1, "slot_mapping", "memref", "i32", [?]>, <2, "kv", "memref", "bf16", [?, 16, 576]>] workspaces [] launches [<"append", [1, 2, 0] grid [arg0.0, 1, 1] block [256, 1, 1] shared 0>]>]} {
   gpu.module @mla_kernels {
     gpu.func @append(%slots: memref<?xi32>, %kv: memref<?x16x576xbf16>, %new: memref<?x576xbf16>) kernel {
       %c0 = arith.constant 0 : index
@@ -57,7 +57,7 @@ module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "kv_new", 
 // CHECK: scf.if
 // CHECK: memref.store
 // CHECK: vector.store
-module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "kv", "memref", "bf16", "?,16,576">] workspaces [] launches [<"keep", [0], "1,1,1" block "64,1,1" shared 32>]>]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "kv", "memref", "bf16", [?, 16, 576]>] workspaces [] launches [<"keep", [0] grid [1, 1, 1] block [64, 1, 1] shared 32>]>]} {
   gpu.module @mla_kernels {
     gpu.func @keep(%kv: memref<?x16x576xbf16>, %ok: i1, %tile: memref<16xbf16, #gpu.address_space<workgroup>>, %v: vector<8xbf16>, %x: f32, %scratch: memref<4xf32, #gpu.address_space<workgroup>>) kernel {
       %c0 = arith.constant 0 : index

@@ -14,7 +14,7 @@
 // CHECK: %[[N:.*]] = memref.dim %[[FKV]], %c0
 // CHECK: %[[SEL:.*]] = arith.select %{{.*}}, %[[P]], %[[N]] : index
 // CHECK: vector.load %[[FKV]][%[[SEL]], %{{.*}}, %{{.*}}] : memref<?x64x576xbf16, #amdgpu.address_space<fat_raw_buffer>>, vector<8xbf16>
-module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "block_table", "memref", "i32", "?,?">, <1, "kv", "memref", "bf16", "?,64,576">] workspaces [] launches [<"k", [0, 1], "1,1,1" block "64,1,1" shared 1024>]>]} {
+module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "block_table", "memref", "i32", [?, ?]>, <1, "kv", "memref", "bf16", [?, 64, 576]>] workspaces [] launches [<"k", [0, 1] grid [1, 1, 1] block [64, 1, 1] shared 1024>]>]} {
   gpu.module @mla_kernels {
     gpu.func @k(%bt: memref<?x?xi32>, %kv: memref<?x64x576xbf16>, %t: index, %end: index, %tile: memref<4x576xbf16, #gpu.address_space<workgroup>>) kernel {
       %c0 = arith.constant 0 : index

@@ -14,7 +14,7 @@ func.func @bad_size(%o: memref<?xf32>, %lens: memref<2xi32>) {
   %c1 = arith.constant 1 : index
   %l = memref.load %lens[%c0] : memref<2xi32>
   %n = arith.index_cast %l : i32 to index
-  // expected-error @+1 {{size must be a constant or memref.dim of a function argument with a constant dim (optionally plus or minus a constant, then ceil-divided by a constant), so that the launcher can compute it}}
+  // expected-error @+1 {{size must be a constant >= 0 or memref.dim of a function argument with a constant dim (optionally plus or minus a constant, then ceil-divided by a constant), so that the launcher can compute it}}
   mla.grid in (%n, %c1, %c1) {
   ^bb0(%x: index, %y: index, %z: index):
     %v = arith.constant 1.0 : f32

@@ -4,7 +4,7 @@
 // A distributed grid becomes a gpu.func kernel reading gpu.block_id; its
 // tiles move to dynamic shared memory at 16-byte aligned offsets (largest
 // first); the plan records block size and shared bytes.
-// CHECK: module attributes {gpu.container_module, mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?,16">, <1, "arg1", "memref", "f32", "?,16">] workspaces [] launches [<"f_k0", [0, 1], "arg0.0,1,1" block "64,1,1" shared 168064>]>], mla.target = #mla.target<"sm_90a">}
+// CHECK: module attributes {gpu.container_module, mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?, 16]>, <1, "arg1", "memref", "f32", [?, 16]>] workspaces [] launches [<"f_k0", [0, 1] grid [arg0.0, 1, 1] block [64, 1, 1] shared 168064>]>], mla.target = #mla.target<"sm_90a">}
 // CHECK: gpu.module @mla_kernels
 // CHECK:   gpu.func @f_k0(%[[Q:.*]]: memref<?x16xbf16>, %[[O:.*]]: memref<?x16xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>}
 // CHECK:     %[[SMEM:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
@@ -40,7 +40,7 @@ func.func @f(%q: memref<?x16xbf16> {mla.role = "q"}, %o: memref<?x16xf32>) {
 // the loop (whose body ends in a barrier), %c only after it, so %c reuses
 // %a's bytes; %b is used on both sides and keeps its own. Without a
 // barrier between them (%d after %c), tiles do not overlap.
-// CHECK: <"g_k0", [0], "1,1,1" block "32,1,1" shared 320>
+// CHECK: <"g_k0", [0] grid [1, 1, 1] block [32, 1, 1] shared 320>
 // CHECK-LABEL: gpu.func @g_k0
 // CHECK-DAG: memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.view %{{.*}}[%c256{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16xf32, #gpu.address_space<workgroup>>
@@ -74,7 +74,7 @@ func.func @g(%o: memref<4xf32>) {
 
 // A loop whose body does not end in a barrier separates nothing: %c, used
 // after it, may not reuse the bytes of %a, used in it.
-// CHECK: <"h_k0", [0], "1,1,1" block "32,1,1" shared 384>
+// CHECK: <"h_k0", [0] grid [1, 1, 1] block [32, 1, 1] shared 384>
 // CHECK-LABEL: gpu.func @h_k0
 // CHECK-DAG: memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.view %{{.*}}[%c256{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<32xf32, #gpu.address_space<workgroup>>
@@ -103,7 +103,7 @@ func.func @h(%o: memref<4xf32>) {
 // A tile with an alignment (the 1024-byte aligned swizzled operand tiles of
 // warpgroup MMA) is placed at a multiple of it: the 2080-byte tile takes
 // offset 0, the aligned 512-byte tile the next multiple of 1024, not 2080.
-// CHECK: <"al_k0", [0], "1,1,1" block "32,1,1" shared 3584>
+// CHECK: <"al_k0", [0] grid [1, 1, 1] block [32, 1, 1] shared 3584>
 // CHECK-LABEL: gpu.func @al_k0
 // CHECK-DAG: memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<520xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.view %{{.*}}[%c3072{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x64xbf16, #gpu.address_space<workgroup>>

@@ -2,7 +2,7 @@
 
 // Two grids (partial + combine) become two kernels with entry points; the
 // workspace becomes plan entry 3 and the function becomes the launch plan.
-// CHECK: module attributes {mla.launch_plans = [#mla.launch_plan<"f" info {kernel = "decode"} args [<0, "q", "memref", "bf16", "?,16">, <1, "scale", "scalar", "f32">, <2, "o", "memref", "f32", "?,16">] workspaces [<3, "f32", "arg0.0,16">] launches [<"f_k0_entry", [0, 1, 3], "arg0.0,1,2">, <"f_k1_entry", [3, 2], "5,1,1">]>]}
+// CHECK: module attributes {mla.launch_plans = [#mla.launch_plan<"f" info {kernel = "decode"} args [<0, "q", "memref", "bf16", [?, 16]>, <1, "scale", "scalar", "f32">, <2, "o", "memref", "f32", [?, 16]>] workspaces [<3, "f32", [arg0.0, 16]>] launches [<"f_k0_entry", [0, 1, 3] grid [arg0.0, 1, 2]>, <"f_k1_entry", [3, 2] grid [5, 1, 1]>]>]}
 // CHECK: func.func private @f_k0(%{{.*}}: memref<?x16xbf16>, %{{.*}}: f32, %{{.*}}: memref<?x16xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index)
 // CHECK: func.func @f_k0_entry(%[[ARGS:.*]]: !llvm.ptr, %[[X:.*]]: i64, %{{.*}}: i64, %{{.*}}: i64)
 // CHECK:   %[[S0:.*]] = llvm.getelementptr %[[ARGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr

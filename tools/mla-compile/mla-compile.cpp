@@ -325,7 +325,8 @@ static std::string manifestHeader(mla::LaunchPlanAttr plan) {
     out += "arg " + std::to_string(arg.getIndex()) + " " + arg.getRole().str() +
            " " + arg.getKind().str() + " " + arg.getDtype().str();
     if (arg.getKind() == "memref")
-      out += " " + arg.getDims().str();
+      out += " " + mla::rt::printArgDims(std::vector<int64_t>(
+                       arg.getDims().begin(), arg.getDims().end()));
     out += "\n";
   }
   return out;
@@ -341,19 +342,21 @@ static std::string manifestTarget(mla::LaunchPlanAttr plan,
       out += "config " + cfg.str() + "\n";
   for (mla::PlanWorkspaceAttr ws : plan.getWorkspaces())
     out += "workspace " + std::to_string(ws.getIndex()) + " " +
-           ws.getDtype().str() + " " + ws.getDims().str() + "\n";
+           ws.getDtype().str() + " " +
+           mla::rt::printSizes(std::vector<mla::rt::DimExpr>(
+               ws.getDims().begin(), ws.getDims().end())) +
+           "\n";
   for (mla::PlanLaunchAttr launch : plan.getLaunches()) {
-    out +=
-        "launch " + launch.getEntry().str() + " args " +
-        llvm::join(llvm::map_range(launch.getArgs(),
-                                   [](int64_t i) { return std::to_string(i); }),
-                   ",") +
-        " grid " + launch.getGrid().str();
+    // The plan's verifier holds the grid to three sizes and the block to
+    // none (host) or three dims.
+    mla::rt::LaunchSpec spec;
+    spec.entry = launch.getEntry().str();
+    spec.args.assign(launch.getArgs().begin(), launch.getArgs().end());
+    llvm::copy(launch.getGrid(), spec.grid.begin());
     if (!launch.getBlock().empty())
-      out += " block " + launch.getBlock().str();
-    if (launch.getShared() >= 0)
-      out += " shared " + std::to_string(launch.getShared());
-    out += "\n";
+      llvm::copy(launch.getBlock(), spec.block.begin());
+    spec.sharedBytes = std::max<int64_t>(launch.getShared(), 0);
+    out += mla::rt::printLaunch(spec) + "\n";
   }
   for (mla::PlanMaxBytesAttr bound : plan.getMaxBytes())
     out += "max-bytes " + std::to_string(bound.getIndex()) + " " +

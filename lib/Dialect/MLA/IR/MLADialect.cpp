@@ -33,10 +33,38 @@ template <typename T>
 static void printBracketedList(AsmPrinter &printer, ArrayRef<T> elems) {
   printer << '[';
   llvm::interleaveComma(elems, printer, [&](const T &e) {
-    if constexpr (std::is_integral_v<T>)
-      printer << e;
-    else
+    if constexpr (std::is_base_of_v<Attribute, T>)
       printer.printStrippedAttrOrType(e);
+    else
+      printer << e;
+  });
+  printer << ']';
+}
+
+/// `[d, ...]` of a plan argument's dims: integers or `?`.
+static FailureOr<SmallVector<int64_t>> parseArgDims(AsmParser &parser) {
+  SmallVector<int64_t> out;
+  if (failed(parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            int64_t d = rt::kDynamicDim;
+            if (succeeded(parser.parseOptionalQuestion()) ||
+                succeeded(parser.parseInteger(d))) {
+              out.push_back(d);
+              return success();
+            }
+            return failure();
+          })))
+    return failure();
+  return out;
+}
+
+static void printArgDims(AsmPrinter &printer, ArrayRef<int64_t> dims) {
+  printer << '[';
+  llvm::interleaveComma(dims, printer, [&](int64_t d) {
+    if (d == rt::kDynamicDim)
+      printer << '?';
+    else
+      printer << d;
   });
   printer << ']';
 }

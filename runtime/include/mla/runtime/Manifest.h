@@ -44,6 +44,11 @@ struct DimExpr {
   int64_t divisor = 1;
 
   bool isConstant() const { return argIndex < 0; }
+  bool operator==(const DimExpr &o) const {
+    return constant == o.constant && argIndex == o.argIndex && dim == o.dim &&
+           addend == o.addend && divisor == o.divisor;
+  }
+  bool operator!=(const DimExpr &o) const { return !(*this == o); }
 };
 
 /// `arg INDEX ROLE memref DTYPE DIMS` or `arg INDEX ROLE scalar DTYPE`.
@@ -183,6 +188,15 @@ Expected<Manifest> parseManifest(std::string_view text);
 /// parseManifest(T)) == T exactly when T is already canonical. Comments are
 /// not kept. mla-compile writes every manifest through this function.
 std::string printManifest(const Manifest &m);
+
+/// The pieces of printManifest's lines (what mla-compile writes from the
+/// IR's launch plan): a SIZE (`INT`, or `argI.D` then `+C`/`-C` unless C
+/// is 0, then `/K` unless K is 1), an arg's DIMS (`?` for kDynamicDim,
+/// kRankZeroDims for none), a workspace's DIMS, and a `launch` line.
+std::string printDimExpr(const DimExpr &expr);
+std::string printArgDims(const std::vector<int64_t> &dims);
+std::string printSizes(const std::vector<DimExpr> &dims);
+std::string printLaunch(const LaunchSpec &launch);
 
 } // namespace mla::rt
 

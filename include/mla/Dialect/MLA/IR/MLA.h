@@ -12,6 +12,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "mla/Dialect/MLA/IR/PlanSizes.h" // #mla.launch_plan sizes
 #include "mla/Target/Arch.h"
 #include "mla/runtime/ChunkSchedule.h" // #mla.config chunk_balance default
 

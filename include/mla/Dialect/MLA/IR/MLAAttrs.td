@@ -116,6 +116,13 @@ class MLA_OptionalBracketedList<string elem, string desc = "">
   let printer = "::mla::printBracketedList($_printer, $_self)";
 }
 
+// An argument's dims: integers, `?` for one the launcher reads from the
+// tensor (mla::rt::kDynamicDim); none for a scalar or a rank-0 memref.
+def MLA_ArgDims : OptionalArrayRefParameter<"int64_t", "dims"> {
+  let parser = "::mla::parseArgDims($_parser)";
+  let printer = "::mla::printArgDims($_printer, $_self)";
+}
+
 def MLA_PlanArgAttr : AttrDef<MLA_Dialect, "PlanArg"> {
   let mnemonic = "plan_arg";
   let summary = "One argument of a planned function";
@@ -125,14 +132,14 @@ def MLA_PlanArgAttr : AttrDef<MLA_Dialect, "PlanArg"> {
     without it is a located error; in a hand-written grid function an
     argument without one is `argI`),
     `memref` or `scalar`, its element type as the runtime names it (`bf16`,
-    `f16`, `f32`, `i32`, `i64`) and, for a memref, its dims as manifest
-    size formulas (`?` for a size the launcher reads from the tensor).
-    Example: `#mla.plan_arg<0, "q", "memref", "bf16", "?,16">`.
+    `f16`, `f32`, `i32`, `i64`) and, for a memref, its dims (`?` for a size
+    the launcher reads from the tensor; none for rank 0).
+    Example: `#mla.plan_arg<0, "q", "memref", "bf16", [?, 16]>`.
   }];
   let parameters = (ins "int64_t":$index, StringRefParameter<"role">:$role,
                         StringRefParameter<"memref or scalar">:$kind,
                         StringRefParameter<"element type">:$dtype,
-                        StringRefParameter<"dims", "\"\"">:$dims);
+                        MLA_ArgDims:$dims);
   let assemblyFormat = "`<` $index `,` $role `,` $kind `,` $dtype (`,` $dims^)? `>`";
   let genVerifyDecl = 1;
 }
@@ -142,12 +149,16 @@ def MLA_PlanWorkspaceAttr : AttrDef<MLA_Dialect, "PlanWorkspace"> {
   let summary = "A workspace the launcher allocates for a planned function";
   let description = [{
     Buffer `index` (numbered after the arguments): a top-level `memref.alloc`
-    of the function, with its element type and dims as size formulas.
-    Example: `#mla.plan_workspace<3, "f32", "arg0.0,16">`.
+    of the function, with its element type and dims as sizes: integers or
+    the runtime's formulas of the arguments' actual dims
+    (include/mla/Dialect/MLA/IR/PlanSizes.h: `argI.D`, `argI.D + C`,
+    `(argI.D - C) ceildiv K`, ...).
+    Example: `#mla.plan_workspace<3, "f32", [arg0.0, 16]>`.
   }];
   let parameters = (ins "int64_t":$index, StringRefParameter<"element type">:$dtype,
-                        StringRefParameter<"dims">:$dims);
+                        MLA_BracketedList<"::mla::rt::DimExpr", "dims">:$dims);
   let assemblyFormat = "`<` $index `,` $dtype `,` $dims `>`";
+  let genVerifyDecl = 1;
 }
 
 def MLA_PlanLaunchAttr : AttrDef<MLA_Dialect, "PlanLaunch"> {
@@ -155,20 +166,22 @@ def MLA_PlanLaunchAttr : AttrDef<MLA_Dialect, "PlanLaunch"> {
   let summary = "One kernel launch of a planned function";
   let description = [{
     The kernel `entry`, the plan indices (arguments and workspaces) of its
-    parameters in order, its grid as three size formulas and, on GPUs, its
-    workgroup size and dynamic shared-memory bytes.
-    Example: `#mla.plan_launch<"f_k0", [0, 1], "arg0.0,1,1" block "64,1,1"
-    shared 1024>`.
+    parameters in order, its grid as three sizes (as a workspace's dims)
+    and, on GPUs, its workgroup size (three positive integers, at most
+    the runtime's kMaxBlockThreads in all) and dynamic shared-memory bytes.
+    Example: `#mla.plan_launch<"f_k0", [0, 1] grid [arg0.0 ceildiv 4, 1, 1]
+    block [64, 1, 1] shared 1024>`.
   }];
   let parameters = (ins StringRefParameter<"entry">:$entry,
                         MLA_BracketedList<"int64_t", "parameters">:$args,
-                        StringRefParameter<"grid">:$grid,
-                        StringRefParameter<"block", "\"\"">:$block,
+                        MLA_BracketedList<"::mla::rt::DimExpr", "grid">:$grid,
+                        MLA_OptionalBracketedList<"int64_t", "block">:$block,
                         DefaultValuedParameter<"int64_t", "-1">:$shared);
   let assemblyFormat = [{
-    `<` $entry `,` $args `,` $grid
+    `<` $entry `,` $args `grid` $grid
     (`block` $block^)? (`shared` $shared^)? `>`
   }];
+  let genVerifyDecl = 1;
 }
 
 def MLA_PlanMaxBytesAttr : AttrDef<MLA_Dialect, "PlanMaxBytes"> {
@@ -194,9 +207,10 @@ def MLA_LaunchPlanAttr : AttrDef<MLA_Dialect, "LaunchPlan"> {
     info (`mla.kernel_info`: kind, shape, config), its arguments, the
     workspaces to allocate and the launches in order. Elements print in
     their short form. Example:
-    `#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", "?,16">]
-    workspaces [] launches [<"f_k0", [0], "arg0.0,1,1" block "64,1,1"
-    shared 0>]>`.
+    `#mla.launch_plan<"f" args [<0, "q", "memref", "bf16", [?, 16]>]
+    workspaces [] launches [<"f_k0", [0] grid [arg0.0, 1, 1]
+    block [64, 1, 1] shared 0>]>`. The verifier checks that every size
+    names a dim of a memref argument.
   }];
   let parameters = (ins
     StringRefParameter<"function">:$function,
