@@ -38,4 +38,28 @@ const MatrixInstr &matrixInstr(MatrixInstrId id) {
 
 llvm::ArrayRef<MatrixInstr> allMatrixInstrs() { return kInstrs; }
 
+bool accumulatorsAsA(const MatrixInstr &c, const MatrixInstr &a,
+                     llvm::SmallVectorImpl<AccElement> &where) {
+  where.clear();
+  if (c.lanes != a.lanes || a.a.elems == 0 || a.m != c.m || a.k % c.n != 0)
+    return false;
+  for (int64_t l = 0; l < a.lanes; ++l)
+    for (int64_t e = 0; e < a.a.elems; ++e) {
+      const int64_t row = a.a.rowOf(l, e), col = a.a.colOf(l, e);
+      int64_t found = -1;
+      for (int64_t ce = 0; ce < c.c.elems && found < 0; ++ce)
+        if (c.c.rowOf(l, ce) == row && c.c.colOf(l, ce) == col % c.n)
+          found = ce;
+      if (found < 0)
+        return false;
+      AccElement at{col / c.n, found};
+      // The same accumulator on every lane (registers hold no lane index).
+      if (l == 0)
+        where.push_back(at);
+      else if (!(where[e] == at))
+        return false;
+    }
+  return true;
+}
+
 } // namespace mla

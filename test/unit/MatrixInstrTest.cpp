@@ -1,9 +1,10 @@
 //===- MatrixInstrTest.cpp - the matrix instruction table -----------------===//
 //
 // Every fragment layout of MatrixInstrs.def covers its tile exactly once
-// (for warpgroup MMA: its 64 x 8 C block), the mma.sync accumulator layout
-// of two adjacent 8-column blocks is its A layout (the fused step hands P
-// to P·V in registers), and the chips list the instructions passes expect.
+// (for warpgroup MMA: its 64 x 8 C block), accumulatorsAsA finds that the
+// mma.sync and wgmma accumulators of two adjacent 8-column blocks are their
+// A fragment (the fused step hands P to P·V in registers) and that MFMA's
+// are not, and the chips list the instructions passes expect.
 //
 //===----------------------------------------------------------------------===//
 #include "mla/Target/MatrixInstr.h"
@@ -46,15 +47,31 @@ TEST(MatrixInstr, LayoutsCoverTheirTilesOnce) {
   }
 }
 
-TEST(MatrixInstr, MmaSyncAccumulatorsAreTheNextAOperand) {
-  const MatrixInstr &mi = matrixInstr(MatrixInstrId::MmaSyncM16N8K16BF16);
-  for (int64_t l = 0; l < mi.lanes; ++l)
-    for (int64_t e = 0; e < mi.a.elems; ++e) {
-      // A element e: C block e / 4 (columns +8), C element e % 4.
-      int64_t blk = e / 4, ce = e % 4;
-      EXPECT_EQ(mi.a.rowOf(l, e), mi.c.rowOf(l, ce));
-      EXPECT_EQ(mi.a.colOf(l, e), mi.c.colOf(l, ce) + 8 * blk);
+// accumulatorsAsA, which the fused step plans from: mma.sync's and
+// warpgroup MMA's accumulators of two n8 tiles are the next A fragment
+// (element e: tile e / 4, element e % 4); MFMA's are not (a lane's C
+// column is its B column, the register step's transposed form).
+TEST(MatrixInstr, AccumulatorsAsA) {
+  llvm::SmallVector<AccElement> where;
+  for (MatrixInstrId id :
+       {MatrixInstrId::MmaSyncM16N8K16BF16, MatrixInstrId::MmaSyncM16N8K16F16,
+        MatrixInstrId::WgmmaM64N8K16BF16}) {
+    const MatrixInstr &mi = matrixInstr(id);
+    ASSERT_TRUE(accumulatorsAsA(mi, mi, where)) << mi.mnemonic.str();
+    ASSERT_EQ(where.size(), 8u);
+    for (int64_t e = 0; e < 8; ++e) {
+      EXPECT_EQ(where[e].tile, e / 4) << mi.mnemonic.str() << " e" << e;
+      EXPECT_EQ(where[e].elem, e % 4) << mi.mnemonic.str() << " e" << e;
     }
+  }
+  for (MatrixInstrId id : {MatrixInstrId::MfmaF32M16N16K16BF16,
+                           MatrixInstrId::MfmaF32M32N32K8BF16})
+    EXPECT_FALSE(accumulatorsAsA(matrixInstr(id), matrixInstr(id), where))
+        << matrixInstr(id).mnemonic.str();
+  // Different lanes per instruction: no register hand-over.
+  EXPECT_FALSE(accumulatorsAsA(matrixInstr(MatrixInstrId::WgmmaM64N8K16BF16),
+                               matrixInstr(MatrixInstrId::MmaSyncM16N8K16BF16),
+                               where));
 }
 
 TEST(MatrixInstr, ChipsListTheirInstructions) {

@@ -12,6 +12,7 @@
 #define MLA_TARGET_MATRIXINSTR_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -74,6 +75,23 @@ struct MatrixInstr {
 
 const MatrixInstr &matrixInstr(MatrixInstrId id);
 llvm::ArrayRef<MatrixInstr> allMatrixInstrs();
+
+/// Element `elem` of C tile `tile` (of C tiles side by side).
+struct AccElement {
+  int64_t tile, elem;
+  bool operator==(const AccElement &o) const {
+    return tile == o.tile && elem == o.elem;
+  }
+};
+
+/// Whether the accumulators of a product by `c` serve, in the registers
+/// they are in, as the A fragment of a following product by `a` (P, the
+/// scores' C tiles side by side, as the A operand of P·V): on success
+/// `where[e]` is the accumulator that element e of a lane's A fragment is,
+/// the same for every lane; false when some lane would need another lane's
+/// accumulator (or `a` reads A from shared memory only).
+bool accumulatorsAsA(const MatrixInstr &c, const MatrixInstr &a,
+                     llvm::SmallVectorImpl<AccElement> &where);
 
 } // namespace mla
 

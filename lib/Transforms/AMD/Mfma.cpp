@@ -81,16 +81,18 @@ public:
       bFrag = vector::FromElementsOp::create(
           kb, VectorType::get({perLane}, elem), elems);
     }
-    return {multiply(kb, a, bFrag, acc[0])};
+    return multiply(kb, a, bFrag, acc[0]);
   }
 
   bool multipliesFragments() const override { return true; }
-  Value multiply(ImplicitLocOpBuilder &b, Value a, Value bFrag,
-                 Value acc) override {
-    return amdgpu::MFMAOp::create(
-        b, acc.getType(), b.getI32IntegerAttr(instr.m),
+  /// One vector register per operand.
+  SmallVector<Value> multiply(ImplicitLocOpBuilder &b, ValueRange a,
+                              ValueRange bFrag, ValueRange acc) override {
+    assert(a.size() == 1 && bFrag.size() == 1 && acc.size() == 1);
+    return {amdgpu::MFMAOp::create(
+        b, acc[0].getType(), b.getI32IntegerAttr(instr.m),
         b.getI32IntegerAttr(instr.n), b.getI32IntegerAttr(instr.k),
-        b.getI32IntegerAttr(1), a, bFrag, acc);
+        b.getI32IntegerAttr(1), a[0], bFrag[0], acc[0])};
   }
 
 private:

@@ -2,6 +2,7 @@
 #include "MatrixEmitter.h"
 #include "../AMD/AMD.h"
 #include "../NVIDIA/MmaSync.h"
+#include "../NVIDIA/Wgmma.h"
 #include "../Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -29,6 +30,12 @@ void MatrixEmitter::beginLanes(ImplicitLocOpBuilder &b) {
   }
   group = arith::DivUIOp::create(b, ti.tid, indexConst(b, groupSize()));
   lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, groupSize()));
+}
+
+void MatrixEmitter::beginFragments(ImplicitLocOpBuilder &b) {
+  beginLanes(b);
+  cRowLane = laneCoord(b, instr.c.row);
+  cColLane = laneCoord(b, instr.c.col);
 }
 
 Value MatrixEmitter::laneCoord(
@@ -104,19 +111,40 @@ AccTile MatrixEmitter::accTile(ImplicitLocOpBuilder &b, Value tile, int64_t m,
   return t;
 }
 
-Value mla::reduceAcrossLanes(ImplicitLocOpBuilder &b,
-                             const LayoutTerm (&terms)[FragLayout::kMaxTerms],
-                             int64_t lanes, int64_t warpSize, Value x,
-                             bool isMax) {
-  // The lane bits some term reads; shuffles cross the others.
+/// The lane bits (below `lanes`) that no term of `terms` reads.
+static uint64_t unreadLaneBits(const LayoutTerm (&terms)[FragLayout::kMaxTerms],
+                               int64_t lanes) {
   uint64_t used = 0;
   for (const LayoutTerm &t : terms)
     if (t.mod != 0 && t.source == LayoutTerm::L && t.mul != 0)
       for (int64_t bit = llvm::Log2_64(t.div);
            bit < llvm::Log2_64(int64_t(t.div) * t.mod); ++bit)
         used |= uint64_t(1) << bit;
+  return ~used & (llvm::PowerOf2Ceil(lanes) - 1);
+}
+
+Value MatrixEmitter::rowLeader(ImplicitLocOpBuilder &b) const {
+  uint64_t bits =
+      unreadLaneBits(instr.c.row, std::min<int64_t>(groupSize(), ti.warpSize));
+  if (bits == 0 || !lane)
+    return arith::ConstantIntOp::create(b, 1, 1);
+  // Low bits: lane % 2^n (as the column's lane part computes it).
+  Value low =
+      llvm::isMask_64(bits)
+          ? arith::RemUIOp::create(b, lane, indexConst(b, bits + 1)).getResult()
+          : arith::AndIOp::create(b, lane, indexConst(b, bits)).getResult();
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, low,
+                               indexConst(b, 0));
+}
+
+Value mla::reduceAcrossLanes(ImplicitLocOpBuilder &b,
+                             const LayoutTerm (&terms)[FragLayout::kMaxTerms],
+                             int64_t lanes, int64_t warpSize, Value x,
+                             bool isMax) {
+  // Shuffles cross the lane bits the coordinate does not read.
+  const uint64_t unread = unreadLaneBits(terms, lanes);
   for (int64_t off = 1; off < std::min(lanes, warpSize); off *= 2) {
-    if (used & uint64_t(off))
+    if (!(unread & uint64_t(off)))
       continue;
     Value other = gpu::ShuffleOp::create(b, x, int32_t(off), warpSize,
                                          gpu::ShuffleMode::XOR)
@@ -317,10 +345,10 @@ LogicalResult hoistAccumulator(MatmulOp op, MatrixEmitter &em) {
 
 std::unique_ptr<MatrixEmitter> mla::createMatrixEmitter(const MatrixInstr &mi,
                                                         const ThreadInfo &ti) {
-  assert(mi.scope != MatrixScope::Warpgroup &&
-         "warpgroup MMA is emitted by the fused attention step");
   switch (mi.vendor) {
   case MatrixVendor::NVIDIA:
+    if (mi.scope == MatrixScope::Warpgroup)
+      return nvidia::createWgmmaEmitter(mi, ti);
     return nvidia::createMmaSyncEmitter(mi, ti);
   case MatrixVendor::AMD:
     return amd::createMfmaEmitter(mi, ti);

@@ -10,8 +10,10 @@
 // and B fragments are read (ldmatrix, vector loads), the instruction
 // itself, and how the accumulators are carried through loops.
 // Implementations: mma.sync (NVIDIA/MmaSync.cpp), MFMA (AMD/Mfma.cpp), the
-// scalar FMA (MatrixEmitter.cpp); warpgroup MMA (NVIDIA/Wgmma.cpp) is used
-// by the fused attention step through the same data.
+// scalar FMA (MatrixEmitter.cpp); warpgroup MMA (NVIDIA/Wgmma.cpp), whose
+// products are asynchronous from shared memory, serves the fused attention
+// step alone. The fused steps (NVIDIA/FusedStep.cpp, GPU/RegisterStep.cpp)
+// keep operands in registers through the fragment interface.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLA_LIB_TRANSFORMS_GPU_MATRIXEMITTER_H
@@ -95,14 +97,93 @@ public:
                                               mlir::Value k0,
                                               mlir::ValueRange acc) = 0;
 
-  /// Whether the instruction takes whole register fragments (`multiply`):
-  /// A and B as vectors of the operand type in the layouts' element order,
-  /// the accumulators as one vector of f32.
+  /// Whether the instruction takes whole register fragments (`multiply`,
+  /// and for lowerings that keep their operands in registers, the fragment
+  /// interface below).
   virtual bool multipliesFragments() const { return false; }
-  /// acc + A · B on register fragments (multipliesFragments only).
-  virtual mlir::Value multiply(mlir::ImplicitLocOpBuilder &b, mlir::Value a,
-                               mlir::Value bFrag, mlir::Value acc) {
+  /// acc + A · B on register fragments (multipliesFragments only). Each
+  /// operand is this lane's registers of it: for MFMA one vector (A and B of
+  /// the operand type in the layouts' element order, C of f32); for
+  /// mma.sync four, two and four 32-bit registers (A and B two elements per
+  /// register, in element order).
+  virtual llvm::SmallVector<mlir::Value> multiply(mlir::ImplicitLocOpBuilder &b,
+                                                  mlir::ValueRange a,
+                                                  mlir::ValueRange bFrag,
+                                                  mlir::ValueRange acc) {
     return {};
+  }
+
+  // The fragment interface: what a lowering that keeps its operands and
+  // accumulators in registers (the fused attention step) asks of the
+  // instruction beyond the layouts. Implemented by the emitters whose
+  // layouts the fused step takes (mma.sync; warpgroup MMA for the
+  // asynchronous products).
+
+  /// Before such a lowering: this thread's group and lane, the lane parts
+  /// of its C coordinates (cRowLane, cColLane: laneCoord of the C layout)
+  /// and what the loads below need.
+  virtual void beginFragments(mlir::ImplicitLocOpBuilder &b);
+  mlir::Value cRowLane, cColLane;
+  /// Whether this lane is the first of the lanes that share its C row
+  /// (those reduceAcrossRow combines): the lane bits the row does not read
+  /// are zero.
+  mlir::Value rowLeader(mlir::ImplicitLocOpBuilder &b) const;
+  /// The A fragment of the M x K tile at (m0, k0) of `mem` (row-major, in
+  /// workgroup memory).
+  virtual llvm::SmallVector<mlir::Value> loadA(mlir::ImplicitLocOpBuilder &b,
+                                               mlir::Value mem, mlir::Value m0,
+                                               mlir::Value k0) {
+    return {};
+  }
+  /// The B fragments of the `bTilesPerLoad()` K x N tiles side by side from
+  /// (k0, n0 + nOffset): `mem` holds B as N x K (`nMajor`: a row per column
+  /// of B) or as K x N.
+  virtual llvm::SmallVector<llvm::SmallVector<mlir::Value>>
+  loadB(mlir::ImplicitLocOpBuilder &b, mlir::Value mem, mlir::Value k0,
+        mlir::Value n0, int64_t nOffset, bool nMajor) {
+    return {};
+  }
+  virtual int64_t bTilesPerLoad() const { return 1; }
+  /// The registers of an A fragment from its elements (f32, in the A
+  /// layout's element order), converted to the operand type.
+  virtual llvm::SmallVector<mlir::Value>
+  packA(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> elems) {
+    return {};
+  }
+
+  // Asynchronous products from shared memory (warpgroup MMA): operands
+  // through descriptors, issued between a fence and a commit, waited for.
+
+  /// Whether the instruction reads B (and optionally A) from shared memory
+  /// through descriptors, asynchronously (`multiplyAsync`).
+  virtual bool multipliesAsync() const { return false; }
+  /// The descriptor of an operand whose first element is at shared byte
+  /// address `addr` (i64), leading and stride byte offsets `lbo`, `sbo`.
+  virtual mlir::Value descriptor(mlir::ImplicitLocOpBuilder &b,
+                                 mlir::Value addr, int64_t lbo, int64_t sbo) {
+    return {};
+  }
+  /// acc (+)= A · B over `n` columns: A from the descriptor `aDesc` or from
+  /// registers `aRegs` (the layout of `instr.a`), B from `bDesc`
+  /// (`bMNMajor`: rows are K); an empty `acc` is not read.
+  virtual llvm::SmallVector<mlir::Value>
+  multiplyAsync(mlir::ImplicitLocOpBuilder &b, int64_t n,
+                llvm::ArrayRef<mlir::Value> acc, mlir::Value aDesc,
+                llvm::ArrayRef<mlir::Value> aRegs, mlir::Value bDesc,
+                bool bMNMajor) {
+    return {};
+  }
+  /// Before the first product of a group / after its last one / waiting
+  /// until at most `pending` groups are in flight.
+  virtual void fence(mlir::ImplicitLocOpBuilder &b) {}
+  virtual void commit(mlir::ImplicitLocOpBuilder &b) {}
+  virtual void wait(mlir::ImplicitLocOpBuilder &b, int64_t pending) {}
+  /// Registers the compiler may not move across the products' issue or
+  /// wait (their values pass through unchanged).
+  virtual llvm::SmallVector<mlir::Value>
+  fenceRegisters(mlir::ImplicitLocOpBuilder &b,
+                 llvm::ArrayRef<mlir::Value> regs) {
+    return llvm::SmallVector<mlir::Value>(regs);
   }
 
   /// Whether a product accumulating in a loop keeps its accumulators in
@@ -118,8 +199,9 @@ public:
                            int64_t e);
 };
 
-/// The emitter of `instr` (a warp's or wave's instruction for mla.matmul,
-/// or the scalar FMA).
+/// The emitter of `instr` (a warp's, warpgroup's or wave's instruction, or
+/// the scalar FMA). mla.matmul takes the ones that implement `step`: all
+/// but warpgroup MMA.
 std::unique_ptr<MatrixEmitter> createMatrixEmitter(const MatrixInstr &instr,
                                                    const ThreadInfo &ti);
 

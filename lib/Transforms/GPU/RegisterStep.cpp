@@ -236,7 +236,7 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
       Value a = loadPair(b, op.getK(), kRow[t], col, always, mi.a.elems);
       for (int64_t nb = 0; nb < p.qBlocks; ++nb)
         s[t * p.qBlocks + nb] =
-            em.multiply(b, a, qFrag[nb][ks], s[t * p.qBlocks + nb]);
+            em.multiply(b, a, qFrag[nb][ks], s[t * p.qBlocks + nb])[0];
     }
   }
   // The element function and the online softmax on the accumulators.
@@ -344,7 +344,7 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
       for (int64_t st2 = 0; st2 < p.pvSteps(); ++st2)
         for (int64_t nb = 0; nb < p.qBlocks; ++nb)
           o[oIndex(md0 + j, nb)] = em.multiply(b, aFrag[j][st2], pFrag[nb][st2],
-                                               o[oIndex(md0 + j, nb)]);
+                                               o[oIndex(md0 + j, nb)])[0];
   }
   // The next iteration's copies overwrite the K and V tiles.
   gpu::BarrierOp::create(b);

@@ -23,15 +23,22 @@
 // decode), warpgroup g computes the scores of key half g and value columns
 // half g of all 64 rows.
 //
+// Written against the MatrixEmitter fragment interface: the warp's
+// instruction (mma.sync m16n8k16; the plan's `frag`) gives every row,
+// column and row-leader lane from its C layout, loads the Q, K, V and P
+// fragments and multiplies; warpgroup MMA's emitter issues the
+// asynchronous products. The plan hands P to P·V in registers where
+// accumulatorsAsA says the layouts allow it. NVIDIA-specific here: the
+// 128-byte swizzle and its descriptors, the warpgroups' named barriers.
+//
 // Strategy: planFusedStep decides from the shapes, the warps and the target
-// (every refusal says why under -debug-only=mla-distribute); checkIR that
-// the step can keep its state in registers across its loop.
+// (every refusal says why under -debug-only=mla-distribute); checkStepLoop
+// that the step can keep its state in registers across its loop.
 //
 //===----------------------------------------------------------------------===//
 #include "../AttentionLayout.h"
 #include "../GPU/MatrixEmitter.h"
 #include "../Utils.h"
-#include "MmaSync.h"
 #include "NVIDIA.h"
 #include "Wgmma.h"
 
@@ -39,7 +46,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
@@ -82,15 +88,31 @@ bool canUseSwizzledOperands(AttentionStepOp op,
       roots, [&](memref::AllocaOp root) { return canSwizzle(root, fused); });
 }
 
-/// The emitter of one fused step.
+/// The emitter of one fused step: the products through the emitters of
+/// the plan's instructions (`mma`: the product's, mma.sync or warpgroup
+/// MMA; `frag`: the warp's, whose fragments hold the state), every
+/// coordinate from their layouts.
 class FusedStep {
 public:
   FusedStep(AttentionStepOp op, const ThreadInfo &ti, const StepPlan &plan)
-      : op(op), ti(ti), p(plan), loop(stepKeyLoop(op, /*tileSkip=*/true)),
-        q(op.getQ()), k(op.getK()), v(op.getV()), acc(op.getAcc()),
-        mBuf(op.getM()), lBuf(op.getL()), qInfo(analyzeView(q)),
-        kInfo(analyzeView(k)), vInfo(analyzeView(v)),
-        inTileSkip(stepTileSkip(op)) {}
+      : op(op), ti(ti), p(plan), ci(plan.frag->c),
+        fragEm(createMatrixEmitter(*plan.frag, ti)),
+        mmaEm(plan.wgmma ? createMatrixEmitter(plan.productInstr(), ti)
+                         : nullptr),
+        frag(*fragEm), mma(mmaEm ? *mmaEm : *fragEm),
+        loop(stepKeyLoop(op, /*tileSkip=*/true)), q(op.getQ()), k(op.getK()),
+        v(op.getV()), acc(op.getAcc()), mBuf(op.getM()), lBuf(op.getL()),
+        qInfo(analyzeView(q)), kInfo(analyzeView(k)), vInfo(analyzeView(v)),
+        inTileSkip(stepTileSkip(op)) {
+    // The rows of a fragment: the distinct row offsets of its elements.
+    for (int64_t e = 0; e < ci.elems; ++e) {
+      int64_t r = MatrixEmitter::elemCoord(ci.row, e);
+      auto *it = llvm::find(rowOffsets, r);
+      elemRow.push_back(it - rowOffsets.begin());
+      if (it == rowOffsets.end())
+        rowOffsets.push_back(r);
+    }
+  }
 
   /// Moves the swizzled operands (wgmma) to their buffers' replacements.
   void swizzleOperands(ArrayRef<memref::AllocaOp> roots);
@@ -101,38 +123,43 @@ private:
   SmallVector<Value> initialState(ImplicitLocOpBuilder &b);
   SmallVector<Value> step(ImplicitLocOpBuilder &ib,
                           ArrayRef<BlockArgument> args);
+  SmallVector<Value>
+  softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
+          ArrayRef<Value> scores, SmallVectorImpl<Value> &mNew,
+          SmallVectorImpl<Value> &corr, SmallVectorImpl<Value> &sum);
   SmallVector<Value> scoresWgmma(ImplicitLocOpBuilder &ib);
   SmallVector<Value> scoresMmaSync(ImplicitLocOpBuilder &ib);
   void probabilitiesToTile(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob);
+  SmallVector<Value> probabilityA(ImplicitLocOpBuilder &ib,
+                                  ArrayRef<Value> prob, int64_t kk);
   void valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
                    SmallVectorImpl<Value> &state);
   void valuesMmaSync(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
                      SmallVectorImpl<Value> &state);
   void writeBack(ImplicitLocOpBuilder &ab, ValueRange fin);
 
-  // Fragment helpers.
-  SmallVector<Value> ldmatrix4(ImplicitLocOpBuilder &ib, Value mem, Value r,
-                               Value c, bool trans);
   Value rowReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax);
-  /// The instruction of the scores (its C layout is the softmax's).
-  static const MatrixInstr &scoreInstr(const StepPlan &p) {
-    bool bf16 = p.elem.isBF16();
-    if (p.wgmma)
-      return matrixInstr(bf16 ? MatrixInstrId::WgmmaM64N8K16BF16
-                              : MatrixInstrId::WgmmaM64N8K16F16);
-    return matrixInstr(bf16 ? MatrixInstrId::MmaSyncM16N8K16BF16
-                            : MatrixInstrId::MmaSyncM16N8K16F16);
+  /// Column `col` of fragment element `e`: base + this lane's column + the
+  /// element's.
+  Value fragCol(ImplicitLocOpBuilder &ib, Value base, int64_t col, int64_t e) {
+    return arith::AddIOp::create(
+        ib, arith::AddIOp::create(ib, base, cCol),
+        indexConst(ib, col + MatrixEmitter::elemCoord(ci.col, e)));
   }
-  Value pack(ImplicitLocOpBuilder &ib, Value lo, Value hi);
-  Value accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t odd);
+  Value accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t e);
   Value rowBytes(ImplicitLocOpBuilder &ib, Value view, Value extraRows);
   Value operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info, Value rowBytes,
                     int64_t col, int64_t lbo);
-  Value rowOf(int64_t e) const { return (e % 4) / 2 ? row1 : row0; }
+  /// This lane's row of fragment element `e`.
+  Value rowOf(int64_t e) const { return rows[elemRow[e]]; }
+  int64_t nRows() const { return rowOffsets.size(); }
 
   AttentionStepOp op;
   const ThreadInfo &ti;
   StepPlan p;
+  const FragLayout &ci; ///< the fragments' C layout
+  std::unique_ptr<MatrixEmitter> fragEm, mmaEm;
+  MatrixEmitter &frag, &mma;
   scf::ForOp loop;
   Value q, k, v, acc, mBuf, lBuf;
   ViewInfo qInfo, kInfo, vInfo;
@@ -141,9 +168,12 @@ private:
   bool inTileSkip;
   DenseMap<Operation *, Value> swizzled; // operand root -> swizzled buffer
   Value pTile, corrBuf, halfMax;         // split scores only
-  // Lanes and rows (setUp).
-  std::optional<LaneLayout> lanes;
-  Value rowBase, colPart, colBase, keyBase, row0, row1, owner, negInf;
+  /// Row offsets of a fragment's elements, and each element's.
+  SmallVector<int64_t> rowOffsets, elemRow;
+  // Lanes and rows (setUp): this lane's rows (one per row offset), its
+  // column within a fragment, the first lane of each row.
+  SmallVector<Value> rows;
+  Value rowBase, colPart, colBase, keyBase, cCol, rowLead, owner, negInf;
 };
 
 void FusedStep::swizzleOperands(ArrayRef<memref::AllocaOp> roots) {
@@ -171,12 +201,12 @@ void FusedStep::swizzleOperands(ArrayRef<memref::AllocaOp> roots) {
 /// halves, read as the A operand of P·V) and, after the loop, the second
 /// half's row sums.
 void FusedStep::setUp(ImplicitLocOpBuilder &b) {
-  lanes.emplace(b, ti);
-  Value c8 = indexConst(b, 8);
+  frag.beginFragments(b);
+  const int64_t m = p.frag->m;
   rowBase = arith::MulIOp::create(
-      b, arith::RemUIOp::create(b, lanes->warp, indexConst(b, p.rowBlocks)),
-      indexConst(b, 16));
-  colPart = arith::DivUIOp::create(b, lanes->warp, indexConst(b, p.rowBlocks));
+      b, arith::RemUIOp::create(b, frag.group, indexConst(b, p.rowBlocks)),
+      indexConst(b, m));
+  colPart = arith::DivUIOp::create(b, frag.group, indexConst(b, p.rowBlocks));
   colBase = arith::MulIOp::create(b, colPart, indexConst(b, p.dv / p.colSplit));
   keyBase = p.splitScores
                 ? arith::MulIOp::create(b, colPart, indexConst(b, p.tile / 2))
@@ -192,19 +222,23 @@ void FusedStep::setUp(ImplicitLocOpBuilder &b) {
     pTile = scratch.probs;
     corrBuf = scratch.corr;
   }
-  row0 = arith::AddIOp::create(b, rowBase, lanes->group);
-  row1 = arith::AddIOp::create(b, row0, c8);
-  // The lanes that own m and l of their two rows when writing back.
-  owner = arith::AndIOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lanes->quadPos,
-                            indexConst(b, 0)),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, colPart,
-                            indexConst(b, 0)));
+  cCol = frag.cColLane;
+  Value row = arith::AddIOp::create(b, rowBase, frag.cRowLane);
+  for (int64_t off : rowOffsets)
+    rows.push_back(
+        off == 0
+            ? row
+            : arith::AddIOp::create(b, row, indexConst(b, off)).getResult());
+  // The lanes that own m and l of their rows when writing back.
+  rowLead = frag.rowLeader(b);
+  owner =
+      arith::AndIOp::create(b, rowLead,
+                            arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                  colPart, indexConst(b, 0)));
 }
 
-/// vBlocks x 4 accumulators, m of rows 0/1, l of rows 0/1 (l is a per-lane
-/// partial sum; only the owner lane starts from l[row]). When the
+/// vBlocks fragments of accumulators, m of each row, l of each row (l is a
+/// per-lane partial sum; only the owner lane starts from l[row]). When the
 /// accumulator tile was just zero-filled, the registers start at 0 and the
 /// fill goes: the tile is then only written after the loop (and may share
 /// memory with the tiles the loop reads).
@@ -216,14 +250,14 @@ SmallVector<Value> FusedStep::initialState(ImplicitLocOpBuilder &b) {
     init.assign(p.nAcc(), zeroF);
   } else {
     for (int64_t blk = 0; blk < p.vBlocks; ++blk)
-      for (int64_t i = 0; i < 4; ++i)
+      for (int64_t i = 0; i < ci.elems; ++i)
         init.push_back(memref::LoadOp::create(
-            b, acc, ValueRange{i < 2 ? row0 : row1, accCol(b, blk, i & 1)}));
+            b, acc, ValueRange{rowOf(i), accCol(b, blk, i)}));
   }
   negInf = f32Const(b, -std::numeric_limits<double>::infinity());
-  for (Value r : {row0, row1})
+  for (Value r : rows)
     init.push_back(memref::LoadOp::create(b, mBuf, ValueRange{r}));
-  for (Value r : {row0, row1})
+  for (Value r : rows)
     init.push_back(arith::SelectOp::create(
         b, owner, memref::LoadOp::create(b, lBuf, ValueRange{r}), zeroF));
   return init;
@@ -241,84 +275,96 @@ LogicalResult FusedStep::emit() {
       [&](ImplicitLocOpBuilder &ab, ValueRange fin) { writeBack(ab, fin); });
 }
 
-/// One iteration: scores, the softmax on their fragments (element e =
-/// (block j, i) sits at row row0 (i < 2) or row1, column 8j + 2·(lane % 4)
-/// + (i & 1)), then acc = corr·acc + P·V.
+/// One iteration: scores, the softmax on their fragments, then acc =
+/// corr·acc + P·V. The state is the accumulators, m and l of each row.
 SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
                                    ArrayRef<BlockArgument> args) {
-  const int64_t nAcc = p.nAcc(), nS = p.sBlocks * 4;
+  const int64_t nAcc = p.nAcc();
   SmallVector<Value> scores = p.wgmma ? scoresWgmma(ib) : scoresMmaSync(ib);
-  SmallVector<Value> x(nS), vis(nS);
-  Value mx[2] = {negInf, negInf};
-  for (int64_t j = 0; j < p.sBlocks; ++j)
-    for (int64_t i = 0; i < 4; ++i) {
-      int64_t e = j * 4 + i;
-      Value col = arith::AddIOp::create(
-          ib, arith::AddIOp::create(ib, keyBase, lanes->twoTg),
-          indexConst(ib, j * 8 + (i & 1)));
-      SmallVector<Value> r =
-          inlineRegion(ib, op.getBody(), {rowOf(e), col, scores[e]});
-      x[e] = r[0];
-      vis[e] = r[1];
-      mx[i / 2] = arith::MaximumFOp::create(
-          ib, mx[i / 2], arith::SelectOp::create(ib, vis[e], x[e], negInf));
-    }
-  for (int64_t r = 0; r < 2; ++r)
-    mx[r] = rowReduce(ib, mx[r], true);
-  if (p.splitScores) {
-    // Each half's row maxima to shared memory; the row maximum is the
-    // larger of the two halves'.
-    Value other = arith::SubIOp::create(ib, indexConst(ib, 1), colPart);
-    guarded(ib,
-            arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, lanes->quadPos,
-                                  indexConst(ib, 0)),
-            [&](ImplicitLocOpBuilder &gb) {
-              for (int64_t r = 0; r < 2; ++r)
-                memref::StoreOp::create(gb, mx[r], halfMax,
-                                        ValueRange{colPart, r ? row1 : row0});
-            });
-    gpu::BarrierOp::create(ib);
-    for (int64_t r = 0; r < 2; ++r)
-      mx[r] = arith::MaximumFOp::create(
-          ib, mx[r],
-          memref::LoadOp::create(ib, halfMax,
-                                 ValueRange{other, r ? row1 : row0}));
-  }
-  Value ref[2], corr[2], mNew[2];
-  for (int64_t r = 0; r < 2; ++r) {
-    Value mOld = args[nAcc + r];
-    mNew[r] = arith::MaximumFOp::create(ib, mOld, mx[r]);
-    Value isEmpty =
-        arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, mNew[r], negInf);
-    ref[r] = arith::SelectOp::create(ib, isEmpty, f32Const(ib, 0.0), mNew[r]);
-    corr[r] = math::Exp2Op::create(ib, arith::SubFOp::create(ib, mOld, ref[r]));
-  }
-  SmallVector<Value> prob(nS);
-  Value sum[2] = {f32Const(ib, 0.0), f32Const(ib, 0.0)};
-  for (int64_t e = 0; e < nS; ++e) {
-    int64_t r = (e % 4) / 2;
-    Value ex =
-        math::Exp2Op::create(ib, arith::SubFOp::create(ib, x[e], ref[r]));
-    prob[e] = arith::SelectOp::create(ib, vis[e], ex, f32Const(ib, 0.0));
-    sum[r] = arith::AddFOp::create(ib, sum[r], prob[e]);
-  }
+  SmallVector<Value> mNew, corr, sum;
+  SmallVector<Value> prob = softmax(ib, args, scores, mNew, corr, sum);
   SmallVector<Value> state;
   for (int64_t a = 0; a < nAcc; ++a)
-    state.push_back(arith::MulFOp::create(ib, args[a], corr[(a % 4) / 2]));
+    state.push_back(
+        arith::MulFOp::create(ib, args[a], corr[elemRow[a % ci.elems]]));
   if (p.splitScores)
     probabilitiesToTile(ib, prob);
   if (p.wgmma)
     valuesWgmma(ib, prob, state);
   else
     valuesMmaSync(ib, prob, state);
-  for (int64_t r = 0; r < 2; ++r)
+  for (int64_t r = 0; r < nRows(); ++r)
     state.push_back(mNew[r]);
-  for (int64_t r = 0; r < 2; ++r)
+  for (int64_t r = 0; r < nRows(); ++r)
     state.push_back(arith::AddFOp::create(
-        ib, arith::MulFOp::create(ib, args[nAcc + 2 + r], corr[r]), sum[r]));
+        ib, arith::MulFOp::create(ib, args[nAcc + nRows() + r], corr[r]),
+        sum[r]));
   // The next iteration's copies overwrite the key and value tiles.
   gpu::BarrierOp::create(ib);
   return state;
+}
+
+/// The element function on the score fragments (element e of block j at
+/// rowOf(e), column keyBase + j·n + the layout's), the row maxima (across
+/// the lanes of a row, and with split scores across the halves), the
+/// correction of the old state and the probabilities with their row sums.
+SmallVector<Value>
+FusedStep::softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
+                   ArrayRef<Value> scores, SmallVectorImpl<Value> &mNew,
+                   SmallVectorImpl<Value> &corr, SmallVectorImpl<Value> &sum) {
+  const int64_t nAcc = p.nAcc(), ce = ci.elems, nS = p.sBlocks * ce;
+  SmallVector<Value> x(nS), vis(nS);
+  SmallVector<Value> mx(nRows(), negInf);
+  for (int64_t j = 0; j < p.sBlocks; ++j)
+    for (int64_t i = 0; i < ce; ++i) {
+      int64_t e = j * ce + i;
+      Value col = fragCol(ib, keyBase, j * p.frag->n, i);
+      SmallVector<Value> r =
+          inlineRegion(ib, op.getBody(), {rowOf(i), col, scores[e]});
+      x[e] = r[0];
+      vis[e] = r[1];
+      Value &m = mx[elemRow[i]];
+      m = arith::MaximumFOp::create(
+          ib, m, arith::SelectOp::create(ib, vis[e], x[e], negInf));
+    }
+  for (Value &m : mx)
+    m = rowReduce(ib, m, true);
+  if (p.splitScores) {
+    // Each half's row maxima to shared memory; the row maximum is the
+    // larger of the two halves'.
+    Value other = arith::SubIOp::create(ib, indexConst(ib, 1), colPart);
+    guarded(ib, rowLead, [&](ImplicitLocOpBuilder &gb) {
+      for (int64_t r = 0; r < nRows(); ++r)
+        memref::StoreOp::create(gb, mx[r], halfMax,
+                                ValueRange{colPart, rows[r]});
+    });
+    gpu::BarrierOp::create(ib);
+    for (int64_t r = 0; r < nRows(); ++r)
+      mx[r] = arith::MaximumFOp::create(
+          ib, mx[r],
+          memref::LoadOp::create(ib, halfMax, ValueRange{other, rows[r]}));
+  }
+  SmallVector<Value> ref;
+  for (int64_t r = 0; r < nRows(); ++r) {
+    Value mOld = args[nAcc + r];
+    mNew.push_back(arith::MaximumFOp::create(ib, mOld, mx[r]));
+    Value isEmpty =
+        arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, mNew[r], negInf);
+    ref.push_back(
+        arith::SelectOp::create(ib, isEmpty, f32Const(ib, 0.0), mNew[r]));
+    corr.push_back(
+        math::Exp2Op::create(ib, arith::SubFOp::create(ib, mOld, ref[r])));
+  }
+  SmallVector<Value> prob(nS);
+  sum.assign(nRows(), f32Const(ib, 0.0));
+  for (int64_t e = 0; e < nS; ++e) {
+    int64_t r = elemRow[e % ce];
+    Value ex =
+        math::Exp2Op::create(ib, arith::SubFOp::create(ib, x[e], ref[r]));
+    prob[e] = arith::SelectOp::create(ib, vis[e], ex, f32Const(ib, 0.0));
+    sum[r] = arith::AddFOp::create(ib, sum[r], prob[e]);
+  }
+  return prob;
 }
 
 /// The warpgroup's 64 rows times its key columns, dim / 16 wgmma in one
@@ -329,18 +375,24 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
 /// runs while the next one's product is computed (FlashAttention-3's
 /// ping-pong).
 SmallVector<Value> FusedStep::scoresWgmma(ImplicitLocOpBuilder &ib) {
-  Value wgIdx = arith::DivUIOp::create(ib, lanes->warp, indexConst(ib, 4));
-  // The warpgroup's first row: warp w owns rows 16·(w % RB).
+  const MatrixInstr &wi = p.productInstr();
+  const int64_t warpsPerGroup = wi.lanes / ti.warpSize;
+  Value wgIdx =
+      arith::DivUIOp::create(ib, frag.group, indexConst(ib, warpsPerGroup));
+  // The warpgroup's first row: warp w owns rows m·(w % RB).
   Value wgRows = arith::MulIOp::create(
-      ib, arith::RemUIOp::create(ib, wgIdx, indexConst(ib, p.rowBlocks / 4)),
-      indexConst(ib, 64));
+      ib,
+      arith::RemUIOp::create(ib, wgIdx,
+                             indexConst(ib, p.rowBlocks / warpsPerGroup)),
+      indexConst(ib, wi.m));
   Value qRows = rowBytes(ib, q, wgRows);
   Value kRows = rowBytes(ib, k, keyBase);
-  const int64_t groups = p.splitScores ? 1 : p.warps / 4;
+  const int64_t groups = p.splitScores ? 1 : p.warps / warpsPerGroup;
   auto namedBarrier = [&](Value cond, Value id, bool arrive) {
     guarded(ib, cond, [&](ImplicitLocOpBuilder &gb) {
       Value i32Id = arith::IndexCastUIOp::create(gb, gb.getI32Type(), id);
-      Value count = arith::ConstantIntOp::create(gb, gb.getI32Type(), 256);
+      Value count =
+          arith::ConstantIntOp::create(gb, gb.getI32Type(), 2 * wi.lanes);
       if (arrive)
         NVVM::BarrierArriveOp::create(gb, i32Id, count);
       else
@@ -353,54 +405,51 @@ SmallVector<Value> FusedStep::scoresWgmma(ImplicitLocOpBuilder &ib) {
                                        indexConst(ib, 0)),
                  wgIdx, /*arrive=*/false);
   SmallVector<Value> s;
-  NVVM::WgmmaFenceAlignedOp::create(ib);
-  for (int64_t k0 = 0; k0 < p.dim; k0 += 16)
-    s = wgmma(ib, p.elem, p.sBlocks * 8, s,
-              operandDesc(ib, qInfo, qRows, k0, 16), {},
-              operandDesc(ib, kInfo, kRows, k0, 16), /*transB=*/false);
-  NVVM::WgmmaGroupSyncAlignedOp::create(ib);
+  mma.fence(ib);
+  for (int64_t k0 = 0; k0 < p.dim; k0 += wi.k)
+    s = mma.multiplyAsync(ib, p.sBlocks * wi.n, s,
+                          operandDesc(ib, qInfo, qRows, k0, 16), {},
+                          operandDesc(ib, kInfo, kRows, k0, 16),
+                          /*bMNMajor=*/false);
+  mma.commit(ib);
   if (groups > 1)
     namedBarrier(arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, wgIdx,
                                        indexConst(ib, groups - 1)),
                  arith::AddIOp::create(ib, wgIdx, indexConst(ib, 1)),
                  /*arrive=*/true);
-  NVVM::WgmmaWaitGroupSyncOp::create(ib, 0);
-  return registerFence(ib, s);
+  mma.wait(ib, 0);
+  return mma.fenceRegisters(ib, s);
 }
 
-/// This warp's 16 rows times its key columns (all, or its half from
+/// This warp's m rows times its key columns (all, or its half from
 /// keyBase with split scores). With few score fragments (a narrow key
 /// tile), consecutive k-steps go to `kSplit` separate accumulator sets,
 /// summed at the end, so that enough independent mma.sync chains are in
 /// flight.
 SmallVector<Value> FusedStep::scoresMmaSync(ImplicitLocOpBuilder &ib) {
-  const int64_t nS = p.sBlocks * 4;
-  const int64_t kSplit = p.sBlocks < 8 && p.dim % 32 == 0 ? 2 : 1;
+  const MatrixInstr &mi = *p.frag;
+  const int64_t ce = ci.elems, nS = p.sBlocks * ce;
+  const int64_t perLoad = frag.bTilesPerLoad();
+  const int64_t kSplit = p.sBlocks < 8 && p.dim % (2 * mi.k) == 0 ? 2 : 1;
   SmallVector<Value> sInit(nS * kSplit, f32Const(ib, 0.0));
   auto kLoop = scf::ForOp::create(
-      ib, indexConst(ib, 0), indexConst(ib, p.dim), indexConst(ib, 16 * kSplit),
-      sInit, [&](OpBuilder &nb, Location l, Value kBase, ValueRange sAcc) {
+      ib, indexConst(ib, 0), indexConst(ib, p.dim),
+      indexConst(ib, mi.k * kSplit), sInit,
+      [&](OpBuilder &nb, Location l, Value kBase, ValueRange sAcc) {
         ImplicitLocOpBuilder kb(l, nb);
         SmallVector<Value> next(sAcc.begin(), sAcc.end());
         for (int64_t part = 0; part < kSplit; ++part) {
           Value k0 =
-              arith::AddIOp::create(kb, kBase, indexConst(kb, 16 * part));
-          SmallVector<Value> aRegs = ldmatrix4(
-              kb, q, arith::AddIOp::create(kb, rowBase, lanes->lane16),
-              arith::AddIOp::create(kb, k0, lanes->laneHi8), false);
-          for (int64_t jp = 0; jp < p.sBlocks / 2; ++jp) {
-            SmallVector<Value> bRegs = ldmatrix4(
-                kb, k,
-                arith::AddIOp::create(
-                    kb,
-                    arith::AddIOp::create(kb, keyBase, indexConst(kb, jp * 16)),
-                    arith::AddIOp::create(kb, lanes->laneHi8, lanes->lane8)),
-                arith::AddIOp::create(kb, k0, lanes->laneMid8), false);
-            for (int64_t h = 0; h < 2; ++h) {
-              int64_t at = (part * p.sBlocks + 2 * jp + h) * 4;
-              SmallVector<Value> res = mmaM16N8K16(
-                  kb, p.elem, aRegs, {bRegs[2 * h], bRegs[2 * h + 1]},
-                  ArrayRef<Value>(next).slice(at, 4));
+              arith::AddIOp::create(kb, kBase, indexConst(kb, mi.k * part));
+          SmallVector<Value> aRegs = frag.loadA(kb, q, rowBase, k0);
+          for (int64_t jp = 0; jp < p.sBlocks / perLoad; ++jp) {
+            SmallVector<SmallVector<Value>> bRegs =
+                frag.loadB(kb, k, k0, keyBase, jp * perLoad * mi.n,
+                           /*nMajor=*/true);
+            for (int64_t h = 0; h < perLoad; ++h) {
+              int64_t at = (part * p.sBlocks + perLoad * jp + h) * ce;
+              SmallVector<Value> res = frag.multiply(
+                  kb, aRegs, bRegs[h], ArrayRef<Value>(next).slice(at, ce));
               llvm::copy(res, next.begin() + at);
             }
           }
@@ -416,53 +465,60 @@ SmallVector<Value> FusedStep::scoresMmaSync(ImplicitLocOpBuilder &ib) {
   return scores;
 }
 
-/// Split scores: this half of P to the probability tile; after the barrier
-/// each warp reads all of its rows' P as the A operand.
+/// Split scores: this half of P to the probability tile (runs of a
+/// fragment's elements along a row as one vector store); after the
+/// barrier each warp reads all of its rows' P as the A operand.
 void FusedStep::probabilitiesToTile(ImplicitLocOpBuilder &ib,
                                     ArrayRef<Value> prob) {
+  const int64_t ce = ci.elems;
   for (int64_t j = 0; j < p.sBlocks; ++j)
-    for (int64_t h = 0; h < 2; ++h) {
-      Value col = arith::AddIOp::create(
-          ib, arith::AddIOp::create(ib, keyBase, lanes->twoTg),
-          indexConst(ib, j * 8));
-      Value pair = vector::FromElementsOp::create(
-          ib, VectorType::get({2}, p.elem),
-          ValueRange{castFloat(ib, prob[j * 4 + 2 * h], p.elem),
-                     castFloat(ib, prob[j * 4 + 2 * h + 1], p.elem)});
-      vector::StoreOp::create(ib, pair, pTile,
-                              ValueRange{h ? row1 : row0, col});
+    for (int64_t i = 0; i < ce;) {
+      int64_t len = 1;
+      while (i + len < ce && elemRow[i + len] == elemRow[i] &&
+             MatrixEmitter::elemCoord(ci.col, i + len) ==
+                 MatrixEmitter::elemCoord(ci.col, i) + len)
+        ++len;
+      SmallVector<Value> elems;
+      for (int64_t e = i; e < i + len; ++e)
+        elems.push_back(castFloat(ib, prob[j * ce + e], p.elem));
+      Value run = vector::FromElementsOp::create(
+          ib, VectorType::get({len}, p.elem), elems);
+      vector::StoreOp::create(
+          ib, run, pTile,
+          ValueRange{rowOf(i), fragCol(ib, keyBase, j * p.frag->n, i)});
+      i += len;
     }
   gpu::BarrierOp::create(ib);
 }
 
-/// acc += P·V by wgmma: the probabilities are the A registers (the m16n8
-/// accumulator layout is the A fragment layout); V is an MN-major operand:
-/// 64-column blocks R·128 bytes apart, 8-key groups 1024 apart. This
-/// warpgroup's value columns [colBase, colBase + dv / colSplit) in steps of
-/// at most 256 columns.
+/// The A fragment of P·V's key step `kk`: this warp's probabilities in
+/// registers (the scores' C fragments are the A fragment, plan.pAsA), or
+/// with split scores both halves from the probability tile.
+SmallVector<Value> FusedStep::probabilityA(ImplicitLocOpBuilder &ib,
+                                           ArrayRef<Value> prob, int64_t kk) {
+  const MatrixInstr &mi = *p.frag;
+  if (p.splitScores)
+    return frag.loadA(ib, pTile, rowBase, indexConst(ib, kk * mi.k));
+  SmallVector<Value> elems;
+  for (AccElement at : p.pAsA)
+    elems.push_back(prob[(kk * (mi.k / mi.n) + at.tile) * ci.elems + at.elem]);
+  return frag.packA(ib, elems);
+}
+
+/// acc += P·V by wgmma: the probabilities are the A registers; V is an
+/// MN-major operand: 64-column blocks R·128 bytes apart, 8-key groups 1024
+/// apart. This warpgroup's value columns [colBase, colBase + dv /
+/// colSplit) in steps of at most 256 columns.
 void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
                             SmallVectorImpl<Value> &state) {
+  const MatrixInstr &wi = p.productInstr();
   const int64_t nAcc = p.nAcc();
   SmallVector<Value> regs(state.begin(), state.end());
-  for (int64_t kk = 0; kk < p.tile / 16; ++kk) {
-    if (p.splitScores) {
-      // Both halves of P from the probability tile.
-      for (Value r : ldmatrix4(
-               ib, pTile, arith::AddIOp::create(ib, rowBase, lanes->lane16),
-               arith::AddIOp::create(ib, indexConst(ib, kk * 16),
-                                     lanes->laneHi8),
-               false))
-        regs.push_back(asI32(ib, r));
-      continue;
-    }
-    int64_t j0 = 2 * kk * 4, j1 = (2 * kk + 1) * 4;
-    for (Value r : {pack(ib, prob[j0], prob[j0 + 1]),
-                    pack(ib, prob[j0 + 2], prob[j0 + 3]),
-                    pack(ib, prob[j1], prob[j1 + 1]),
-                    pack(ib, prob[j1 + 2], prob[j1 + 3])})
+  for (int64_t kk = 0; kk < p.tile / wi.k; ++kk)
+    for (Value r : probabilityA(ib, prob, kk))
       regs.push_back(asI32(ib, r));
-  }
-  regs = registerFence(ib, regs);
+  const int64_t aRegCount = (int64_t(regs.size()) - nAcc) / (p.tile / wi.k);
+  regs = mma.fenceRegisters(ib, regs);
   state.assign(regs.begin(), regs.begin() + nAcc);
   const int64_t cols = p.dv / p.colSplit;
   const int64_t chunk = std::min<int64_t>(cols, 256);
@@ -473,11 +529,12 @@ void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
       arith::MulIOp::create(
           ib, arith::DivUIOp::create(ib, colBase, indexConst(ib, 64)),
           indexConst(ib, vRootRows * 128)));
-  NVVM::WgmmaFenceAlignedOp::create(ib);
-  for (int64_t kk = 0; kk < p.tile / 16; ++kk) {
+  mma.fence(ib);
+  for (int64_t kk = 0; kk < p.tile / wi.k; ++kk) {
     Value vRows = arith::AddIOp::create(
-        ib, rowBytes(ib, v, indexConst(ib, kk * 16)), colBlockBytes);
-    ArrayRef<Value> aRegs = ArrayRef<Value>(regs).slice(nAcc + kk * 4, 4);
+        ib, rowBytes(ib, v, indexConst(ib, kk * wi.k)), colBlockBytes);
+    ArrayRef<Value> aRegs =
+        ArrayRef<Value>(regs).slice(nAcc + kk * aRegCount, aRegCount);
     for (int64_t n0 = 0; n0 < cols; n0 += chunk) {
       int64_t n = std::min(chunk, cols - n0);
       // An MN-major descriptor starts at a 64-column block.
@@ -489,61 +546,43 @@ void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
               ib, vRows,
               arith::ConstantIntOp::create(ib, ib.getI64Type(),
                                            c / 64 * vRootRows * 128)));
-      SmallVector<Value> res =
-          wgmma(ib, p.elem, n, ArrayRef<Value>(state).slice(n0 / 2, n / 2),
-                Value(), aRegs, wgmmaDescriptor(ib, addr, vLbo, 1024),
-                /*transB=*/true);
-      llvm::copy(res, state.begin() + n0 / 2);
+      // n columns: n / 8 blocks of the warp's fragment.
+      const int64_t first = n0 / wi.n * ci.elems, count = n / wi.n * ci.elems;
+      SmallVector<Value> res = mma.multiplyAsync(
+          ib, n, ArrayRef<Value>(state).slice(first, count), Value(), aRegs,
+          mma.descriptor(ib, addr, vLbo, 1024), /*bMNMajor=*/true);
+      llvm::copy(res, state.begin() + first);
     }
   }
-  NVVM::WgmmaGroupSyncAlignedOp::create(ib);
-  NVVM::WgmmaWaitGroupSyncOp::create(ib, 0);
-  SmallVector<Value> done = registerFence(ib, state);
+  mma.commit(ib);
+  mma.wait(ib, 0);
+  SmallVector<Value> done = mma.fenceRegisters(ib, state);
   state.assign(done.begin(), done.end());
 }
 
-/// acc += P·V by mma.sync over the key tile in steps of 16 keys; V read
-/// transposed with ldmatrix.
+/// acc += P·V by mma.sync over the key tile in steps of k keys; V read
+/// K x N (transposed ldmatrix).
 void FusedStep::valuesMmaSync(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
                               SmallVectorImpl<Value> &state) {
-  for (int64_t kk = 0; kk < p.tile / 16; ++kk) {
-    SmallVector<Value> aRegs;
-    if (p.splitScores) {
-      aRegs = ldmatrix4(
-          ib, pTile, arith::AddIOp::create(ib, rowBase, lanes->lane16),
-          arith::AddIOp::create(ib, indexConst(ib, kk * 16), lanes->laneHi8),
-          false);
-    } else {
-      int64_t j0 = 2 * kk * 4, j1 = (2 * kk + 1) * 4;
-      aRegs = {pack(ib, prob[j0], prob[j0 + 1]),
-               pack(ib, prob[j0 + 2], prob[j0 + 3]),
-               pack(ib, prob[j1], prob[j1 + 1]),
-               pack(ib, prob[j1 + 2], prob[j1 + 3])};
-    }
-    for (int64_t dp = 0; dp < p.vBlocks / 2; ++dp) {
-      SmallVector<Value> bRegs = ldmatrix4(
-          ib, v,
-          arith::AddIOp::create(
-              ib, indexConst(ib, kk * 16),
-              arith::AddIOp::create(ib, lanes->laneMid8, lanes->lane8)),
-          arith::AddIOp::create(ib, colBase,
-                                arith::AddIOp::create(ib,
-                                                      indexConst(ib, dp * 16),
-                                                      lanes->laneHi8)),
-          true);
-      for (int64_t h = 0; h < 2; ++h) {
-        int64_t blk = 2 * dp + h;
-        SmallVector<Value> res =
-            mmaM16N8K16(ib, p.elem, aRegs, {bRegs[2 * h], bRegs[2 * h + 1]},
-                        ArrayRef<Value>(state).slice(blk * 4, 4));
-        for (int64_t i = 0; i < 4; ++i)
-          state[blk * 4 + i] = res[i];
+  const MatrixInstr &mi = *p.frag;
+  const int64_t ce = ci.elems, perLoad = frag.bTilesPerLoad();
+  for (int64_t kk = 0; kk < p.tile / mi.k; ++kk) {
+    SmallVector<Value> aRegs = probabilityA(ib, prob, kk);
+    for (int64_t dp = 0; dp < p.vBlocks / perLoad; ++dp) {
+      SmallVector<SmallVector<Value>> bRegs =
+          frag.loadB(ib, v, indexConst(ib, kk * mi.k), colBase,
+                     dp * perLoad * mi.n, /*nMajor=*/false);
+      for (int64_t h = 0; h < perLoad; ++h) {
+        int64_t blk = perLoad * dp + h;
+        SmallVector<Value> res = frag.multiply(
+            ib, aRegs, bRegs[h], ArrayRef<Value>(state).slice(blk * ce, ce));
+        llvm::copy(res, state.begin() + blk * ce);
       }
     }
   }
 }
 
-/// The accumulators, maxima and (quad-reduced) sums back to their tiles;
+/// The accumulators, maxima and (row-reduced) sums back to their tiles;
 /// with split scores the second half's row sums join the first's through
 /// the correction buffer.
 void FusedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
@@ -554,69 +593,50 @@ void FusedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
   if (inTileSkip)
     gpu::BarrierOp::create(ab);
   for (int64_t blk = 0; blk < p.vBlocks; ++blk)
-    for (int64_t i = 0; i < 4; ++i)
-      memref::StoreOp::create(
-          ab, fin[blk * 4 + i], acc,
-          ValueRange{i < 2 ? row0 : row1, accCol(ab, blk, i & 1)});
-  Value lTot[2] = {rowReduce(ab, fin[nAcc + 2], false),
-                   rowReduce(ab, fin[nAcc + 3], false)};
+    for (int64_t i = 0; i < ci.elems; ++i)
+      memref::StoreOp::create(ab, fin[blk * ci.elems + i], acc,
+                              ValueRange{rowOf(i), accCol(ab, blk, i)});
+  SmallVector<Value> lTot;
+  for (int64_t r = 0; r < nRows(); ++r)
+    lTot.push_back(rowReduce(ab, fin[nAcc + nRows() + r], false));
   if (p.splitScores) {
     Value second = arith::AndIOp::create(
-        ab,
-        arith::CmpIOp::create(ab, arith::CmpIPredicate::eq, lanes->quadPos,
-                              indexConst(ab, 0)),
+        ab, rowLead,
         arith::CmpIOp::create(ab, arith::CmpIPredicate::eq, colPart,
                               indexConst(ab, 1)));
     guarded(ab, second, [&](ImplicitLocOpBuilder &ib) {
-      for (int64_t r = 0; r < 2; ++r)
-        memref::StoreOp::create(ib, lTot[r], corrBuf,
-                                ValueRange{r ? row1 : row0});
+      for (int64_t r = 0; r < nRows(); ++r)
+        memref::StoreOp::create(ib, lTot[r], corrBuf, ValueRange{rows[r]});
     });
     gpu::BarrierOp::create(ab);
-    for (int64_t r = 0; r < 2; ++r)
+    for (int64_t r = 0; r < nRows(); ++r)
       lTot[r] = arith::AddFOp::create(
           ab, lTot[r],
-          memref::LoadOp::create(ab, corrBuf, ValueRange{r ? row1 : row0}));
+          memref::LoadOp::create(ab, corrBuf, ValueRange{rows[r]}));
   }
   guarded(ab, owner, [&](ImplicitLocOpBuilder &ib) {
-    for (int64_t r = 0; r < 2; ++r) {
-      memref::StoreOp::create(ib, fin[nAcc + r], mBuf,
-                              ValueRange{r ? row1 : row0});
-      memref::StoreOp::create(ib, lTot[r], lBuf, ValueRange{r ? row1 : row0});
+    for (int64_t r = 0; r < nRows(); ++r) {
+      memref::StoreOp::create(ib, fin[nAcc + r], mBuf, ValueRange{rows[r]});
+      memref::StoreOp::create(ib, lTot[r], lBuf, ValueRange{rows[r]});
     }
   });
   gpu::BarrierOp::create(ab);
 }
 
-SmallVector<Value> FusedStep::ldmatrix4(ImplicitLocOpBuilder &ib, Value mem,
-                                        Value r, Value c, bool trans) {
-  Value frag = nvgpu::LdMatrixOp::create(
-      ib, VectorType::get({4, 2}, p.elem), mem, ValueRange{r, c},
-      ib.getBoolAttr(trans), ib.getI32IntegerAttr(4));
-  SmallVector<Value> regs;
-  for (int64_t i = 0; i < 4; ++i)
-    regs.push_back(mmaOperand(
-        ib, vector::ExtractOp::create(ib, frag, ArrayRef<int64_t>{i})));
-  return regs;
-}
-
-/// Over the lanes that share an accumulator row (the instruction's C
-/// layout: the four lanes of a quad).
+/// Over the lanes that share an accumulator row (the C layout's: the four
+/// lanes of a quad for m16n8).
 Value FusedStep::rowReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax) {
-  return reduceAcrossRow(ib, scoreInstr(p), ti.warpSize, x, isMax);
+  return reduceAcrossRow(ib, *p.frag, ti.warpSize, x, isMax);
 }
 
-Value FusedStep::pack(ImplicitLocOpBuilder &ib, Value lo, Value hi) {
-  return mmaOperand(ib, vector::FromElementsOp::create(
-                            ib, VectorType::get({2}, p.elem),
-                            ValueRange{castFloat(ib, lo, p.elem),
-                                       castFloat(ib, hi, p.elem)}));
-}
-
-Value FusedStep::accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t odd) {
+/// The value column of accumulator element `e` of block `blk`.
+Value FusedStep::accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t e) {
   return arith::AddIOp::create(
       ib, colBase,
-      arith::AddIOp::create(ib, lanes->twoTg, indexConst(ib, blk * 8 + odd)));
+      arith::AddIOp::create(
+          ib, cCol,
+          indexConst(ib,
+                     blk * p.frag->n + MatrixEmitter::elemCoord(ci.col, e))));
 }
 
 /// Bytes from the start of a swizzled operand to row `extraRows` of `view`.
@@ -639,10 +659,17 @@ Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
       arith::AddIOp::create(
           ib, rowBytes,
           arith::ConstantIntOp::create(ib, ib.getI64Type(), off)));
-  return wgmmaDescriptor(ib, addr, lbo, 1024);
+  return mma.descriptor(ib, addr, lbo, 1024);
 }
 
 } // namespace
+
+const MatrixInstr &StepPlan::productInstr() const {
+  if (!wgmma)
+    return *frag;
+  return matrixInstr(elem.isBF16() ? MatrixInstrId::WgmmaM64N8K16BF16
+                                   : MatrixInstrId::WgmmaM64N8K16F16);
+}
 
 FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
                                                bool wgmmaAllowed, Location loc,
@@ -661,30 +688,48 @@ FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
   p.warps = shape.warps;
   if (!(p.elem.isBF16() || p.elem.isF16()))
     return refuse(loc, "mma.sync takes bf16/f16 operands");
-  if (p.rows % 16 || p.tile % 16 || p.dim % 16 || p.rows == 0)
-    return refuse(loc, "rows, key tile and head width must be multiples of 16");
-  if (p.warps % (p.rows / 16) != 0)
-    return refuse(loc, "the warps do not split evenly over the 16-row blocks");
-  p.rowBlocks = p.rows / 16;
+  const MatrixInstr &mi =
+      matrixInstr(p.elem.isBF16() ? MatrixInstrId::MmaSyncM16N8K16BF16
+                                  : MatrixInstrId::MmaSyncM16N8K16F16);
+  p.frag = &mi;
+  if (!accumulatorsAsA(mi, mi, p.pAsA))
+    return refuse(loc, Twine(mi.mnemonic) +
+                           "'s accumulators are not its A fragment");
+  if (p.rows % mi.m || p.tile % mi.k || p.dim % mi.k || p.rows == 0)
+    return refuse(loc, "rows, key tile and head width must be multiples of " +
+                           Twine(mi.m));
+  if (p.warps % (p.rows / mi.m) != 0)
+    return refuse(loc, "the warps do not split evenly over the " + Twine(mi.m) +
+                           "-row blocks");
+  p.rowBlocks = p.rows / mi.m;
   p.colSplit = p.warps / p.rowBlocks;
   // Warps that share a row block all compute its scores: measured on the
   // H200 (decode, 16 rows), four-fold redundant Q·Kᵀ (4 warps) is 1.3x
   // slower than the shared-memory phases, two-fold is not.
   if (p.colSplit > 2)
-    return refuse(loc, "more than two warps per 16-row block");
-  if (p.dv % (16 * p.colSplit) != 0)
+    return refuse(loc, "more than two warps per " + Twine(mi.m) + "-row block");
+  // The B fragments of two n-column tiles load together (ldmatrix.x4).
+  if (p.dv % (2 * mi.n * p.colSplit) != 0)
     return refuse(loc, "the value width does not split over the warps of a "
-                       "row block in 16-column steps");
+                       "row block in " +
+                           Twine(2 * mi.n) + "-column steps");
   // Two warps per row block split the key columns of the scores (each
   // computes half, row maxima and probabilities meet in shared memory)
-  // when the halves are whole 16-key steps; otherwise both compute all.
-  p.splitScores = p.colSplit == 2 && p.tile % 32 == 0;
-  p.sBlocks = p.splitScores ? p.tile / 16 : p.tile / 8;
-  p.vBlocks = p.dv / p.colSplit / 8;
-  if (p.sBlocks * 4 > 64 || p.vBlocks * 4 > 128)
+  // when the halves are whole k-key steps; otherwise both compute all.
+  p.splitScores = p.colSplit == 2 && p.tile % (2 * mi.k) == 0;
+  p.sBlocks = (p.splitScores ? p.tile / 2 : p.tile) / mi.n;
+  p.vBlocks = p.dv / p.colSplit / mi.n;
+  if (p.sBlocks * mi.c.elems > 64 || p.vBlocks * mi.c.elems > 128)
     return refuse(loc, "the score or accumulator fragments would not fit the "
                        "register file");
-  p.wgmma = wgmmaAllowed && p.warps % 4 == 0 && p.rowBlocks % 4 == 0 &&
+  // Warpgroup MMA: its register A fragment and C are the warps' m16n8
+  // fragments stacked (the same elements per lane).
+  const MatrixInstr &wi =
+      matrixInstr(p.elem.isBF16() ? MatrixInstrId::WgmmaM64N8K16BF16
+                                  : MatrixInstrId::WgmmaM64N8K16F16);
+  SmallVector<AccElement> wgmmaPAsA;
+  p.wgmma = wgmmaAllowed && accumulatorsAsA(wi, wi, wgmmaPAsA) &&
+            wgmmaPAsA == p.pAsA && p.warps % 4 == 0 && p.rowBlocks % 4 == 0 &&
             (p.colSplit == 1 || p.splitScores) && p.dim % 64 == 0 &&
             (p.dv / p.colSplit) % 64 == 0 && p.tile <= 256;
   if (wgmmaAllowed && !p.wgmma) {

@@ -26,13 +26,31 @@ Value mmaOperand(ImplicitLocOpBuilder &b, Value pair) {
   return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
 }
 
-LaneLayout::LaneLayout(ImplicitLocOpBuilder &b, const ThreadInfo &ti) {
-  Value c2 = indexConst(b, 2), c8 = indexConst(b, 8);
+void LaneLayout::warpAndLane(ImplicitLocOpBuilder &b, const ThreadInfo &ti) {
   warp = arith::DivUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
   lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+}
+
+LaneLayout::LaneLayout(ImplicitLocOpBuilder &b, const ThreadInfo &ti) {
+  warpAndLane(b, ti);
   group = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   quadPos = arith::RemUIOp::create(b, lane, indexConst(b, 4));
-  twoTg = arith::MulIOp::create(b, quadPos, c2);
+  twoTg = arith::MulIOp::create(b, quadPos, indexConst(b, 2));
+  ldmatrixOffsets(b);
+}
+
+LaneLayout::LaneLayout(ImplicitLocOpBuilder &b, const ThreadInfo &ti,
+                       MatrixEmitter &em) {
+  warpAndLane(b, ti);
+  em.group = warp;
+  em.lane = lane;
+  group = em.cRowLane = em.laneCoord(b, em.instr.c.row);
+  twoTg = em.cColLane = em.laneCoord(b, em.instr.c.col);
+  ldmatrixOffsets(b);
+}
+
+void LaneLayout::ldmatrixOffsets(ImplicitLocOpBuilder &b) {
+  Value c2 = indexConst(b, 2), c8 = indexConst(b, 8);
   lane16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
   lane8 = arith::RemUIOp::create(b, lane, c8);
   laneHi8 = arith::MulIOp::create(
@@ -150,7 +168,79 @@ public:
                        SmallVector<Value>(acc.begin(), acc.end()));
   }
 
+  // The fragment interface (the fused attention step): operands from
+  // workgroup tiles by ldmatrix.x4, whose four 8x8 matrices are one A
+  // fragment or the B fragments of two n8 tiles.
+  void beginFragments(ImplicitLocOpBuilder &b) override {
+    lanes.emplace(b, ti, *this);
+    MLIRContext *ctx = b.getContext();
+    elem = instr.type == MatrixType::F16 ? Type(Float16Type::get(ctx))
+                                         : Type(BFloat16Type::get(ctx));
+  }
+  bool multipliesFragments() const override { return true; }
+  SmallVector<Value> multiply(ImplicitLocOpBuilder &b, ValueRange a,
+                              ValueRange bFrag, ValueRange acc) override {
+    return mmaM16N8K16(b, elem, SmallVector<Value>(a),
+                       SmallVector<Value>(bFrag), SmallVector<Value>(acc));
+  }
+  /// Lane l addresses row m0 + l % 16, column k0 + 8·(l / 16).
+  SmallVector<Value> loadA(ImplicitLocOpBuilder &b, Value mem, Value m0,
+                           Value k0) override {
+    return ldmatrix4(b, mem, arith::AddIOp::create(b, m0, lanes->lane16),
+                     arith::AddIOp::create(b, k0, lanes->laneHi8), false);
+  }
+  /// N x K: lane l addresses row n0 + nOffset + 8·(l / 16) + l % 8, column
+  /// k0 + 8·((l / 8) % 2); K x N: transposed, row k0 + 8·((l / 8) % 2) +
+  /// l % 8, column n0 + nOffset + 8·(l / 16).
+  SmallVector<SmallVector<Value>> loadB(ImplicitLocOpBuilder &b, Value mem,
+                                        Value k0, Value n0, int64_t nOffset,
+                                        bool nMajor) override {
+    Value off = indexConst(b, nOffset);
+    SmallVector<Value> regs =
+        nMajor
+            ? ldmatrix4(
+                  b, mem,
+                  arith::AddIOp::create(
+                      b, arith::AddIOp::create(b, n0, off),
+                      arith::AddIOp::create(b, lanes->laneHi8, lanes->lane8)),
+                  arith::AddIOp::create(b, k0, lanes->laneMid8), false)
+            : ldmatrix4(
+                  b, mem,
+                  arith::AddIOp::create(
+                      b, k0,
+                      arith::AddIOp::create(b, lanes->laneMid8, lanes->lane8)),
+                  arith::AddIOp::create(
+                      b, n0, arith::AddIOp::create(b, off, lanes->laneHi8)),
+                  true);
+    return {{regs[0], regs[1]}, {regs[2], regs[3]}};
+  }
+  int64_t bTilesPerLoad() const override { return 2; }
+  /// Two elements per register.
+  SmallVector<Value> packA(ImplicitLocOpBuilder &b,
+                           ArrayRef<Value> elems) override {
+    SmallVector<Value> regs;
+    for (size_t i = 0; i + 1 < elems.size(); i += 2)
+      regs.push_back(
+          mmaOperand(b, vector::FromElementsOp::create(
+                            b, VectorType::get({2}, elem),
+                            ValueRange{castFloat(b, elems[i], elem),
+                                       castFloat(b, elems[i + 1], elem)})));
+    return regs;
+  }
+
 private:
+  SmallVector<Value> ldmatrix4(ImplicitLocOpBuilder &b, Value mem, Value r,
+                               Value c, bool trans) {
+    Value frag = nvgpu::LdMatrixOp::create(
+        b, VectorType::get({4, 2}, elem), mem, ValueRange{r, c},
+        b.getBoolAttr(trans), b.getI32IntegerAttr(4));
+    SmallVector<Value> regs;
+    for (int64_t i = 0; i < 4; ++i)
+      regs.push_back(mmaOperand(
+          b, vector::ExtractOp::create(b, frag, ArrayRef<int64_t>{i})));
+    return regs;
+  }
+
   std::optional<LaneLayout> lanes;
   Type elem;
   bool useLdmatrix = false;

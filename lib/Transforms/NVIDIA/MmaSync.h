@@ -21,6 +21,15 @@ struct LaneLayout {
       laneMid8;
 
   LaneLayout(mlir::ImplicitLocOpBuilder &b, const ThreadInfo &ti);
+  /// The fragment interface's (MatrixEmitter::beginFragments): the
+  /// accumulator row and column parts from `em`'s C layout, built between
+  /// the lane and the ldmatrix offsets.
+  LaneLayout(mlir::ImplicitLocOpBuilder &b, const ThreadInfo &ti,
+             MatrixEmitter &em);
+
+private:
+  void warpAndLane(mlir::ImplicitLocOpBuilder &b, const ThreadInfo &ti);
+  void ldmatrixOffsets(mlir::ImplicitLocOpBuilder &b);
 };
 
 /// Packs a vector<2xbf16> into the i32 register mma.sync takes, or keeps a

@@ -8,8 +8,10 @@
 #define MLA_LIB_TRANSFORMS_NVIDIA_NVIDIA_H
 
 #include "../GPU/GPUCommon.h"
+#include "mla/Target/MatrixInstr.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <string>
 
@@ -36,12 +38,21 @@ void markGlobalVectorAlignment(GridOp grid);
 struct StepPlan {
   mlir::Type elem;
   int64_t rows, dim, tile, dv, warps;
-  int64_t rowBlocks, colSplit; ///< 16-row blocks; warps per row block
+  /// The warp's instruction (mma.sync m16n8k16): its fragments are the
+  /// step's registers, also under warpgroup MMA, whose C and register-A
+  /// layouts are four warps' of it stacked.
+  const MatrixInstr *frag = nullptr;
+  /// Where the scores' accumulators are the A fragment of P·V
+  /// (accumulatorsAsA; score tiles counted within a key step).
+  llvm::SmallVector<AccElement> pAsA;
+  int64_t rowBlocks, colSplit; ///< m-row blocks; warps per row block
   bool splitScores;            ///< two warps per row block split the keys
-  int64_t sBlocks;             ///< a warp's 16x8 score fragments
-  int64_t vBlocks;             ///< a warp's 16x8 accumulator fragments
+  int64_t sBlocks;             ///< a warp's m x n score fragments
+  int64_t vBlocks;             ///< a warp's m x n accumulator fragments
   bool wgmma;                  ///< both products by warpgroup MMA
-  int64_t nAcc() const { return vBlocks * 4; }
+  int64_t nAcc() const { return vBlocks * frag->c.elems; }
+  /// The instruction of both products (warpgroup MMA or `frag`).
+  const MatrixInstr &productInstr() const;
 };
 
 /// The register-fused strategy for `shape` (warpgroup MMA where

@@ -303,4 +303,59 @@ SmallVector<Value> wgmma(ImplicitLocOpBuilder &b, Type elem, int64_t n,
     out.push_back(LLVM::ExtractValueOp::create(b, asmOp.getResult(0), i));
   return out;
 }
+
+namespace {
+/// Warpgroup MMA through the emitter interface: the products are
+/// asynchronous (fence, commit, wait) and read B, and A unless it comes
+/// from registers, through 128-byte-swizzle descriptors.
+class WgmmaEmitter : public MatrixEmitter {
+public:
+  WgmmaEmitter(const MatrixInstr &mi, const ThreadInfo &ti)
+      : MatrixEmitter(mi, ti) {
+    MLIRContext *ctx = ti.tid.getContext();
+    elem = mi.type == MatrixType::F16 ? Type(Float16Type::get(ctx))
+                                      : Type(BFloat16Type::get(ctx));
+  }
+
+  /// mla.matmul never picks warpgroup MMA (matmulInstr).
+  SmallVector<Value> step(ImplicitLocOpBuilder &, MatmulOp, const AccTile &,
+                          Value, ValueRange acc) override {
+    assert(false && "warpgroup MMA lowers no mla.matmul");
+    return SmallVector<Value>(acc);
+  }
+
+  bool multipliesAsync() const override { return true; }
+  Value descriptor(ImplicitLocOpBuilder &b, Value addr, int64_t lbo,
+                   int64_t sbo) override {
+    return wgmmaDescriptor(b, addr, lbo, sbo);
+  }
+  SmallVector<Value> multiplyAsync(ImplicitLocOpBuilder &b, int64_t n,
+                                   ArrayRef<Value> acc, Value aDesc,
+                                   ArrayRef<Value> aRegs, Value bDesc,
+                                   bool bMNMajor) override {
+    return wgmma(b, elem, n, acc, aDesc, aRegs, bDesc, bMNMajor);
+  }
+  void fence(ImplicitLocOpBuilder &b) override {
+    NVVM::WgmmaFenceAlignedOp::create(b);
+  }
+  void commit(ImplicitLocOpBuilder &b) override {
+    NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  }
+  void wait(ImplicitLocOpBuilder &b, int64_t pending) override {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, pending);
+  }
+  SmallVector<Value> fenceRegisters(ImplicitLocOpBuilder &b,
+                                    ArrayRef<Value> regs) override {
+    return registerFence(b, regs);
+  }
+
+private:
+  Type elem;
+};
+} // namespace
+
+std::unique_ptr<MatrixEmitter> createWgmmaEmitter(const MatrixInstr &mi,
+                                                  const ThreadInfo &ti) {
+  return std::make_unique<WgmmaEmitter>(mi, ti);
+}
 } // namespace mla::nvidia

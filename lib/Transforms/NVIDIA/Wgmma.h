@@ -1,14 +1,15 @@
 //===- Wgmma.h - warpgroup MMA (sm_90a) -------------------------*- C++ -*-===//
 //
 // Library-private: 128-byte-swizzled operand tiles, their descriptors and
-// wgmma.mma_async as inline PTX, used by the fused attention step.
+// wgmma.mma_async as inline PTX, and the warpgroup-MMA MatrixEmitter, used
+// by the fused attention step.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLA_LIB_TRANSFORMS_NVIDIA_WGMMA_H
 #define MLA_LIB_TRANSFORMS_NVIDIA_WGMMA_H
 
 #include "../AttentionLayout.h"
-#include "../GPU/GPUCommon.h"
+#include "../GPU/MatrixEmitter.h"
 
 namespace mla::nvidia {
 
@@ -72,6 +73,12 @@ llvm::SmallVector<mlir::Value>
 wgmma(mlir::ImplicitLocOpBuilder &b, mlir::Type elem, int64_t n,
       llvm::ArrayRef<mlir::Value> acc, mlir::Value aDesc,
       llvm::ArrayRef<mlir::Value> aRegs, mlir::Value bDesc, bool transB);
+
+/// The MatrixEmitter of warpgroup MMA (bf16 or f16): asynchronous products
+/// from shared-memory descriptors (and A from registers), for the fused
+/// attention step.
+std::unique_ptr<MatrixEmitter> createWgmmaEmitter(const MatrixInstr &instr,
+                                                  const ThreadInfo &ti);
 
 } // namespace mla::nvidia
 
