@@ -197,13 +197,13 @@ LaunchPlanBuilder::gridSizes(GridOp grid) {
 
 void LaunchPlanBuilder::addLaunch(StringRef entry, ArrayRef<Value> params,
                                   ArrayRef<rt::DimExpr> grid,
-                                  ArrayRef<int64_t> block,
-                                  int64_t sharedBytes) {
+                                  ArrayRef<int64_t> block, int64_t sharedBytes,
+                                  bool dependent) {
   SmallVector<int64_t> argIdx;
   for (Value p : params)
     argIdx.push_back(index.lookup(p));
   launches.push_back(PlanLaunchAttr::get(func.getContext(), entry, argIdx, grid,
-                                         block, sharedBytes));
+                                         block, sharedBytes, dependent));
 }
 
 LaunchPlanAttr LaunchPlanBuilder::finish() {

@@ -37,10 +37,12 @@ public:
   mlir::FailureOr<llvm::SmallVector<rt::DimExpr, 3>> gridSizes(GridOp grid);
 
   /// Appends the launch of `entry` with `params` over `grid` (and, on GPUs,
-  /// its workgroup size and dynamic shared-memory bytes).
+  /// its workgroup size, dynamic shared-memory bytes and whether it waits
+  /// for the launches before it: PlanLaunchAttr's `dependent`).
   void addLaunch(llvm::StringRef entry, llvm::ArrayRef<mlir::Value> params,
                  llvm::ArrayRef<rt::DimExpr> grid,
-                 llvm::ArrayRef<int64_t> block = {}, int64_t sharedBytes = -1);
+                 llvm::ArrayRef<int64_t> block = {}, int64_t sharedBytes = -1,
+                 bool dependent = false);
 
   /// The plan, with the function's `mla.kernel_info`.
   LaunchPlanAttr finish();

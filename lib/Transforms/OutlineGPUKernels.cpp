@@ -18,6 +18,7 @@
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -303,10 +304,26 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
                                  gpu::BlockIdOp::create(kb, gpu::Dimension::z)};
     LaunchPlanBuilder::cloneBody(grid, *caps, entry.getArguments(), coords, kb);
     gpu::ReturnOp::create(kb);
+    // Programmatic dependent launch: each kernel but the first waits, before
+    // any memory access, for the launches before it, and each but the last
+    // lets its dependent start once all its workgroups have started (the
+    // dependent's workgroups then wait in griddepcontrol.wait instead of
+    // behind a kernel boundary).
+    const bool dependent = arch.hasDependentLaunch() && gi > 0;
+    if (arch.hasDependentLaunch()) {
+      ImplicitLocOpBuilder pb =
+          ImplicitLocOpBuilder::atBlockBegin(grid.getLoc(), &entry);
+      if (dependent)
+        NVVM::GriddepcontrolOp::create(pb, NVVM::GridDepActionKind::wait);
+      if (gi + 1 < grids.size())
+        NVVM::GriddepcontrolOp::create(
+            pb, NVVM::GridDepActionKind::launch_dependents);
+    }
     FailureOr<int64_t> shared = promoteToShared(kernel, arch.sharedBytes);
     if (failed(shared))
       return failure();
-    plan.addLaunch(name, caps->params, *sizes, {block, 1, 1}, *shared);
+    plan.addLaunch(name, caps->params, *sizes, {block, 1, 1}, *shared,
+                   dependent);
   }
   plans.push_back(plan.finish());
   func.erase();

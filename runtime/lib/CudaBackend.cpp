@@ -365,6 +365,30 @@ Status CudaBackend::launch(const Module &module, size_t entryIndex,
   thread_local KernelParams params;
   packKernelParams(args, params);
   ScopedContext scope(*state);
+  if (config.dependent && api().cuLaunchKernelEx) {
+    // Programmatic dependent launch: the kernel may start while the one
+    // before it in the stream runs; its griddepcontrol.wait keeps every
+    // memory access after that kernel's end.
+    CUlaunchAttribute attr = {};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig launch = {};
+    launch.gridDimX = static_cast<unsigned>(grid[0]);
+    launch.gridDimY = static_cast<unsigned>(grid[1]);
+    launch.gridDimZ = static_cast<unsigned>(grid[2]);
+    launch.blockDimX = static_cast<unsigned>(block[0]);
+    launch.blockDimY = static_cast<unsigned>(block[1]);
+    launch.blockDimZ = static_cast<unsigned>(block[2]);
+    launch.sharedMemBytes = static_cast<unsigned>(config.sharedBytes);
+    launch.hStream = static_cast<CUstream>(config.stream);
+    launch.attrs = &attr;
+    launch.numAttrs = 1;
+    if (CUresult r = api().cuLaunchKernelEx(
+            &launch, (*cudaModule)->functions[entryIndex], params.data(),
+            nullptr))
+      return callError(api(), "cuLaunchKernelEx", r);
+    return Status::success();
+  }
   if (CUresult r = api().cuLaunchKernel(
           (*cudaModule)->functions[entryIndex], static_cast<unsigned>(grid[0]),
           static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),

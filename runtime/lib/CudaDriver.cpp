@@ -35,6 +35,7 @@ Status resolveSymbols(void *handle, DriverApi &api) {
       {slotOf(api.cuFuncGetAttribute), "cuFuncGetAttribute", nullptr, true},
       {slotOf(api.cuFuncSetAttribute), "cuFuncSetAttribute", nullptr, true},
       {slotOf(api.cuLaunchKernel), "cuLaunchKernel", nullptr, true},
+      {slotOf(api.cuLaunchKernelEx), "cuLaunchKernelEx", nullptr, false},
       {slotOf(api.cuMemAlloc), "cuMemAlloc_v2", nullptr, true},
       {slotOf(api.cuMemFree), "cuMemFree_v2", nullptr, true},
       {slotOf(api.cuMemGetInfo), "cuMemGetInfo_v2", nullptr, true},

@@ -66,6 +66,27 @@ constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 constexpr unsigned CU_STREAM_DEFAULT = 0;
 constexpr unsigned CU_EVENT_DEFAULT = 0;
 
+// cuLaunchKernelEx (cuda.h, CUDA 12+): a launch's configuration and its
+// attributes (id, padding to 8 bytes, a 64-byte value union).
+constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "cuda.h's CUlaunchAttribute");
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+
 /// Dynamic shared memory a kernel may use without opting in.
 constexpr long kDefaultMaxDynamicShared = 48 * 1024;
 
@@ -101,6 +122,10 @@ struct DriverApi {
                              unsigned sharedBytes, CUstream stream,
                              void **params, void **extra);
   CUresult (*cuMemAlloc)(CUdeviceptr *pointer, size_t bytes);
+  // Optional (CUDA 12+): launches with attributes.
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config,
+                               CUfunction function, void **params,
+                               void **extra);
   CUresult (*cuMemFree)(CUdeviceptr pointer);
   CUresult (*cuMemGetInfo)(size_t *freeBytes, size_t *totalBytes);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);

@@ -468,6 +468,7 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
     config.grid = (*grids)[l];
     config.block = spec.block;
     config.sharedBytes = spec.sharedBytes;
+    config.dependent = spec.dependent;
     config.stream = options.stream;
     if (Status status = k.backend->launch(*k.module, k.launchEntries[l], config,
                                           launchArgs);

@@ -445,7 +445,7 @@ Status ManifestParser::parseWorkspace(const Tokens &tokens) {
 
 Status ManifestParser::parseLaunch(const Tokens &tokens) {
   const char *form = "expected 'launch ENTRY args I,J,... grid X,Y,Z [block "
-                     "BX,BY,BZ] [shared BYTES]'";
+                     "BX,BY,BZ] [shared BYTES] [dependent]'";
   if (tokens.size() < 6 || tokens[2] != "args" || tokens[4] != "grid")
     return error(form);
   if (!isIdentifier(tokens[1]))
@@ -503,12 +503,20 @@ Status ManifestParser::parseLaunch(const Tokens &tokens) {
     launch.sharedBytes = *bytes;
     pos += 2;
   }
+  if (pos < tokens.size() && tokens[pos] == "dependent") {
+    if (openTarget->launches.empty())
+      return error("the first launch of target " + quoted(openTarget->name) +
+                   " cannot be 'dependent' (it has no launch to wait for)");
+    launch.dependent = true;
+    ++pos;
+  }
   if (pos != tokens.size())
     return error(std::string(form) + ", got " + quoted(tokens[pos]) +
                  " after the " +
-                 (pos == 6                     ? "grid"
-                  : tokens[pos - 2] == "block" ? "block"
-                                               : "shared"));
+                 (pos == 6                         ? "grid"
+                  : tokens[pos - 1] == "dependent" ? "dependent"
+                  : tokens[pos - 2] == "block"     ? "block"
+                                                   : "shared"));
   openTarget->launches.push_back(std::move(launch));
   return Status::success();
 }
@@ -747,6 +755,8 @@ std::string mla::rt::printLaunch(const LaunchSpec &launch) {
            joinCommas(launch.block,
                       [](int64_t dim) { return std::to_string(dim); }) +
            " shared " + std::to_string(launch.sharedBytes);
+  if (launch.dependent)
+    out += " dependent";
   return out;
 }
 

@@ -383,7 +383,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "integer nor 'argI.D[+C|-C][/K]' (K > 0)"},
         BadManifest{"launch_without_grid", edited(" grid arg0.0,1,16", ""),
                     "manifest line 22: expected 'launch ENTRY args I,J,... "
-                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]'"},
+                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES] [dependent]'"},
         BadManifest{"launch_block_two_dims",
                     edited("grid arg0.0,1,16", "grid arg0.0,1,16 block 64,2"),
                     "manifest line 22: launch block '64,2' has 2 dims, "
@@ -415,24 +415,39 @@ INSTANTIATE_TEST_SUITE_P(
             "launch_shared_before_block",
             edited("grid arg0.0,1,16", "grid arg0.0,1,16 shared 0 block 1,1,1"),
             "manifest line 22: expected 'launch ENTRY args I,J,... "
-            "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]', got 'block' "
+            "grid X,Y,Z [block BX,BY,BZ] [shared BYTES] [dependent]', got "
+            "'block' "
             "after the shared"},
         BadManifest{"launch_block_twice",
                     edited("grid arg0.0,1,16",
                            "grid arg0.0,1,16 block 1,1,1 block 1,1,1"),
                     "manifest line 22: expected 'launch ENTRY args I,J,... "
-                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]', got 'block' "
+                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES] [dependent]', "
+                    "got 'block' "
                     "after the block"},
         BadManifest{"launch_block_without_value",
                     edited("grid arg0.0,1,16", "grid arg0.0,1,16 block"),
                     "manifest line 22: expected 'launch ENTRY args I,J,... "
-                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]', got 'block' "
+                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES] [dependent]', "
+                    "got 'block' "
                     "after the grid"},
         BadManifest{"launch_unknown_trailer",
                     edited("grid arg0.0,1,16", "grid arg0.0,1,16 stream 2"),
                     "manifest line 22: expected 'launch ENTRY args I,J,... "
-                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES]', got 'stream' "
+                    "grid X,Y,Z [block BX,BY,BZ] [shared BYTES] [dependent]', "
+                    "got 'stream' "
                     "after the grid"},
+        BadManifest{"launch_dependent_first",
+                    edited("grid arg0.0,1,4", "grid arg0.0,1,4 dependent"),
+                    "manifest line 21: the first launch of target "
+                    "'host-x86_64' cannot be 'dependent' (it has no launch to "
+                    "wait for)"},
+        BadManifest{
+            "launch_dependent_twice",
+            edited("grid arg0.0,1,16", "grid arg0.0,1,16 dependent dependent"),
+            "manifest line 22: expected 'launch ENTRY args I,J,... "
+            "grid X,Y,Z [block BX,BY,BZ] [shared BYTES] [dependent]', "
+            "got 'dependent' after the dependent"},
         BadManifest{"launch_undeclared_index",
                     edited("args 7,8,5,6", "args 7,9,5,6"),
                     "manifest line 22: launch argument 9 is neither an arg "
@@ -666,6 +681,7 @@ public:
                      y.grid[i]);
            field(p + ".block", x.block, y.block);
            field(p + ".sharedBytes", x.sharedBytes, y.sharedBytes);
+           field(p + ".dependent", x.dependent, y.dependent);
            line(p, x.line, y.line);
          });
     list(path + ".maxBytes", a.maxBytes, b.maxBytes,
@@ -912,6 +928,10 @@ INSTANTIATE_TEST_SUITE_P(
         ManifestText{"spelled_out_defaults",
                      edited("grid arg0.0,1,16",
                             "grid arg0.0+0/1,1,16 block 1,1,1 shared 0")},
+        ManifestText{
+            "dependent_launch",
+            edited("grid arg0.0,1,16",
+                   "grid arg0.0,1,16 block 64,1,1 shared 0 dependent")},
         ManifestText{"host_decode", kCanonicalHostDecode},
         ManifestText{"prefill", kCanonicalPrefill},
         ManifestText{"merge", kCanonicalMerge},

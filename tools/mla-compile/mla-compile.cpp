@@ -356,6 +356,7 @@ static std::string manifestTarget(mla::LaunchPlanAttr plan,
     if (!launch.getBlock().empty())
       llvm::copy(launch.getBlock(), spec.block.begin());
     spec.sharedBytes = std::max<int64_t>(launch.getShared(), 0);
+    spec.dependent = launch.getDependent();
     out += mla::rt::printLaunch(spec) + "\n";
   }
   for (mla::PlanMaxBytesAttr bound : plan.getMaxBytes())

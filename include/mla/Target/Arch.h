@@ -102,6 +102,16 @@ struct ArchInfo {
         return true;
     return false;
   }
+  /// Programmatic dependent launch (NVIDIA sm_90 and later: PTX
+  /// griddepcontrol): a kernel may start while the one before it in the
+  /// stream runs, and waits for it in its own code.
+  bool hasDependentLaunch() const {
+    unsigned sm = 0;
+    auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    return kind == TargetKind::NVIDIA && cpu.starts_with("sm_") &&
+           !cpu.drop_front(3).take_while(digit).getAsInteger(10, sm) &&
+           sm >= 90;
+  }
   /// Special-function exp2/log2 as intrinsics of this chip's backend.
   llvm::StringRef exp2Intrinsic() const {
     return kind == TargetKind::NVIDIA ? "llvm.nvvm.ex2.approx.ftz.f"

@@ -219,9 +219,14 @@ def MLAOutlineGPUKernels : Pass<"mla-outline-gpu-kernels", "mlir::ModuleOp"> {
     Top-level `memref.alloc`s become workspaces, and the function is replaced
     by a `#mla.launch_plan` in the module's `mla.launch_plans`, whose
     launches carry the block size and the dynamic shared-memory bytes.
+    On targets with programmatic dependent launch (`ArchInfo::
+    hasDependentLaunch`, sm_90a), every kernel but the first starts with
+    `nvvm.griddepcontrol wait` and its launch is `dependent`, and every
+    kernel but the last starts with `nvvm.griddepcontrol launch_dependents`.
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect",
-                           "mlir::memref::MemRefDialect"];
+                           "mlir::memref::MemRefDialect",
+                           "mlir::NVVM::NVVMDialect"];
 }
 
 def MLAAMDGPUBufferOps : Pass<"mla-amdgpu-buffer-ops", "mlir::ModuleOp"> {

@@ -147,6 +147,38 @@ TEST(CudaFakeDriverTest, ParamsConfigAndAttributesReachTheDriver) {
   EXPECT_EQ(after.primaryRetains, before.primaryRetains);
 }
 
+// A `dependent` launch goes through cuLaunchKernelEx with programmatic
+// stream serialization; the others through cuLaunchKernel; the results are
+// those of plain launches.
+TEST(CudaFakeDriverTest, DependentLaunchesAreProgrammatic) {
+  std::string manifest = kScaleManifest;
+  const std::string second = "block 64,2,1\n";
+  manifest.replace(manifest.find(second), second.size(),
+                   "block 64,2,1 shared 0 dependent\n");
+  Device device = *openTestCudaDevice();
+  Expected<Kernel> kernel = device.loadKernel(ptxPackage(manifest, kScalePtx));
+  ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+  std::vector<float> values(3 * 10, 1.0f);
+  auto x = DeviceTensor::upload(device, {values.data(), DType::F32, {3, 10}});
+  auto y = DeviceTensor::allocate(device, DType::F32, {3, 10});
+  ASSERT_TRUE(x.ok() && y.ok());
+  ASSERT_TRUE(kernel
+                  ->reserveWorkspace(*kernel->workspaceBytes(
+                      {x->view(), Scalar::f32(0.25f), y->view()}))
+                  .ok());
+  MlaFakeCudaStats before = stats();
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(
+        kernel->launch({x->view(), Scalar::f32(0.25f), y->view()}).ok());
+  MlaFakeCudaStats after = stats();
+  EXPECT_EQ(after.launches, before.launches + 6);
+  EXPECT_EQ(after.programmaticLaunches, before.programmaticLaunches + 3);
+  ASSERT_TRUE(device.getBackend().synchronize(nullptr).ok());
+  std::vector<float> out(30);
+  ASSERT_TRUE(y->copyToHost(out.data()).ok());
+  EXPECT_EQ(out, std::vector<float>(30, 0.0625f));
+}
+
 TEST(CudaFakeDriverTest, EverythingIsReleased) {
   MlaFakeCudaStats before = stats();
   {

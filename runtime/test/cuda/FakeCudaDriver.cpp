@@ -487,6 +487,42 @@ FAKE_EXPORT CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy,
   return kSuccess;
 }
 
+/// cuda.h's CUlaunchConfig and CUlaunchAttribute (the one attribute the
+/// backend sets: programmatic stream serialization, id 6).
+struct FakeLaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int allowed;
+  } value;
+};
+struct FakeLaunchConfig {
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  void *stream;
+  FakeLaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+
+FAKE_EXPORT CUresult cuLaunchKernelEx(const FakeLaunchConfig *c, void *function,
+                                      void **params, void **extra) {
+  if (!c || (c->numAttrs && !c->attrs))
+    return kInvalidValue;
+  bool programmatic = false;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    if (c->attrs[i].id != 6 || c->attrs[i].value.allowed != 1)
+      return kInvalidValue;
+    programmatic = true;
+  }
+  CUresult r = cuLaunchKernel(function, c->gx, c->gy, c->gz, c->bx, c->by,
+                              c->bz, c->shared, c->stream, params, extra);
+  if (r == kSuccess && programmatic) {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    ++state().stats.programmaticLaunches;
+  }
+  return r;
+}
+
 #ifndef MLA_FAKE_NO_MEMALLOC
 FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
   std::lock_guard<std::mutex> lock(state().mutex);

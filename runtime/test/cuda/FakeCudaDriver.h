@@ -33,6 +33,9 @@ struct MlaFakeCudaStats {
   int liveEvents = 0;
   int liveGraphs = 0;
   int launches = 0;
+  /// Launches through cuLaunchKernelEx with programmatic stream
+  /// serialization allowed.
+  int programmaticLaunches = 0;
   /// Calls made without the primary context current.
   int contextErrors = 0;
   int setSharedAttributeCalls = 0;

@@ -158,7 +158,7 @@ LogicalResult
 PlanLaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        StringRef entry, ArrayRef<int64_t> args,
                        ArrayRef<rt::DimExpr> grid, ArrayRef<int64_t> block,
-                       int64_t shared) {
+                       int64_t shared, bool dependent) {
   if (entry.empty())
     return emitError() << "plan launch needs an entry name";
   std::string what = ("launch of '" + entry + "'").str();

@@ -63,6 +63,10 @@ struct LaunchConfig {
   /// GPU backends: threads per workgroup and dynamic shared memory bytes.
   Block block = {1, 1, 1};
   int64_t sharedBytes = 0;
+  /// The kernel waits for the launches before it (LaunchSpec::dependent):
+  /// CUDA starts it with programmatic stream serialization where the driver
+  /// has cuLaunchKernelEx; other backends launch it as any other.
+  bool dependent = false;
   /// GPU backends: the native stream (a CUstream for CUDA, a hipStream_t
   /// for HIP); nullptr is the default stream. The host backend ignores it.
   void *stream = nullptr;

@@ -76,7 +76,8 @@ struct WorkspaceSpec {
 /// Most threads a `block` may have (its product), on every GPU target.
 constexpr int64_t kMaxBlockThreads = 1024;
 
-/// `launch ENTRY args I,J,... grid X,Y,Z [block BX,BY,BZ] [shared BYTES]`.
+/// `launch ENTRY args I,J,... grid X,Y,Z [block BX,BY,BZ] [shared BYTES]
+/// [dependent]`.
 struct LaunchSpec {
   std::string entry;
   /// Argument and workspace indices, in the entry's parameter order.
@@ -86,6 +87,11 @@ struct LaunchSpec {
   std::array<int64_t, 3> block = {1, 1, 1};
   /// Dynamic shared memory bytes per workgroup (GPU targets).
   int64_t sharedBytes = 0;
+  /// `dependent`: the kernel waits, before its first memory access, for the
+  /// launches before it to finish (PTX griddepcontrol.wait), so a backend
+  /// may start it while they run (CUDA's programmatic dependent launch).
+  /// Never on a target's first launch.
+  bool dependent = false;
   /// 1-based manifest line, for messages.
   int line = 0;
 };

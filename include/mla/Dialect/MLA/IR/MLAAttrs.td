@@ -110,6 +110,15 @@ class MLA_BracketedList<string elem, string desc = "">
   let parser = "::mla::parseBracketedList<" # elem # ">($_parser)";
   let printer = "::mla::printBracketedList($_printer, $_self)";
 }
+/// A flag written as a keyword alone (the keyword of its optional group):
+/// parsing it consumes nothing, printing it prints nothing.
+class MLA_KeywordFlag<string desc = "">
+    : AttrParameter<"bool", desc> {
+  let parser = "::mlir::FailureOr<bool>(true)";
+  let printer = "(void)$_self";
+  let defaultValue = "false";
+}
+
 class MLA_OptionalBracketedList<string elem, string desc = "">
     : OptionalArrayRefParameter<elem, desc> {
   let parser = "::mla::parseBracketedList<" # elem # ">($_parser)";
@@ -169,17 +178,23 @@ def MLA_PlanLaunchAttr : AttrDef<MLA_Dialect, "PlanLaunch"> {
     parameters in order, its grid as three sizes (as a workspace's dims)
     and, on GPUs, its workgroup size (three positive integers, at most
     the runtime's kMaxBlockThreads in all) and dynamic shared-memory bytes.
-    Example: `#mla.plan_launch<"f_k0", [0, 1] grid [arg0.0 ceildiv 4, 1, 1]
-    block [64, 1, 1] shared 1024>`.
+    `dependent` (the manifest's `dependent`): the kernel waits at its start
+    for the launches before it (`nvvm.griddepcontrol wait`), so that the
+    runtime may start it while they run (programmatic dependent launch;
+    `mla-outline-gpu-kernels` sets it on every launch but the first where
+    the target has it).
+    Example: `#mla.plan_launch<"f_k1", [0, 1] grid [arg0.0 ceildiv 4, 1, 1]
+    block [64, 1, 1] shared 1024 dependent>`.
   }];
   let parameters = (ins StringRefParameter<"entry">:$entry,
                         MLA_BracketedList<"int64_t", "parameters">:$args,
                         MLA_BracketedList<"::mla::rt::DimExpr", "grid">:$grid,
                         MLA_OptionalBracketedList<"int64_t", "block">:$block,
-                        DefaultValuedParameter<"int64_t", "-1">:$shared);
+                        DefaultValuedParameter<"int64_t", "-1">:$shared,
+                        MLA_KeywordFlag<"waits for the launches before it">:$dependent);
   let assemblyFormat = [{
     `<` $entry `,` $args `grid` $grid
-    (`block` $block^)? (`shared` $shared^)? `>`
+    (`block` $block^)? (`shared` $shared^)? (`dependent` $dependent^)? `>`
   }];
   let genVerifyDecl = 1;
 }
