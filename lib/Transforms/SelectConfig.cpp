@@ -32,7 +32,7 @@ namespace {
 struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages,
       minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0,
-      chunkBalance = rt::schedule::kChunkBalance;
+      chunkBalance = rt::schedule::kChunkBalance, mergeGroups = 1;
 };
 
 /// Chunks the host's length-aware decode schedule aims at (its workgroups
@@ -76,7 +76,7 @@ int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
   ConfigAttr attr = ConfigAttr::get(
       op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup, cfg.warps,
       cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma, cfg.kvChunks,
-      cfg.workgroups, cfg.chunkBalance);
+      cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups);
   FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, arch);
   return succeeded(tiles) ? tiles->bytes()
                           : std::numeric_limits<int64_t>::max();
@@ -416,13 +416,14 @@ LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
                         .Case("kv_chunks", &cfg.kvChunks)
                         .Case("workgroups", &cfg.workgroups)
                         .Case("chunk_balance", &cfg.chunkBalance)
+                        .Case("merge_groups", &cfg.mergeGroups)
                         .Default(nullptr);
     if (!slot)
       return op->emitError()
              << "perf-config: unknown field '" << key
              << "' (fields: tile_kv, kv_splits, head_group, warps, stages, "
                 "min_workgroups, tile_q, wgmma, kv_chunks, workgroups, "
-                "chunk_balance)";
+                "chunk_balance, merge_groups)";
     *slot = v;
   }
   return success();
@@ -525,12 +526,12 @@ struct SelectConfigPass
     auto select = [&](Operation *op, ConfigFields cfg,
                       ConfigAttr existing) -> ConfigAttr {
       if (existing)
-        cfg = {existing.getTileKv(),      existing.getKvSplits(),
-               existing.getHeadGroup(),   existing.getWarps(),
-               existing.getStages(),      existing.getMinWorkgroups(),
-               existing.getTileQ(),       existing.getWgmma(),
-               existing.getKvChunks(),    existing.getWorkgroups(),
-               existing.getChunkBalance()};
+        cfg = {existing.getTileKv(),       existing.getKvSplits(),
+               existing.getHeadGroup(),    existing.getWarps(),
+               existing.getStages(),       existing.getMinWorkgroups(),
+               existing.getTileQ(),        existing.getWgmma(),
+               existing.getKvChunks(),     existing.getWorkgroups(),
+               existing.getChunkBalance(), existing.getMergeGroups()};
       const bool stagesAsked = existing || specHasField(perfConfig, "stages");
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
@@ -553,7 +554,7 @@ struct SelectConfigPass
       ConfigAttr attr = ConfigAttr::getChecked(
           emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
           cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
-          cfg.kvChunks, cfg.workgroups, cfg.chunkBalance);
+          cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups);
       if (!attr || failed(checkConfigForTarget(op, attr, *arch)))
         return ConfigAttr();
       return attr;

@@ -40,6 +40,8 @@ void recordDecodeInfo(DecodeOp op) {
     config += " workgroups=" + std::to_string(cfg.getWorkgroups());
   if (cfg.getKvChunks() && cfg.getChunkBalance() != rt::schedule::kChunkBalance)
     config += " chunk_balance=" + std::to_string(cfg.getChunkBalance());
+  if (cfg.getMergeGroups() != 1)
+    config += " merge_groups=" + std::to_string(cfg.getMergeGroups());
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",
@@ -382,7 +384,8 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
                    });
     }
   }
-  ChunkMergeOp::create(b, wsO, wsL, plan, op.getO(), op.getLse());
+  ChunkMergeOp::create(b, wsO, wsL, plan, op.getO(), op.getLse(),
+                       cfg.getMergeGroups());
   memref::DeallocOp::create(b, wsO);
   memref::DeallocOp::create(b, wsL);
   memref::DeallocOp::create(b, plan);

@@ -49,12 +49,18 @@ void recordMergeInfo(MergeOp op) {
                 viewSource(op.getO()), viewSource(op.getLse())});
 }
 
-/// Parts read together by the merge of fully written parts: their loads are
-/// independent, so that a row of many parts (a long request cut into tens of
-/// chunks) does not wait for one part's load before the next (H200, ncu with
-/// caches flushed: the merge of 43 chunks of one request took 34.0 us one
-/// part at a time, 25.9 us eight at a time).
+/// Parts read together by one thread of the chunk merge (mla.chunk_merge),
+/// with independent loads, so that a request cut into tens of chunks does
+/// not wait for one part's load before the next. One group: kMergeUnroll
+/// (H200, ncu with caches flushed: the merge of 43 chunks of one request
+/// took 34.0 us one part at a time, 25.9 us eight at a time, 2026-12-02);
+/// `groups > 1` groups of threads: kGroupMergeUnroll each, so that groups x
+/// kGroupMergeUnroll parts are in flight.
 constexpr int64_t kMergeUnroll = 8;
+constexpr int64_t kGroupMergeUnroll = 4;
+/// The most workgroup memory the part groups' sums take (fewer groups for a
+/// wide value dim).
+constexpr int64_t kMergeSumBytes = 16 * 1024;
 
 namespace {
 /// The callbacks of one merged row (see emitMergeRow).
@@ -119,24 +125,26 @@ MergeSums mergeTwoPass(ImplicitLocOpBuilder &ib, Value lo, Value hi, Value d,
   return {maxLse, loop.getResult(0), loop.getResult(1)};
 }
 
-/// One pass over fully written parts, kMergeUnroll at a time (every part's
-/// output is written, 0 where it saw no key, so it is read without a
-/// branch): the group's loads first, then an online rescale of the sums to
-/// the group's max. Past `hi` a group reads part `lo` again and weighs it 0.
-MergeSums mergeOnline(ImplicitLocOpBuilder &ib, Value lo, Value hi, Value d,
+/// One pass over fully written parts lo, lo + stride, ... < hi,
+/// `unroll` at a time (every part's output is written, 0 where it
+/// saw no key, so it is read without a branch): the round's loads first,
+/// then an online rescale of the sums to the running max. Past `hi` a round
+/// reads part `lo` again and weighs it 0. No part: ref -inf, sums 0.
+MergeSums mergeOnline(ImplicitLocOpBuilder &ib, Value lo, Value hi,
+                      int64_t stride, int64_t unroll, Value d,
                       VectorType vecType, const MergeRowIO &io) {
   Value negInf = f32Const(ib, kNegInf), zeroF = f32Const(ib, 0.0);
   Value log2e = f32Const(ib, kLog2e);
   Value zeroVec = arith::ConstantOp::create(
       ib, vecType, DenseElementsAttr::get(vecType, ib.getF32FloatAttr(0.0)));
   auto loop = scf::ForOp::create(
-      ib, lo, hi, indexConst(ib, kMergeUnroll),
+      ib, lo, hi, indexConst(ib, unroll * stride),
       ValueRange{negInf, zeroF, zeroVec},
       [&](OpBuilder &nb, Location loc, Value n0, ValueRange args) {
         ImplicitLocOpBuilder jb(loc, nb);
         SmallVector<Value> lse, part;
-        for (int64_t u = 0; u < kMergeUnroll; ++u) {
-          Value n = arith::AddIOp::create(jb, n0, indexConst(jb, u));
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value n = arith::AddIOp::create(jb, n0, indexConst(jb, u * stride));
           Value in =
               arith::CmpIOp::create(jb, arith::CmpIPredicate::slt, n, hi);
           Value at = arith::SelectOp::create(jb, in, n, lo);
@@ -161,7 +169,7 @@ MergeSums mergeOnline(ImplicitLocOpBuilder &ib, Value lo, Value hi, Value d,
         Value total = arith::MulFOp::create(jb, args[1], scale);
         Value acc = arith::MulFOp::create(
             jb, args[2], vector::BroadcastOp::create(jb, vecType, scale));
-        for (int64_t u = 0; u < kMergeUnroll; ++u) {
+        for (int64_t u = 0; u < unroll; ++u) {
           Value w = weight(lse[u]);
           total = arith::AddFOp::create(jb, total, w);
           acc = vector::FMAOp::create(
@@ -171,59 +179,60 @@ MergeSums mergeOnline(ImplicitLocOpBuilder &ib, Value lo, Value hi, Value d,
       });
   return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
 }
+
+/// The merged row's vector chunk at `d` from its sums: o = acc / total
+/// (0 when every part is empty), stored through `storeO`; where `writesLse`
+/// the LSE ref + ln(total) (-inf when empty) through `storeLse`.
+void storeMerged(ImplicitLocOpBuilder &ib, const MergeSums &sums, Value d,
+                 VectorType vecType, Type outElem,
+                 function_ref<Value(ImplicitLocOpBuilder &)> writesLse,
+                 const MergeRowIO &io) {
+  Value negInf = f32Const(ib, kNegInf), zeroF = f32Const(ib, 0.0);
+  Value empty =
+      arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, sums.ref, negInf);
+  Value ref = arith::SelectOp::create(ib, empty, zeroF, sums.ref);
+  Value safeTotal =
+      arith::SelectOp::create(ib, empty, f32Const(ib, 1.0), sums.total);
+  Value inv = arith::SelectOp::create(
+      ib, empty, zeroF,
+      arith::DivFOp::create(ib, f32Const(ib, 1.0), safeTotal));
+  Value merged = arith::MulFOp::create(
+      ib, sums.acc, vector::BroadcastOp::create(ib, vecType, inv));
+  io.storeO(ib, d, castFloat(ib, merged, outElem));
+  scf::IfOp::create(ib, writesLse(ib), [&](OpBuilder &nb, Location loc) {
+    ImplicitLocOpBuilder jb(loc, nb);
+    Value lse = arith::AddFOp::create(
+        jb, ref,
+        arith::MulFOp::create(jb, math::Log2Op::create(jb, safeTotal),
+                              f32Const(jb, kLn2)));
+    io.storeLse(jb, arith::SelectOp::create(jb, empty, negInf, lse));
+    scf::YieldOp::create(jb);
+  });
+}
 } // namespace
 
 /// One merged row: the parts n in [lo, hi) (`lseAt(n)`, `oAt(n, d)`),
 /// LSE-weighted; stores the merged output through `storeO(d, o)` and the
 /// LSE through `storeLse`. Inside the current workgroup: each parallel
 /// iteration owns one vector chunk of the value dim; the parts' LSEs are
-/// re-read by every iteration instead of being shared. With
-/// `allPartsWritten` every part's output is written (0 where it saw no
-/// key): one unrolled pass (mergeOnline); otherwise an empty part's output
-/// may be unwritten and is not read (mergeTwoPass).
-static void emitMergeRow(
-    ImplicitLocOpBuilder &g, Value lo, Value hi, int64_t dv, Type outElem,
-    bool allPartsWritten,
-    function_ref<Value(ImplicitLocOpBuilder &, Value)> lseAt,
-    function_ref<Value(ImplicitLocOpBuilder &, Value, Value, VectorType)> oAt,
-    function_ref<void(ImplicitLocOpBuilder &, Value, Value)> storeO,
-    function_ref<void(ImplicitLocOpBuilder &, Value)> storeLse) {
+/// re-read by every iteration instead of being shared. An empty part's
+/// output may be unwritten and is not read (mergeTwoPass).
+static void emitMergeRow(ImplicitLocOpBuilder &g, Value lo, Value hi,
+                         int64_t dv, Type outElem, const MergeRowIO &io) {
   const int64_t vw = vectorWidthFor(dv);
-  Type f32 = g.getF32Type();
-  Value c0 = indexConst(g, 0);
-  Value negInf = f32Const(g, kNegInf), zeroF = f32Const(g, 0.0);
-  auto vecType = VectorType::get({vw}, f32);
-  MergeRowIO io{lseAt, oAt, storeO, storeLse};
-  parallelFor(
-      g, {indexConst(g, dv / vw)},
-      [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-        Value d = arith::MulIOp::create(ib, iv[0], indexConst(ib, vw));
-        MergeSums sums = allPartsWritten
-                             ? mergeOnline(ib, lo, hi, d, vecType, io)
-                             : mergeTwoPass(ib, lo, hi, d, vecType, io);
-        Value empty = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ,
-                                            sums.ref, negInf);
-        Value ref = arith::SelectOp::create(ib, empty, zeroF, sums.ref);
-        Value safeTotal =
-            arith::SelectOp::create(ib, empty, f32Const(ib, 1.0), sums.total);
-        Value inv = arith::SelectOp::create(
-            ib, empty, zeroF,
-            arith::DivFOp::create(ib, f32Const(ib, 1.0), safeTotal));
-        Value merged = arith::MulFOp::create(
-            ib, sums.acc, vector::BroadcastOp::create(ib, vecType, inv));
-        io.storeO(ib, d, castFloat(ib, merged, outElem));
-        Value first =
-            arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, iv[0], c0);
-        scf::IfOp::create(ib, first, [&](OpBuilder &nb, Location loc) {
-          ImplicitLocOpBuilder jb(loc, nb);
-          Value lse = arith::AddFOp::create(
-              jb, ref,
-              arith::MulFOp::create(jb, math::Log2Op::create(jb, safeTotal),
-                                    f32Const(jb, kLn2)));
-          io.storeLse(jb, arith::SelectOp::create(jb, empty, negInf, lse));
-          scf::YieldOp::create(jb);
-        });
-      });
+  auto vecType = VectorType::get({vw}, g.getF32Type());
+  parallelFor(g, {indexConst(g, dv / vw)},
+              [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                Value d = arith::MulIOp::create(ib, iv[0], indexConst(ib, vw));
+                MergeSums sums = mergeTwoPass(ib, lo, hi, d, vecType, io);
+                storeMerged(
+                    ib, sums, d, vecType, outElem,
+                    [&](ImplicitLocOpBuilder &jb) -> Value {
+                      return arith::CmpIOp::create(jb, arith::CmpIPredicate::eq,
+                                                   iv[0], indexConst(jb, 0));
+                    },
+                    io);
+              });
 }
 
 LogicalResult tileMerge(MergeOp op) {
@@ -246,25 +255,27 @@ LogicalResult tileMerge(MergeOp op) {
     v.push_back(n);
     return v;
   };
-  emitMergeRow(
-      g, indexConst(g, 0), indexConst(g, parts), oType.getDimSize(lead),
-      oType.getElementType(), /*allPartsWritten=*/false,
-      [&](ImplicitLocOpBuilder &jb, Value n) -> Value {
-        return memref::LoadOp::create(jb, op.getLseParts(), withPart(n));
-      },
-      [&](ImplicitLocOpBuilder &pb, Value n, Value d, VectorType t) -> Value {
-        SmallVector<Value> at = withPart(n);
-        at.push_back(d);
-        return vector::LoadOp::create(pb, t, op.getOParts(), at);
-      },
-      [&](ImplicitLocOpBuilder &ib, Value d, Value merged) {
-        SmallVector<Value> at(idx);
-        at.push_back(d);
-        vector::StoreOp::create(ib, merged, op.getO(), at);
-      },
-      [&](ImplicitLocOpBuilder &jb, Value lse) {
-        memref::StoreOp::create(jb, lse, op.getLse(), idx);
-      });
+  emitMergeRow(g, indexConst(g, 0), indexConst(g, parts),
+               oType.getDimSize(lead), oType.getElementType(),
+               MergeRowIO{[&](ImplicitLocOpBuilder &jb, Value n) -> Value {
+                            return memref::LoadOp::create(jb, op.getLseParts(),
+                                                          withPart(n));
+                          },
+                          [&](ImplicitLocOpBuilder &pb, Value n, Value d,
+                              VectorType t) -> Value {
+                            SmallVector<Value> at = withPart(n);
+                            at.push_back(d);
+                            return vector::LoadOp::create(pb, t, op.getOParts(),
+                                                          at);
+                          },
+                          [&](ImplicitLocOpBuilder &ib, Value d, Value merged) {
+                            SmallVector<Value> at(idx);
+                            at.push_back(d);
+                            vector::StoreOp::create(ib, merged, op.getO(), at);
+                          },
+                          [&](ImplicitLocOpBuilder &jb, Value lse) {
+                            memref::StoreOp::create(jb, lse, op.getLse(), idx);
+                          }});
   op.erase();
   return success();
 }
@@ -273,15 +284,65 @@ LogicalResult tileMerge(MergeOp op) {
 // mla.chunk_merge
 //===----------------------------------------------------------------------===//
 
+/// The groups' sums of one vector column at `d` combined: rescaled to
+/// their common max (a group without parts has max -inf and weighs 0).
+static MergeSums combineGroups(ImplicitLocOpBuilder &b, int64_t groups,
+                               Value maxT, Value totalT, Value accT, Value d,
+                               VectorType vecType) {
+  Value negInf = f32Const(b, kNegInf), zeroF = f32Const(b, 0.0);
+  SmallVector<Value> maxes;
+  Value m = negInf;
+  for (int64_t p = 0; p < groups; ++p) {
+    maxes.push_back(memref::LoadOp::create(b, maxT, indexConst(b, p)));
+    m = arith::MaximumFOp::create(b, m, maxes.back());
+  }
+  Value ref = arith::SelectOp::create(
+      b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf), zeroF,
+      m);
+  Value total = zeroF;
+  Value acc = arith::ConstantOp::create(
+      b, vecType, DenseElementsAttr::get(vecType, b.getF32FloatAttr(0.0)));
+  for (int64_t p = 0; p < groups; ++p) {
+    Value none =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, maxes[p], negInf);
+    Value w = arith::SelectOp::create(
+        b, none, zeroF,
+        math::Exp2Op::create(
+            b, arith::MulFOp::create(b, arith::SubFOp::create(b, maxes[p], ref),
+                                     f32Const(b, kLog2e))));
+    total = arith::AddFOp::create(
+        b, total,
+        arith::MulFOp::create(
+            b, memref::LoadOp::create(b, totalT, indexConst(b, p)), w));
+    Value part = vector::LoadOp::create(b, vecType, accT,
+                                        ValueRange{indexConst(b, p), d});
+    acc = vector::FMAOp::create(
+        b, part, vector::BroadcastOp::create(b, vecType, w), acc);
+  }
+  return {m, total, acc};
+}
+
+/// mla.chunk_merge: a grid over (request, query, head). One group: each
+/// parallel iteration sums every part of its vector column (mergeOnline)
+/// and stores it. `groups > 1`: part group p sums the parts lo + p,
+/// lo + p + groups, ... for every vector column, the groups' sums meet in
+/// workgroup memory and one pass rescales them to their common max and
+/// stores the row.
 LogicalResult tileChunkMerge(ChunkMergeOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto oType = op.getO().getType();
+  const int64_t dv = oType.getDimSize(3);
+  const int64_t vw = vectorWidthFor(dv), vecCols = dv / vw;
+  const int64_t groups =
+      std::clamp<int64_t>(kMergeSumBytes / (dv * 4), 1, op.getGroups());
   auto [grid, ids] =
       createGrid(b, dimValue(b, op.getO(), 0), dimValue(b, op.getO(), 1),
                  dimValue(b, op.getO(), 2));
   ImplicitLocOpBuilder g =
       ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
   Value req = ids[0], i = ids[1], head = ids[2];
+  Type f32 = g.getF32Type();
+  auto vecType = VectorType::get({vw}, f32);
   // Request req's chunks: [plan[0][2 + req], plan[0][3 + req]).
   auto planAt = [&](Value col) -> Value {
     Value v = memref::LoadOp::create(g, op.getPlan(),
@@ -290,25 +351,71 @@ LogicalResult tileChunkMerge(ChunkMergeOp op) {
   };
   Value lo = planAt(arith::AddIOp::create(g, req, indexConst(g, 2)));
   Value hi = planAt(arith::AddIOp::create(g, req, indexConst(g, 3)));
-  emitMergeRow(
-      g, lo, hi, oType.getDimSize(3), oType.getElementType(),
-      // Every chunk writes all its rows (o = 0 where it saw no key).
-      /*allPartsWritten=*/true,
-      [&](ImplicitLocOpBuilder &jb, Value n) -> Value {
-        return memref::LoadOp::create(jb, op.getLseParts(),
-                                      ValueRange{n, i, head});
-      },
-      [&](ImplicitLocOpBuilder &pb, Value n, Value d, VectorType t) -> Value {
-        return vector::LoadOp::create(pb, t, op.getOParts(),
-                                      ValueRange{n, i, head, d});
-      },
-      [&](ImplicitLocOpBuilder &ib, Value d, Value merged) {
-        vector::StoreOp::create(ib, merged, op.getO(),
-                                ValueRange{req, i, head, d});
-      },
-      [&](ImplicitLocOpBuilder &jb, Value lse) {
-        memref::StoreOp::create(jb, lse, op.getLse(), ValueRange{req, i, head});
+  // Every chunk writes all its rows (o = 0 where it saw no key).
+  auto lseAt = [&](ImplicitLocOpBuilder &jb, Value n) -> Value {
+    return memref::LoadOp::create(jb, op.getLseParts(), ValueRange{n, i, head});
+  };
+  auto oAt = [&](ImplicitLocOpBuilder &pb, Value n, Value d,
+                 VectorType t) -> Value {
+    return vector::LoadOp::create(pb, t, op.getOParts(),
+                                  ValueRange{n, i, head, d});
+  };
+  auto storeO = [&](ImplicitLocOpBuilder &ib, Value d, Value merged) {
+    vector::StoreOp::create(ib, merged, op.getO(), ValueRange{req, i, head, d});
+  };
+  auto storeLse = [&](ImplicitLocOpBuilder &jb, Value lse) {
+    memref::StoreOp::create(jb, lse, op.getLse(), ValueRange{req, i, head});
+  };
+  MergeRowIO io{lseAt, oAt, storeO, storeLse};
+  auto firstColumn = [](Value col) {
+    return [col](ImplicitLocOpBuilder &jb) -> Value {
+      return arith::CmpIOp::create(jb, arith::CmpIPredicate::eq, col,
+                                   indexConst(jb, 0));
+    };
+  };
+  auto columnAt = [&](ImplicitLocOpBuilder &ib, Value col) {
+    return arith::MulIOp::create(ib, col, indexConst(ib, vw));
+  };
+  if (groups == 1) {
+    parallelFor(
+        g, {indexConst(g, vecCols)},
+        [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+          Value d = columnAt(ib, iv[0]);
+          storeMerged(
+              ib, mergeOnline(ib, lo, hi, 1, kMergeUnroll, d, vecType, io), d,
+              vecType, oType.getElementType(), firstColumn(iv[0]), io);
+        });
+    op.erase();
+    return success();
+  }
+  // The groups' sums: running max and total per group, acc per column.
+  Value maxT = memref::AllocaOp::create(g, MemRefType::get({groups}, f32));
+  Value totalT = memref::AllocaOp::create(g, MemRefType::get({groups}, f32));
+  Value accT = memref::AllocaOp::create(g, MemRefType::get({groups, dv}, f32));
+  parallelFor(
+      g, {indexConst(g, groups), indexConst(g, vecCols)},
+      [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+        Value d = columnAt(ib, iv[1]);
+        MergeSums sums =
+            mergeOnline(ib, arith::AddIOp::create(ib, lo, iv[0]), hi, groups,
+                        kGroupMergeUnroll, d, vecType, io);
+        vector::StoreOp::create(ib, sums.acc, accT, ValueRange{iv[0], d});
+        scf::IfOp::create(
+            ib, firstColumn(iv[1])(ib), [&](OpBuilder &nb, Location loc) {
+              ImplicitLocOpBuilder jb(loc, nb);
+              memref::StoreOp::create(jb, sums.ref, maxT, iv[0]);
+              memref::StoreOp::create(jb, sums.total, totalT, iv[0]);
+              scf::YieldOp::create(jb);
+            });
       });
+  parallelFor(g, {indexConst(g, vecCols)},
+              [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                Value d = columnAt(ib, iv[0]);
+                storeMerged(
+                    ib,
+                    combineGroups(ib, groups, maxT, totalT, accT, d, vecType),
+                    d, vecType, oType.getElementType(), firstColumn(iv[0]), io);
+              });
   op.erase();
   return success();
 }

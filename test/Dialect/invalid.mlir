@@ -1091,6 +1091,22 @@ func.func @chunk_merge_value(%op: memref<?x1x16x256xf32>, %lp: memref<?x1x16xf32
 
 // -----
 
+func.func @chunk_merge_no_groups(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{attribute 'groups' failed to satisfy constraint}}
+  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 0} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_merge_many_groups(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{groups must be in [1, 16], got 17}}
+  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 17} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
 func.func @chunks_need_one_split(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   // expected-error @+1 {{kv_chunks (the length-aware schedule) needs kv_splits = 1 and min_workgroups = 0, got kv_splits = 4, min_workgroups = 0}}
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 16, warps = 1, stages = 1, kv_chunks = 8>} : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
@@ -1101,6 +1117,16 @@ func.func @chunks_need_one_split(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x5
 
 // expected-error @+1 {{chunk_balance must be in [1, 2^20], got 0}}
 func.func private @bad_chunk_balance() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, kv_chunks = 8, chunk_balance = 0>}
+
+// -----
+
+// expected-error @+1 {{merge_groups must be in [1, 16], got 0}}
+func.func private @bad_merge_groups() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, kv_chunks = 8, merge_groups = 0>}
+
+// -----
+
+// expected-error @+1 {{merge_groups applies to the length-aware schedule only (kv_chunks > 0)}}
+func.func private @merge_groups_need_chunks() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 1, warps = 1, stages = 1, merge_groups = 4>}
 
 // -----
 

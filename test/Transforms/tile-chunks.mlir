@@ -1,6 +1,8 @@
 // RUN: mla-opt %s --mla-tile | FileCheck %s
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,workgroups=3,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=PERSIST
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,chunk_balance=64,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=BALANCE
+// RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,merge_groups=4,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=GROUPS
+// RUN: mla-opt %s --mla-tile | FileCheck %s --check-prefix=WIDE
 
 // Decode's length-aware schedule (kv_chunks): the plan of chunks from the
 // lengths in one workgroup, the chunks' partial results in one workspace
@@ -31,10 +33,16 @@
 // CHECK: mla.attention_step
 // CHECK: memref.store %{{.*}}, %[[WSL]][%[[SLOT]], %{{.*}}, %{{.*}}]
 // CHECK: } {mla.fresh_tiles}
-//   The merge: request b's chunks [plan[0][2 + b], plan[0][3 + b]).
+//   The merge: request b's chunks [plan[0][2 + b], plan[0][3 + b]); one
+//   part group (merge_groups = 1): each column's thread reads 8 chunks at
+//   a time.
 // CHECK: mla.grid in
-// CHECK: memref.load %[[PLAN]]
-// CHECK: memref.load %[[WSL]]
+// CHECK: %[[LO:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: %[[HI:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK-NOT: memref.alloca
+// CHECK: scf.parallel
+// CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]] step %c8
+// CHECK-COUNT-8: memref.load %[[WSL]]
 // CHECK: vector.fma
 // CHECK: vector.store %{{.*}}, %arg5
 // CHECK: memref.dealloc %[[PLAN]]
@@ -48,6 +56,49 @@ func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memr
   return
 }
 
+// merge_groups = 4: request b's chunks split among 4 part groups (group
+// p: chunks lo + p, lo + p + 4, ..., 4 at a time, so the loop steps by 16)
+// whose sums meet in workgroup memory, then one pass that rescales them to
+// their common max and stores the row.
+// GROUPS-LABEL: func @chunks
+// GROUPS-SAME: kv_chunks=8 merge_groups=4"
+// GROUPS: %[[WSL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x2xf32>
+// GROUPS: mla.grid in
+// GROUPS: mla.grid in
+// GROUPS: mla.grid in
+// GROUPS: %[[LO:.*]] = arith.index_cast %{{.*}} : i32 to index
+// GROUPS: %[[HI:.*]] = arith.index_cast %{{.*}} : i32 to index
+// GROUPS: %[[MAXT:.*]] = memref.alloca() : memref<4xf32>
+// GROUPS: %[[TOTALT:.*]] = memref.alloca() : memref<4xf32>
+// GROUPS: %[[ACCT:.*]] = memref.alloca() : memref<4x32xf32>
+// GROUPS: scf.parallel (%[[GRP:.*]], %{{.*}}) = ({{.*}}) to (%c4{{.*}}, %c2{{.*}})
+// GROUPS: %[[FIRST:.*]] = arith.addi %[[LO]], %[[GRP]]
+// GROUPS: scf.for %{{.*}} = %[[FIRST]] to %[[HI]] step %c16
+// GROUPS-COUNT-4: memref.load %[[WSL]]
+// GROUPS: vector.store %{{.*}}, %[[ACCT]][%[[GRP]], %{{.*}}]
+// GROUPS: memref.store %{{.*}}, %[[MAXT]][%[[GRP]]]
+// GROUPS: memref.store %{{.*}}, %[[TOTALT]][%[[GRP]]]
+// GROUPS: scf.parallel
+// GROUPS-COUNT-4: vector.fma
+// GROUPS: vector.store %{{.*}}, %arg5
+
 // chunk_balance reaches the chunks grid's config and the manifest.
 // BALANCE: mla.kernel_info = {config = "tile_kv=16 kv_splits=1 head_group=2 warps=1 stages=1 kv_chunks=8 chunk_balance=64"
 // BALANCE: mla.grid in {{.*}}kv_chunks = 8, chunk_balance = 64>
+
+// A value dim too wide for the part groups' sums in workgroup memory
+// (groups = 4, but 4 x 8192 x 4 bytes > 16 KiB): one group reads every
+// part of its columns, 8 at a time, and stores the row with no exchange.
+// WIDE-LABEL: func @wide_merge
+// WIDE: mla.grid in
+// WIDE-NOT: memref.alloca
+// WIDE: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c512{{.*}})
+// WIDE: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
+// WIDE-COUNT-8: memref.load %arg1
+// WIDE: vector.store %{{.*}}, %arg3
+// WIDE-NOT: scf.parallel
+// WIDE: return
+func.func @wide_merge(%op: memref<?x1x1x8192xf32>, %lp: memref<?x1x1xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x1x8192xbf16>, %lse: memref<?x1x1xf32>) {
+  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 4} : memref<?x1x1x8192xf32>, memref<?x1x1xf32>, memref<2x?xi32>, memref<?x1x1x8192xbf16>, memref<?x1x1xf32>
+  return
+}

@@ -151,7 +151,9 @@ static cl::opt<std::string>
                         "split-KV),workgroups=N (with kv_chunks: workgroups "
                         "that take the chunks in turn),chunk_balance=N "
                         "(with kv_chunks: chunks of at least "
-                        "sqrt(tiles / N) tiles, default 16)"),
+                        "sqrt(tiles / N) tiles, default 16),merge_groups=N "
+                        "(with kv_chunks: groups of threads that split each "
+                        "request's chunks in the merge, 1-16, default 1)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

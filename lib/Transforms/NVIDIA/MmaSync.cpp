@@ -112,33 +112,17 @@ public:
     Value always = arith::ConstantIntOp::create(kb, 1, 1);
     SmallVector<Value> aRegs, bRegs;
     if (useLdmatrix) {
-      // ldmatrix.x4: lane l addresses row m0 + l%16, column k0 + 8*(l/16);
-      // the four 8x8 matrices are the A registers.
-      Value frag = nvgpu::LdMatrixOp::create(
-          kb, VectorType::get({4, 2}, elem), a,
-          ValueRange{arith::AddIOp::create(kb, t.m0, lanes->lane16),
-                     arith::AddIOp::create(kb, k0, lanes->laneHi8)},
-          kb.getBoolAttr(false), kb.getI32IntegerAttr(4));
-      for (int64_t i = 0; i < 4; ++i)
-        aRegs.push_back(mmaOperand(
-            kb, vector::ExtractOp::create(kb, frag, ArrayRef<int64_t>{i})));
+      // ldmatrix.x4: the four 8x8 matrices are the A registers.
+      aRegs = loadA(kb, a, t.m0, k0);
       // B: x2; transposed B [N, K] is read row-wise, [K, N] with .trans.
       // Lanes 16..31 repeat the addresses of 0..15.
-      Value bFrag =
+      bRegs =
           transposeB
-              ? nvgpu::LdMatrixOp::create(
-                    kb, VectorType::get({2, 2}, elem), bMat,
-                    ValueRange{arith::AddIOp::create(kb, t.n0, lanes->lane8),
-                               arith::AddIOp::create(kb, k0, lanes->laneMid8)},
-                    kb.getBoolAttr(false), kb.getI32IntegerAttr(2))
-              : nvgpu::LdMatrixOp::create(
-                    kb, VectorType::get({2, 2}, elem), bMat,
-                    ValueRange{arith::AddIOp::create(kb, k0, lanes->lane16),
-                               t.n0},
-                    kb.getBoolAttr(true), kb.getI32IntegerAttr(2));
-      for (int64_t i = 0; i < 2; ++i)
-        bRegs.push_back(mmaOperand(
-            kb, vector::ExtractOp::create(kb, bFrag, ArrayRef<int64_t>{i})));
+              ? ldmatrix(
+                    kb, bMat, arith::AddIOp::create(kb, t.n0, lanes->lane8),
+                    arith::AddIOp::create(kb, k0, lanes->laneMid8), false, 2)
+              : ldmatrix(kb, bMat, arith::AddIOp::create(kb, k0, lanes->lane16),
+                         t.n0, true, 2);
     } else {
       Value kc = arith::AddIOp::create(kb, k0, lanes->twoTg);
       Value kc8 = arith::AddIOp::create(kb, kc, c8);
@@ -186,8 +170,8 @@ public:
   /// Lane l addresses row m0 + l % 16, column k0 + 8·(l / 16).
   SmallVector<Value> loadA(ImplicitLocOpBuilder &b, Value mem, Value m0,
                            Value k0) override {
-    return ldmatrix4(b, mem, arith::AddIOp::create(b, m0, lanes->lane16),
-                     arith::AddIOp::create(b, k0, lanes->laneHi8), false);
+    return ldmatrix(b, mem, arith::AddIOp::create(b, m0, lanes->lane16),
+                    arith::AddIOp::create(b, k0, lanes->laneHi8), false, 4);
   }
   /// N x K: lane l addresses row n0 + nOffset + 8·(l / 16) + l % 8, column
   /// k0 + 8·((l / 8) % 2); K x N: transposed, row k0 + 8·((l / 8) % 2) +
@@ -198,20 +182,20 @@ public:
     Value off = indexConst(b, nOffset);
     SmallVector<Value> regs =
         nMajor
-            ? ldmatrix4(
+            ? ldmatrix(
                   b, mem,
                   arith::AddIOp::create(
                       b, arith::AddIOp::create(b, n0, off),
                       arith::AddIOp::create(b, lanes->laneHi8, lanes->lane8)),
-                  arith::AddIOp::create(b, k0, lanes->laneMid8), false)
-            : ldmatrix4(
+                  arith::AddIOp::create(b, k0, lanes->laneMid8), false, 4)
+            : ldmatrix(
                   b, mem,
                   arith::AddIOp::create(
                       b, k0,
                       arith::AddIOp::create(b, lanes->laneMid8, lanes->lane8)),
                   arith::AddIOp::create(
                       b, n0, arith::AddIOp::create(b, off, lanes->laneHi8)),
-                  true);
+                  true, 4);
     return {{regs[0], regs[1]}, {regs[2], regs[3]}};
   }
   int64_t bTilesPerLoad() const override { return 2; }
@@ -229,13 +213,15 @@ public:
   }
 
 private:
-  SmallVector<Value> ldmatrix4(ImplicitLocOpBuilder &b, Value mem, Value r,
-                               Value c, bool trans) {
+  /// ldmatrix of `count` 8x8 matrices (x2 or x4), lane addressing row r,
+  /// column c: one mma operand register per matrix.
+  SmallVector<Value> ldmatrix(ImplicitLocOpBuilder &b, Value mem, Value r,
+                              Value c, bool trans, int64_t count) {
     Value frag = nvgpu::LdMatrixOp::create(
-        b, VectorType::get({4, 2}, elem), mem, ValueRange{r, c},
-        b.getBoolAttr(trans), b.getI32IntegerAttr(4));
+        b, VectorType::get({count, 2}, elem), mem, ValueRange{r, c},
+        b.getBoolAttr(trans), b.getI32IntegerAttr(count));
     SmallVector<Value> regs;
-    for (int64_t i = 0; i < 4; ++i)
+    for (int64_t i = 0; i < count; ++i)
       regs.push_back(mmaOperand(
           b, vector::ExtractOp::create(b, frag, ArrayRef<int64_t>{i})));
     return regs;

@@ -72,6 +72,32 @@ launch mla_test_scale args 3,2,1 grid arg0.0,1,1 block 64,2,1
 end-target
 )";
 
+/// The scale package's tensors: x = 1 (3 x 10) and y, with the kernel's
+/// workspace reserved for (x, 0.25, y).
+struct ScaleTensors {
+  DeviceTensor x, y;
+  std::vector<ArgValue> args() const {
+    return {x.view(), Scalar::f32(0.25f), y.view()};
+  }
+};
+
+void prepareScale(const Device &device, Kernel &kernel, ScaleTensors &out) {
+  std::vector<float> values(3 * 10, 1.0f);
+  auto x = DeviceTensor::upload(device, {values.data(), DType::F32, {3, 10}});
+  auto y = DeviceTensor::allocate(device, DType::F32, {3, 10});
+  ASSERT_TRUE(x.ok() && y.ok());
+  out.x = std::move(*x);
+  out.y = std::move(*y);
+  ASSERT_TRUE(kernel.reserveWorkspace(*kernel.workspaceBytes(out.args())).ok());
+}
+
+/// y after the two launches: x · 0.25 · 0.25.
+void expectScaled(const DeviceTensor &y) {
+  std::vector<float> out(30);
+  ASSERT_TRUE(y.copyToHost(out.data()).ok());
+  EXPECT_EQ(out, std::vector<float>(30, 0.0625f));
+}
+
 } // namespace
 
 TEST(CudaFakeDriverTest, ParamsConfigAndAttributesReachTheDriver) {
@@ -88,23 +114,15 @@ TEST(CudaFakeDriverTest, ParamsConfigAndAttributesReachTheDriver) {
     EXPECT_EQ(loaded.lastDynamicSharedLimit, 65536);
     EXPECT_TRUE(loaded.lastLoadHadLogBuffers);
 
-    std::vector<float> values(3 * 10, 1.0f);
-    auto x = DeviceTensor::upload(device, {values.data(), DType::F32, {3, 10}});
-    auto y = DeviceTensor::allocate(device, DType::F32, {3, 10});
-    ASSERT_TRUE(x.ok() && y.ok());
-    ASSERT_TRUE(kernel
-                    ->reserveWorkspace(*kernel->workspaceBytes(
-                        {x->view(), Scalar::f32(0.25f), y->view()}))
-                    .ok());
+    ScaleTensors t;
+    ASSERT_NO_FATAL_FAILURE(prepareScale(device, *kernel, t));
     auto stream = device.getBackend().createStream();
     ASSERT_TRUE(stream.ok());
     LaunchOptions options;
     options.stream = (*stream)->handle();
     int allocations = stats().allocations;
     for (int i = 0; i < 5; ++i)
-      ASSERT_TRUE(
-          kernel->launch({x->view(), Scalar::f32(0.25f), y->view()}, options)
-              .ok());
+      ASSERT_TRUE(kernel->launch(t.args(), options).ok());
     MlaFakeCudaStats launched = stats();
     EXPECT_EQ(launched.allocations, allocations) << "a launch allocated";
     EXPECT_EQ(launched.launches, loaded.launches + 10);
@@ -118,7 +136,7 @@ TEST(CudaFakeDriverTest, ParamsConfigAndAttributesReachTheDriver) {
     EXPECT_EQ(launched.lastSharedBytes, 0u);
     EXPECT_EQ(launched.lastStream, options.stream);
     ASSERT_EQ(launched.lastParamCount, 15);
-    uint64_t yAddress = reinterpret_cast<uintptr_t>(y->data());
+    uint64_t yAddress = reinterpret_cast<uintptr_t>(t.y.data());
     EXPECT_EQ(launched.lastParams[7], yAddress); // allocated
     EXPECT_EQ(launched.lastParams[8], yAddress); // aligned
     EXPECT_EQ(launched.lastParams[9], 0u);       // offset
@@ -135,9 +153,7 @@ TEST(CudaFakeDriverTest, ParamsConfigAndAttributesReachTheDriver) {
     EXPECT_EQ(launched.lastParams[1] % 256, 0u);
 
     ASSERT_TRUE(device.getBackend().synchronize(options.stream).ok());
-    std::vector<float> out(30);
-    ASSERT_TRUE(y->copyToHost(out.data()).ok());
-    EXPECT_EQ(out, std::vector<float>(30, 0.0625f));
+    expectScaled(t.y);
   }
   MlaFakeCudaStats after = stats();
   EXPECT_EQ(after.contextErrors, before.contextErrors);
@@ -158,25 +174,16 @@ TEST(CudaFakeDriverTest, DependentLaunchesAreProgrammatic) {
   Device device = *openTestCudaDevice();
   Expected<Kernel> kernel = device.loadKernel(ptxPackage(manifest, kScalePtx));
   ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
-  std::vector<float> values(3 * 10, 1.0f);
-  auto x = DeviceTensor::upload(device, {values.data(), DType::F32, {3, 10}});
-  auto y = DeviceTensor::allocate(device, DType::F32, {3, 10});
-  ASSERT_TRUE(x.ok() && y.ok());
-  ASSERT_TRUE(kernel
-                  ->reserveWorkspace(*kernel->workspaceBytes(
-                      {x->view(), Scalar::f32(0.25f), y->view()}))
-                  .ok());
+  ScaleTensors t;
+  ASSERT_NO_FATAL_FAILURE(prepareScale(device, *kernel, t));
   MlaFakeCudaStats before = stats();
   for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE(
-        kernel->launch({x->view(), Scalar::f32(0.25f), y->view()}).ok());
+    ASSERT_TRUE(kernel->launch(t.args()).ok());
   MlaFakeCudaStats after = stats();
   EXPECT_EQ(after.launches, before.launches + 6);
   EXPECT_EQ(after.programmaticLaunches, before.programmaticLaunches + 3);
   ASSERT_TRUE(device.getBackend().synchronize(nullptr).ok());
-  std::vector<float> out(30);
-  ASSERT_TRUE(y->copyToHost(out.data()).ok());
-  EXPECT_EQ(out, std::vector<float>(30, 0.0625f));
+  expectScaled(t.y);
 }
 
 TEST(CudaFakeDriverTest, EverythingIsReleased) {

@@ -89,7 +89,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t headGroup, int64_t warps,
                                  int64_t stages, int64_t minWorkgroups,
                                  int64_t tileQ, int64_t wgmma, int64_t kvChunks,
-                                 int64_t workgroups, int64_t chunkBalance) {
+                                 int64_t workgroups, int64_t chunkBalance,
+                                 int64_t mergeGroups) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -125,6 +126,12 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << chunkBalance;
   if (workgroups > 0 && kvChunks == 0)
     return emitError() << "workgroups applies to the length-aware schedule "
+                          "only (kv_chunks > 0)";
+  if (mergeGroups < 1 || mergeGroups > kMaxMergeGroups)
+    return emitError() << "merge_groups must be in [1, " << kMaxMergeGroups
+                       << "], got " << mergeGroups;
+  if (mergeGroups > 1 && kvChunks == 0)
+    return emitError() << "merge_groups applies to the length-aware schedule "
                           "only (kv_chunks > 0)";
   return success();
 }

@@ -643,6 +643,9 @@ LogicalResult ChunkMergeOp::verify() {
   if (!compatible(plan.getDimSize(0), 2))
     return emitOpError() << "operand 'plan' dim 0 must be 2, got "
                          << plan.getDimSize(0);
+  if (getGroups() > kMaxMergeGroups)
+    return emitOpError() << "groups must be in [1, " << kMaxMergeGroups
+                         << "], got " << getGroups();
   // Slots: dim 0 of the parts; requests: dim 0 of o and lse.
   if (failed(checkDim(op, rt::roles::kLseParts, lseParts, 0,
                       oParts.getDimSize(0), "chunk slots")) ||

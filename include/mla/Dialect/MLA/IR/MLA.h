@@ -25,6 +25,10 @@
 #include "mla/Dialect/MLA/IR/MLAOps.h.inc"
 
 namespace mla {
+/// The most part groups of mla.chunk_merge (`groups`, #mla.config
+/// merge_groups).
+inline constexpr int64_t kMaxMergeGroups = 16;
+
 /// The target of the module holding `op` (its `mla.target`, set by
 /// mla-select-config), or an error located at that module naming `pass`.
 mlir::FailureOr<const ArchInfo *> moduleTarget(mlir::Operation *op,

@@ -50,6 +50,11 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       small batch is cut into fewer, longer chunks (each chunk costs its
       partial result and a share of the merge). 1..2^20; larger values give
       more, shorter chunks.
+    * `merge_groups` (optional, default 1): with `kv_chunks`, the part
+      groups of `mla.chunk_merge` (its `groups`): the threads of a merge
+      workgroup split a request's chunks among this many groups, whose sums
+      meet in workgroup memory (more loads in flight for a request of many
+      chunks). 1..16.
     * `tile_q` (optional, default 0): query rows per workgroup of
       `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
       `head_group` heads times the query length).
@@ -69,7 +74,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         DefaultValuedParameter<"int64_t", "1">:$wgmma,
                         DefaultValuedParameter<"int64_t", "0">:$kv_chunks,
                         DefaultValuedParameter<"int64_t", "0">:$workgroups,
-                        DefaultValuedParameter<"int64_t", "::mla::rt::schedule::kChunkBalance">:$chunk_balance);
+                        DefaultValuedParameter<"int64_t", "::mla::rt::schedule::kChunkBalance">:$chunk_balance,
+                        DefaultValuedParameter<"int64_t", "1">:$merge_groups);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -261,6 +261,14 @@ def MLA_ChunkMergeOp : MLA_Op<"chunk_merge"> {
     request without chunks, or whose chunks all have `lse = -inf`, gets
     `o = 0` and `lse = -inf` (never NaN).
 
+    `groups` (1..16, default 1; `#mla.config` `merge_groups`) is how
+    `mla-tile` spreads a request's chunks over a workgroup's threads: with
+    1, each thread sums every chunk of its vector columns, eight at a time;
+    with `G > 1`, `G` groups of threads take chunks `C_b + p, C_b + p + G,
+    ...` four at a time and their sums meet in workgroup memory (fewer
+    groups where those sums would pass 16 KiB). The result is the same
+    merge either way, up to rounding.
+
     ```mlir
     mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>,
         memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>,
@@ -272,7 +280,8 @@ def MLA_ChunkMergeOp : MLA_Op<"chunk_merge"> {
     Arg<MemRefRankOf<[F32], [3]>, "partial log-sum-exps", [MemRead]>:$lse_parts,
     Arg<MemRefRankOf<[I32], [2]>, "the plan", [MemRead]>:$plan,
     Arg<MemRefRankOf<[BF16, F16, F32], [4]>, "merged output", [MemWrite]>:$o,
-    Arg<MemRefRankOf<[F32], [3]>, "merged log-sum-exp", [MemWrite]>:$lse);
+    Arg<MemRefRankOf<[F32], [3]>, "merged log-sum-exp", [MemWrite]>:$lse,
+    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$groups);
   let assemblyFormat = [{
     $o_parts `,` $lse_parts `,` $plan `,` $o `,` $lse attr-dict `:`
     type($o_parts) `,` type($lse_parts) `,` type($plan) `,` type($o) `,`
