@@ -13,7 +13,6 @@
 #include "mla/runtime/Manifest.h"
 
 #include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Debug.h"
 
 #include <limits>
@@ -386,6 +385,23 @@ bool hasMaskRegion(Operation *op) {
   return false;
 }
 
+/// The fields of #mla.config by name, as --perf-config spells them.
+constexpr std::pair<const char *, int64_t ConfigFields::*> kConfigFieldNames[] =
+    {
+        {"tile_kv", &ConfigFields::tileKv},
+        {"kv_splits", &ConfigFields::kvSplits},
+        {"head_group", &ConfigFields::headGroup},
+        {"warps", &ConfigFields::warps},
+        {"stages", &ConfigFields::stages},
+        {"min_workgroups", &ConfigFields::minWorkgroups},
+        {"tile_q", &ConfigFields::tileQ},
+        {"wgmma", &ConfigFields::wgmma},
+        {"kv_chunks", &ConfigFields::kvChunks},
+        {"workgroups", &ConfigFields::workgroups},
+        {"chunk_balance", &ConfigFields::chunkBalance},
+        {"merge_groups", &ConfigFields::mergeGroups},
+};
+
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
   if (spec.trim().empty())
     return success();
@@ -404,26 +420,18 @@ LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
     if (value.trim().getAsInteger(10, v))
       return op->emitError() << "perf-config: '" << item
                              << "' is not of the form field=integer";
-    int64_t *slot = llvm::StringSwitch<int64_t *>(key)
-                        .Case("tile_kv", &cfg.tileKv)
-                        .Case("kv_splits", &cfg.kvSplits)
-                        .Case("head_group", &cfg.headGroup)
-                        .Case("warps", &cfg.warps)
-                        .Case("stages", &cfg.stages)
-                        .Case("min_workgroups", &cfg.minWorkgroups)
-                        .Case("tile_q", &cfg.tileQ)
-                        .Case("wgmma", &cfg.wgmma)
-                        .Case("kv_chunks", &cfg.kvChunks)
-                        .Case("workgroups", &cfg.workgroups)
-                        .Case("chunk_balance", &cfg.chunkBalance)
-                        .Case("merge_groups", &cfg.mergeGroups)
-                        .Default(nullptr);
-    if (!slot)
-      return op->emitError()
-             << "perf-config: unknown field '" << key
-             << "' (fields: tile_kv, kv_splits, head_group, warps, stages, "
-                "min_workgroups, tile_q, wgmma, kv_chunks, workgroups, "
-                "chunk_balance, merge_groups)";
+    const auto *field = llvm::find_if(
+        kConfigFieldNames, [&](const auto &f) { return key == f.first; });
+    if (field == std::end(kConfigFieldNames)) {
+      InFlightDiagnostic diag = op->emitError()
+                                << "perf-config: unknown field '" << key
+                                << "' (fields: ";
+      llvm::interleave(
+          kConfigFieldNames, [&](const auto &f) { diag << f.first; },
+          [&] { diag << ", "; });
+      return diag << ")";
+    }
+    int64_t *slot = &(cfg.*(field->second));
     *slot = v;
   }
   return success();
