@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -283,18 +284,56 @@ extern "C" mla_status mla_kernel_reserve_workspace(const mla_kernel *kernel,
   });
 }
 
+/// mla_launch and mla_launch_with_flags.
+static Status launchWithFlags(const char *function, const mla_kernel *kernel,
+                              const mla_arg *args, size_t num_args,
+                              const mla_launch_options *options,
+                              uint32_t flags) {
+  MLA_REQUIRE(function, kernel);
+  constexpr uint32_t kKnownFlags = MLA_LAUNCH_REUSE_PLAN;
+  if (const uint32_t unknown = flags & ~kKnownFlags) {
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "0x%x", unknown);
+    return invalid(std::string("flags: unknown bits ") + hex +
+                   " (known: MLA_LAUNCH_REUSE_PLAN = 0x1)");
+  }
+  std::vector<ArgValue> bound;
+  if (Status status = bindArgs(kernel->kernel, args, num_args, bound);
+      !status.ok())
+    return status;
+  if (Status status = checkOptions(options); !status.ok())
+    return status;
+  LaunchOptions launchOptions = toOptions(options);
+  launchOptions.reusePlan = (flags & MLA_LAUNCH_REUSE_PLAN) != 0;
+  return kernel->kernel.launch(bound, launchOptions);
+}
+
 extern "C" mla_status mla_launch(const mla_kernel *kernel, const mla_arg *args,
                                  size_t num_args,
                                  const mla_launch_options *options) {
   return guarded("mla_launch", [&]() -> Status {
-    MLA_REQUIRE("mla_launch", kernel);
-    std::vector<ArgValue> bound;
-    if (Status status = bindArgs(kernel->kernel, args, num_args, bound);
-        !status.ok())
-      return status;
-    if (Status status = checkOptions(options); !status.ok())
-      return status;
-    return kernel->kernel.launch(bound, toOptions(options));
+    return launchWithFlags("mla_launch", kernel, args, num_args, options, 0);
+  });
+}
+
+extern "C" mla_status mla_launch_with_flags(const mla_kernel *kernel,
+                                            const mla_arg *args,
+                                            size_t num_args,
+                                            const mla_launch_options *options,
+                                            uint32_t flags) {
+  return guarded("mla_launch_with_flags", [&]() -> Status {
+    return launchWithFlags("mla_launch_with_flags", kernel, args, num_args,
+                           options, flags);
+  });
+}
+
+extern "C" mla_status mla_kernel_plan_launches(const mla_kernel *kernel,
+                                               size_t *out) {
+  return guarded("mla_kernel_plan_launches", [&]() -> Status {
+    MLA_REQUIRE("mla_kernel_plan_launches", kernel);
+    MLA_REQUIRE("mla_kernel_plan_launches", out);
+    *out = kernel->kernel.planLaunches();
+    return Status::success();
   });
 }
 

@@ -112,7 +112,8 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
       {{one, one, one},
        {roles::kSeqLens},
        {0},
-       "the plan of chunks from the lengths"},
+       "the plan of chunks from the lengths",
+       /*plan=*/true},
       {{gridX,
         SizeRule::constantOf(groups, "ceil(heads / head_group) = " +
                                          std::to_string(groups)),
@@ -365,9 +366,19 @@ static Status validateDecodeArgs(const Manifest &m,
   return Status::success();
 }
 
+static size_t decodePlanLaunches(const Manifest &m, const TargetSpec &target) {
+  Expected<plans::KindPlan> plan = decodePlan(m, target);
+  size_t n = 0;
+  if (plan.ok())
+    while (n < plan->launches.size() && plan->launches[n].plan)
+      ++n;
+  return n;
+}
+
 const KernelKindRules *mla::rt::findKernelKindRules(std::string_view kind) {
   static const KernelKindRules kRules[] = {
-      {KernelKind::Decode, checkDecodeManifest, validateDecodeArgs},
+      {KernelKind::Decode, checkDecodeManifest, validateDecodeArgs,
+       decodePlanLaunches},
       {KernelKind::Prefill, checkPrefillManifest, validatePrefillArgs},
       {KernelKind::Merge, checkMergeManifest, validateMergeArgs},
       {KernelKind::AppendKv, checkAppendKvManifest, validateAppendKvArgs},

@@ -128,6 +128,8 @@ struct Kernel::Impl {
   /// Module entry of each launch.
   std::vector<size_t> launchEntries;
   const KernelKindRules *rules = nullptr;
+  /// KernelKindRules::planLaunches of the target.
+  size_t planLaunches = 0;
   /// Synchronous backends: buffers handed to one launch at a time.
   WorkspacePool workspaces;
   /// Asynchronous backends: the buffer of reserveWorkspace.
@@ -363,6 +365,8 @@ Kernel::workspaceBytes(const std::vector<ArgValue> &args) const {
   return impl->layoutWorkspaces(args, views);
 }
 
+size_t Kernel::planLaunches() const { return impl->planLaunches; }
+
 Expected<size_t> Kernel::workspaceBytes(const DecodeArgs &args) const {
   Expected<std::vector<ArgValue>> bound = bindDecode(args);
   if (!bound.ok())
@@ -445,6 +449,7 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
       return acquired.status().withContext("allocating workspaces");
     pooled = acquired.take();
   }
+  const bool fromPool = pooled != nullptr;
   WorkspaceLease lease(k.workspaces, std::move(pooled));
   if (!base)
     base = lease.data();
@@ -456,8 +461,10 @@ Status Kernel::launch(const std::vector<ArgValue> &args,
   }
 
   const TargetSpec &target = k.target();
+  // A pooled buffer holds no earlier plan: the plan is computed there.
+  const size_t first = options.reusePlan && !fromPool ? k.planLaunches : 0;
   std::vector<const ArgValue *> launchArgs;
-  for (size_t l = 0; l < target.launches.size(); ++l) {
+  for (size_t l = first; l < target.launches.size(); ++l) {
     const LaunchSpec &spec = target.launches[l];
     launchArgs.clear();
     for (int index : spec.args)
@@ -560,6 +567,8 @@ Expected<Kernel> Device::loadKernel(const Package &package,
   impl->manifest = manifest;
   impl->targetIndex = target - manifest.targets.data();
   impl->rules = findKernelKindRules(manifest.kernel);
+  if (impl->rules && impl->rules->planLaunches)
+    impl->planLaunches = impl->rules->planLaunches(manifest, *target);
   std::vector<std::string> entries;
   for (const LaunchSpec &launch : target->launches) {
     auto it = std::find(entries.begin(), entries.end(), launch.entry);

@@ -31,6 +31,10 @@ struct KernelKindRules {
   Status (*validateArgs)(const Manifest &manifest,
                          const std::vector<ArgValue> &args,
                          const std::vector<const void *> &hostData);
+  /// The leading launches of `target` that compute a plan (LaunchRule::plan),
+  /// for a manifest that passed checkManifest; nullptr: none for this kind.
+  size_t (*planLaunches)(const Manifest &manifest,
+                         const TargetSpec &target) = nullptr;
 };
 
 /// nullptr for kinds without rules.

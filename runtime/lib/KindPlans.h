@@ -98,6 +98,10 @@ struct LaunchRule {
   std::vector<int> workspaces;
   /// "the split-KV partial launch", for messages.
   const char *what;
+  /// Reads seq_lens alone and writes only workspaces that no later launch
+  /// writes: a plan that a later launch with the same lengths can reuse
+  /// (LaunchOptions::reusePlan skips the leading launches marked so).
+  bool plan = false;
 };
 
 struct KindPlan {

@@ -636,6 +636,40 @@ TEST_F(CApiDecodeTest, WorkspaceQueriesAndCallerWorkspaces) {
   expectMatchesReference(shape, data);
 }
 
+// mla_launch_with_flags: flags 0 and MLA_LAUNCH_REUSE_PLAN on a kernel
+// without a plan (this one: fixed split-KV) launch everything; unknown bits
+// and null handles are errors. (Reusing a real plan: the host e2e test
+// DecodeChunks.ReusedPlanAcrossLayers.)
+TEST_F(CApiDecodeTest, LaunchWithFlags) {
+  size_t plans = 7;
+  ASSERT_EQ(mla_kernel_plan_launches(kernel, &plans), MLA_OK) << lastError();
+  EXPECT_EQ(plans, 0u);
+  EXPECT_EQ(mla_kernel_plan_launches(kernel, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_plan_launches: out is null");
+  EXPECT_EQ(mla_kernel_plan_launches(nullptr, &plans),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_kernel_plan_launches: kernel is null");
+
+  std::vector<mla_arg> roles = decodeRoles(data);
+  for (uint32_t flags : {0u, MLA_LAUNCH_REUSE_PLAN}) {
+    ASSERT_EQ(mla_launch_with_flags(kernel, roles.data(), roles.size(), nullptr,
+                                    flags),
+              MLA_OK)
+        << lastError();
+    expectMatchesReference(shape, data);
+  }
+  EXPECT_EQ(
+      mla_launch_with_flags(kernel, roles.data(), roles.size(), nullptr, 0x6u),
+      MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "flags: unknown bits 0x6 (known: MLA_LAUNCH_REUSE_PLAN = 0x1)");
+  EXPECT_EQ(
+      mla_launch_with_flags(nullptr, roles.data(), roles.size(), nullptr, 0),
+      MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "mla_launch_with_flags: kernel is null");
+}
+
 TEST_F(CApiDecodeTest, LaunchErrorsNameTheArgument) {
   mla_decode_args args = decodeArgs(data);
   std::vector<mla_arg> roles = decodeRoles(data);

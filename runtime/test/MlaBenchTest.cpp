@@ -118,6 +118,18 @@ TEST_F(MlaBenchTest, PrintsOneSummaryLine) {
   EXPECT_NEAR(std::stod(f["tflops"]), tflops, 0.0006 + 0.01 * tflops);
 }
 
+// --reuse-plan is accepted; on the host (pooled workspaces) and for a
+// kernel without a plan (this one) no launch is skipped: reuse_plan=0.
+TEST_F(MlaBenchTest, ReusePlanIsReported) {
+  ToolResult result = bench({"--device=host", "--batch", "3", "--seq-len", "50",
+                             "--iters=2", "--warmup", "0", "--reuse-plan",
+                             "--threads=2", "--scale=default"});
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  std::map<std::string, std::string> f = fields(result.out);
+  EXPECT_EQ(f["reuse_plan"], "0");
+  EXPECT_EQ(f["nonfinite"], "0");
+}
+
 TEST_F(MlaBenchTest, RaggedLengthsAndCsv) {
   std::string csv = dir.file("bench.csv");
   // The documented generator: splitmix64 from the seed, length b = MIN +
@@ -158,7 +170,8 @@ TEST_F(MlaBenchTest, RaggedLengthsAndCsv) {
   EXPECT_EQ(header, "package,device,dtype,batch,seq_len,ragged,sum_len,q_len,"
                     "heads,page_size,scale,warmup,iters,rotate,median_us,"
                     "min_us,max_us,gbs,tflops,bw_frac,flop_frac,nonfinite,"
-                    "min_len,max_len,lengths,seed,bytes,flops,pages");
+                    "min_len,max_len,lengths,seed,bytes,flops,pages,"
+                    "reuse_plan");
   EXPECT_EQ(row1.rfind("decode.mlapkg,host,bf16,8," + std::to_string(max) +
                            ",1," + std::to_string(sum) + ",",
                        0),

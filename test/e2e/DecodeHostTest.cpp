@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <pthread.h>
 #include <random>
 #include <string>
@@ -122,8 +123,8 @@ struct DecodeRun {
   std::vector<float> lse;
 };
 
-/// Compiles `c`, launches it on random inputs in a random paged layout.
-void runDecode(const Case &c, DecodeRun &r) {
+/// Compiles `c` and loads its kernel on the test device.
+void loadDecode(const Case &c, std::optional<Kernel> &out) {
   std::string path = compile(c);
   Expected<Package> pkg = readPackage(path);
   ASSERT_TRUE(pkg.ok()) << pkg.status().toString();
@@ -131,7 +132,39 @@ void runDecode(const Case &c, DecodeRun &r) {
   ASSERT_TRUE(dev.ok()) << dev.status().toString();
   Expected<Kernel> kernel = dev->loadKernel(*pkg);
   ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+  out = *kernel;
+}
 
+/// A caller workspace: `bytes` at a MLA_WORKSPACE_ALIGNMENT boundary.
+struct Workspace {
+  std::vector<uint8_t> storage;
+  uint8_t *data = nullptr;
+  size_t bytes = 0;
+  void allocate(size_t n) {
+    storage.assign(n + kWorkspaceAlignment, 0);
+    uintptr_t at = reinterpret_cast<uintptr_t>(storage.data());
+    data = storage.data() + (kWorkspaceAlignment - at % kWorkspaceAlignment) %
+                                kWorkspaceAlignment;
+    bytes = n;
+  }
+};
+
+/// Launches `kernel` (compiled from `c`) on random inputs (seeded by
+/// c.inputs, else c.name) in a random paged layout, with `options`; with
+/// `workspace`, in that caller workspace (allocated, zeroed, at the first
+/// use).
+void runDecodeWith(const Kernel &kernel, const Case &c, DecodeRun &r,
+                   LaunchOptions options = {}, Workspace *workspace = nullptr);
+
+/// Compiles `c`, launches it on random inputs in a random paged layout.
+void runDecode(const Case &c, DecodeRun &r) {
+  std::optional<Kernel> kernel;
+  ASSERT_NO_FATAL_FAILURE(loadDecode(c, kernel));
+  runDecodeWith(*kernel, c, r);
+}
+
+void runDecodeWith(const Kernel &kernel, const Case &c, DecodeRun &r,
+                   LaunchOptions options, Workspace *workspace) {
   r.dt = c.dtype == "bf16"  ? DType::BF16
          : c.dtype == "f16" ? DType::F16
                             : DType::F32;
@@ -166,7 +199,15 @@ void runDecode(const Case &c, DecodeRun &r) {
   args.scale = kScale;
   args.o = {r.o.data(), r.dt, {r.batch, c.qLen, c.heads, c.latent}};
   args.lse = {r.lse.data(), DType::F32, {r.batch, c.qLen, c.heads}};
-  Status st = kernel->launchDecode(args);
+  if (workspace) {
+    Expected<size_t> bytes = kernel.workspaceBytes(args);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+    if (!workspace->data)
+      workspace->allocate(*bytes);
+    options.workspace = workspace->data;
+    options.workspaceBytes = workspace->bytes;
+  }
+  Status st = kernel.launchDecode(args, options);
   ASSERT_TRUE(st.ok()) << st.toString();
 }
 
@@ -450,6 +491,62 @@ TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
                              base.lse.size() * sizeof(float)))
         << "lse differs with workgroups=" << wg;
   }
+}
+
+// Decode's plan of chunks depends on seq_lens alone: the layers of a decode
+// step can share it (LaunchOptions::reusePlan, as FlashMLA's callers share
+// one scheduler metadata). Layer 0 computes it in a caller workspace; the
+// later layers, with other q, cache and block table but the same lengths,
+// skip the plan launch and match the reference and a full launch bit for
+// bit. A kernel without a plan (fixed split-KV) ignores the option.
+TEST(DecodeChunks, ReusedPlanAcrossLayers) {
+  const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 129};
+  Case c{"reuse_layer0", 16, 512, 64, 16, 1, "bf16", lens, "kv_chunks=10"};
+  std::optional<Kernel> kernel;
+  ASSERT_NO_FATAL_FAILURE(loadDecode(c, kernel));
+  EXPECT_EQ(kernel->planLaunches(), 1u);
+  Workspace workspace;
+  LaunchOptions reuse;
+  reuse.reusePlan = true;
+  // A workspace that holds no plan yet (zeros: no chunks): the plan launch
+  // is skipped, so every request merges no part (o 0, lse -inf).
+  DecodeRun unplanned;
+  ASSERT_NO_FATAL_FAILURE(
+      runDecodeWith(*kernel, c, unplanned, reuse, &workspace));
+  for (float lse : unplanned.lse)
+    ASSERT_EQ(lse, -INFINITY) << "a launch reusing no plan found chunks";
+  DecodeRun layer0;
+  ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, c, layer0, {}, &workspace));
+  checkReference(c, layer0);
+  for (int layer = 1; layer <= 2; ++layer) {
+    Case l = c;
+    l.name = "reuse_layer" + std::to_string(layer);
+    DecodeRun reused, full;
+    ASSERT_NO_FATAL_FAILURE(
+        runDecodeWith(*kernel, l, reused, reuse, &workspace));
+    checkReference(l, reused);
+    ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, l, full));
+    EXPECT_EQ(reused.o, full.o) << "layer " << layer;
+    EXPECT_EQ(0, std::memcmp(reused.lse.data(), full.lse.data(),
+                             full.lse.size() * sizeof(float)))
+        << "layer " << layer;
+  }
+  // The host's pooled workspace holds no earlier plan: it is computed.
+  DecodeRun pooled;
+  ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, c, pooled, reuse));
+  checkReference(c, pooled);
+
+  Case fixed = c;
+  fixed.name = "reuse_fixed";
+  fixed.perfConfig = "kv_chunks=0,kv_splits=3";
+  std::optional<Kernel> split;
+  ASSERT_NO_FATAL_FAILURE(loadDecode(fixed, split));
+  EXPECT_EQ(split->planLaunches(), 0u);
+  Workspace splitWorkspace;
+  DecodeRun r;
+  ASSERT_NO_FATAL_FAILURE(
+      runDecodeWith(*split, fixed, r, reuse, &splitWorkspace));
+  checkReference(fixed, r);
 }
 
 // Host workgroups keep their tiles on the stack. A launch from a thread

@@ -49,6 +49,13 @@ options:
   --q-len N            query length when the package's is dynamic (default 1)
   --page-size N        page size when the package's is dynamic (default 64)
   --threads N          host worker threads (default: all cores)
+  --reuse-plan         decode: time the launches as the layers after the
+                       first of a decode step run them, skipping the plan
+                       launch of the length-aware schedule
+                       (LaunchOptions::reusePlan; one untimed full launch
+                       first computes the plan in the reserved workspace);
+                       no effect on a kernel without a plan (reuse_plan=0
+                       in the output) or on the host
   --help               print this help and exit
   --version            print the mla version and package format and exit
 Options taking a value accept both "--opt VALUE" and "--opt=VALUE".
@@ -176,6 +183,10 @@ Expected<Options> mla::bench::parseOptions(int argc, char **argv) {
     if (arg == "--version") {
       options.version = true;
       return options;
+    }
+    if (arg == "--reuse-plan") {
+      options.reusePlan = true;
+      continue;
     }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
       if (!arg.empty() && arg[0] == '-')

@@ -31,6 +31,8 @@ struct Options {
   int64_t qLen = 0;
   int64_t pageSize = 0;
   unsigned threads = 0;
+  /// --reuse-plan: LaunchOptions::reusePlan after one full launch.
+  bool reusePlan = false;
   bool help = false;
   bool version = false;
 };

@@ -394,6 +394,12 @@ timeLaunches(const Kernel &kernel, Backend &backend, const Options &options,
   if (Status status = kernel.validate(args[0], launch); !status.ok())
     return status;
   launch.validate = false;
+  if (options.reusePlan) {
+    // The plan the later launches reuse (every copy has the same lengths).
+    if (Status status = kernel.launch(args[0], launch); !status.ok())
+      return status;
+    launch.reusePlan = true;
+  }
   int64_t copies = static_cast<int64_t>(args.size());
   std::vector<std::unique_ptr<Timer>> timers;
   for (int64_t i = 0; i < options.iters; ++i) {
@@ -463,11 +469,12 @@ Expected<int64_t> countNonFinite(Backend &backend, const Problem &p,
 /// Prints the summary line (and appends the CSV row) of a finished run.
 /// The columns up to nonfinite are those of earlier versions, in their
 /// order (seq_len: the longest length where they differ; ragged: 1 unless
-/// --seq-len); the lengths' summary and the counted bytes and FLOPs follow.
+/// --seq-len); the lengths' summary and the counted bytes and FLOPs follow,
+/// then reuse_plan (the plan launches each timed launch skipped).
 Status report(const Options &options, const Manifest &m, const Device &device,
               const Lengths &lengths, const Problem &p,
               const std::vector<double> &micros, int64_t copies,
-              int64_t nonFinite) {
+              int64_t nonFinite, size_t reusedPlans) {
   double median = percentileSorted(micros, 0.5);
   double gbs = p.bytes / (median * 1e-6) / 1e9;
   double tflops = p.flops / (median * 1e-6) / 1e12;
@@ -503,6 +510,7 @@ Status report(const Options &options, const Manifest &m, const Device &device,
                     {"bytes", fixed(p.bytes, 0)},
                     {"flops", fixed(p.flops, 0)},
                     {"pages", std::to_string(p.pages)},
+                    {"reuse_plan", std::to_string(reusedPlans)},
                 });
   std::string line = "mla-bench:";
   for (const auto &[key, value] : fields)
@@ -598,7 +606,12 @@ Status run(const Options &options) {
       countNonFinite(backend, p, onDevice, (next + *copies - 1) % *copies);
   if (!nonFinite.ok())
     return nonFinite.status();
-  return report(options, m, *device, *lengths, p, *micros, *copies, *nonFinite);
+  // The host's pooled workspaces hold no earlier plan (Kernel.h).
+  const size_t reusedPlans = options.reusePlan && backend.isAsynchronous()
+                                 ? kernel->planLaunches()
+                                 : 0;
+  return report(options, m, *device, *lengths, p, *micros, *copies, *nonFinite,
+                reusedPlans);
 }
 
 } // namespace

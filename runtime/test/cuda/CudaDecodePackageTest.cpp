@@ -6,7 +6,9 @@
 //                                  reserved workspace, full validation from
 //                                  host copies;
 //   GraphReplayWithChangedLengths  one captured launch replayed after new
-//                                  seq_lens / block_table contents.
+//                                  seq_lens / block_table contents;
+//   ReusedPlanAcrossLayersInAGraph two layers in one graph, the second
+//                                  reusing the first's plan.
 // Skips without a CUDA device or without packages.
 //
 //===----------------------------------------------------------------------===//
@@ -183,5 +185,59 @@ TEST_F(CudaDecodePackageTest, GraphReplayWithChangedLengths) {
             .ok());
     ASSERT_TRUE((*graph)->launch(s).ok());
     run.checkOutputs(s);
+  }
+}
+
+// Two layers of a decode step in one captured graph, as a serving engine
+// runs them: layer 0 computes the plan, layer 1 (other q, cache and block
+// table, the same lengths) reuses it (LaunchOptions::reusePlan) from the
+// reserved workspace; replayed after new lengths, layer 0 recomputes it.
+// Packages without a plan (fixed split-KV) run the same way.
+TEST_F(CudaDecodePackageTest, ReusedPlanAcrossLayersInAGraph) {
+  for (const DecodePackage &p : packages) {
+    SCOPED_TRACE(p.path);
+    std::optional<Kernel> kernel = load(p);
+    if (!kernel)
+      continue;
+    DecodeShape shape = shapeOf(p.package.manifest);
+    DecodeRun layer0(*device, *kernel, shape), layer1(*device, *kernel, shape);
+    int64_t page = shape.actualPageSize();
+    int64_t maxPages = std::max<int64_t>(6, (70 + page - 1) / page);
+    const std::vector<int32_t> lengths = {70, 0, 3, static_cast<int32_t>(page)};
+    layer0.prepare(lengths, maxPages, 31);
+    layer1.prepare(lengths, maxPages, 32);
+    ASSERT_TRUE(
+        kernel->reserveWorkspace(*kernel->workspaceBytes(layer0.data.args()))
+            .ok());
+    void *s = stream->handle();
+    LaunchOptions reuse = layer1.options(s);
+    reuse.reusePlan = true;
+    Expected<std::vector<ArgValue>> args0 =
+        kernel->bindDecode(layer0.data.args());
+    Expected<std::vector<ArgValue>> args1 =
+        kernel->bindDecode(layer1.data.args());
+    ASSERT_TRUE(args0.ok() && args1.ok());
+    Expected<std::unique_ptr<Graph>> graph =
+        device->getBackend().captureGraph(s, [&]() -> Status {
+          if (Status st = kernel->launch(*args0, layer0.options(s)); !st.ok())
+            return st;
+          return kernel->launch(*args1, reuse);
+        });
+    ASSERT_TRUE(graph.ok()) << graph.status().toString();
+    ASSERT_TRUE((*graph)->launch(s).ok());
+    layer0.checkOutputs(s);
+    layer1.checkOutputs(s);
+
+    const std::vector<int32_t> longer = {1,
+                                         static_cast<int32_t>(maxPages * page),
+                                         0, static_cast<int32_t>(2 * page + 1)};
+    for (DecodeRun *run : {&layer0, &layer1}) {
+      std::copy(longer.begin(), longer.end(),
+                run->host.seqLens.dataAs<int32_t>());
+      run->uploadIndices();
+    }
+    ASSERT_TRUE((*graph)->launch(s).ok());
+    layer0.checkOutputs(s);
+    layer1.checkOutputs(s);
   }
 }

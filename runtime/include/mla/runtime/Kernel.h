@@ -57,6 +57,21 @@ struct LaunchOptions {
   /// entry here takes precedence over hostBlockTable / hostSeqLens; roles
   /// the kernel does not have are ignored. The host device ignores it.
   std::map<std::string, const void *> hostData = {};
+
+  /// Skip the launches of the kernel's plan (Kernel::planLaunches: the plan
+  /// of chunks of decode's length-aware schedule, computed from seq_lens
+  /// alone) and read the plan that an earlier launch of this kernel left in
+  /// the same workspace, as FlashMLA's callers reuse one scheduler metadata
+  /// for every layer of a decode step. The earlier launch must have had the
+  /// same seq_lens (batch and values; q, kv, block_table and the outputs may
+  /// differ), on the same stream or ordered before this one, and no launch
+  /// of another kernel may have used the workspace in between; nothing
+  /// checks this (the kernels read whatever plan is there). The workspace
+  /// is `workspace` or, on GPU devices without one, the reserved workspace;
+  /// on the host without `workspace` (a pooled buffer, which holds no
+  /// earlier plan) the plan is computed as usual. For a kernel without a
+  /// plan this changes nothing.
+  bool reusePlan = false;
 };
 
 /// Base-address alignment validation requires of tensor arguments: every
@@ -115,6 +130,11 @@ public:
   ///    captured into a graph. Tensor data pointers are device addresses.
   Status launch(const std::vector<ArgValue> &args,
                 const LaunchOptions &options = {}) const;
+
+  /// The target's leading launches that compute a plan from seq_lens alone
+  /// and that LaunchOptions::reusePlan skips: 1 for decode's length-aware
+  /// schedule (the plan of chunks), 0 for every other kernel.
+  size_t planLaunches() const;
 
   /// Bytes of workspace a launch with these argument shapes needs: the sum
   /// of the target's workspace sizes, each rounded up to

@@ -366,6 +366,32 @@ mla_status mla_kernel_reserve_workspace(const mla_kernel *kernel, size_t bytes);
 mla_status mla_launch(const mla_kernel *kernel, const mla_arg *args,
                       size_t num_args, const mla_launch_options *options);
 
+/* Flags of mla_launch_with_flags. */
+/* Skip the launches of the kernel's plan (mla_kernel_plan_launches: the
+ * plan of chunks of decode's length-aware schedule, computed from seq_lens
+ * alone) and read the plan an earlier launch of this kernel left in the same
+ * workspace, as FlashMLA's callers reuse one scheduler metadata for every
+ * layer of a decode step. The earlier launch must have had the same
+ * seq_lens (batch and values; q, kv, block_table and the outputs may
+ * differ), ordered before this one (e.g. the same stream), with no launch of
+ * another kernel on that workspace in between; nothing checks this. The
+ * workspace is options->workspace or, on GPUs without one, the reserved
+ * workspace; on the host without options->workspace (a pooled buffer) the
+ * plan is computed as usual. No effect on a kernel without a plan. */
+#define MLA_LAUNCH_REUSE_PLAN 1u
+
+/* mla_launch with `flags` (MLA_LAUNCH_* bits, 0: mla_launch itself); an
+ * unknown bit is MLA_ERROR_INVALID_ARGUMENT. */
+mla_status mla_launch_with_flags(const mla_kernel *kernel, const mla_arg *args,
+                                 size_t num_args,
+                                 const mla_launch_options *options,
+                                 uint32_t flags);
+
+/* The kernel's leading launches that compute a plan from seq_lens alone
+ * and that MLA_LAUNCH_REUSE_PLAN skips: 1 for decode's length-aware
+ * schedule, 0 for every other kernel. */
+mla_status mla_kernel_plan_launches(const mla_kernel *kernel, size_t *out);
+
 /* Convenience launchers for the kernel kinds (MLA_ERROR_UNSUPPORTED on a
  * kernel of another kind). `scale` is passed in the manifest's dtype. */
 typedef struct mla_decode_args {
