@@ -52,6 +52,11 @@ FailureOr<rt::DimExpr> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
     auto arg = dyn_cast<BlockArgument>(dim.getSource());
     std::optional<int64_t> d = dim.getConstantIndex();
     if (arg && arg.getOwner()->getParentOp() == func && d) {
+      const int64_t rank = cast<MemRefType>(arg.getType()).getRank();
+      if (*d < 0 || *d >= rank)
+        return dim.emitError()
+               << "dim " << *d << " of argument " << arg.getArgNumber()
+               << ", which has " << rank << " dims (a size of the launch plan)";
       e.argIndex = arg.getArgNumber();
       e.dim = *d;
       return e;
@@ -206,11 +211,18 @@ void LaunchPlanBuilder::addLaunch(StringRef entry, ArrayRef<Value> params,
                                          block, sharedBytes, dependent));
 }
 
-LaunchPlanAttr LaunchPlanBuilder::finish() {
-  return LaunchPlanAttr::get(
-      func.getContext(), func.getSymName(),
+FailureOr<LaunchPlanAttr> LaunchPlanBuilder::finish() {
+  auto emitError = [&] {
+    return func.emitError() << "function '" << func.getSymName()
+                            << "' cannot be described by a launch plan: ";
+  };
+  LaunchPlanAttr plan = LaunchPlanAttr::getChecked(
+      emitError, func.getContext(), func.getSymName(),
       func->getAttrOfType<DictionaryAttr>(MLADialect::kKernelInfoAttrName),
       args, workspaces, launches, {});
+  if (!plan)
+    return failure();
+  return plan;
 }
 
 void LaunchPlanBuilder::cloneBody(GridOp grid, const Captures &caps,

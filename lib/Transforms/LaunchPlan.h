@@ -44,8 +44,10 @@ public:
                  llvm::ArrayRef<int64_t> block = {}, int64_t sharedBytes = -1,
                  bool dependent = false);
 
-  /// The plan, with the function's `mla.kernel_info`.
-  LaunchPlanAttr finish();
+  /// The plan, with the function's `mla.kernel_info`; failure (an error at
+  /// the function naming what LaunchPlanAttr's verifier refused) for a
+  /// program the plan cannot describe.
+  mlir::FailureOr<LaunchPlanAttr> finish();
 
   /// Clones `grid`'s body into `dest` before `insertBefore` (null: at the
   /// end), mapping params to `paramValues`, the clones and the grid's three

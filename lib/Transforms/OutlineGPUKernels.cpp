@@ -325,7 +325,10 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     plan.addLaunch(name, caps->params, *sizes, {block, 1, 1}, *shared,
                    dependent);
   }
-  plans.push_back(plan.finish());
+  FailureOr<LaunchPlanAttr> finished = plan.finish();
+  if (failed(finished))
+    return failure();
+  plans.push_back(*finished);
   func.erase();
   return success();
 }

@@ -81,7 +81,10 @@ LogicalResult outlineFunction(func::FuncOp func,
     buildEntry(mb, kernel, caps->params.size());
     plan.addLaunch(name + "_entry", caps->params, *sizes);
   }
-  plans.push_back(plan.finish());
+  FailureOr<LaunchPlanAttr> finished = plan.finish();
+  if (failed(finished))
+    return failure();
+  plans.push_back(*finished);
   func.erase();
   return success();
 }

@@ -25,6 +25,23 @@ func.func @bad_size(%o: memref<?xf32>, %lens: memref<2xi32>) {
 
 // -----
 
+// A grid size from a dim the argument does not have (found by mla-fuzz-ir:
+// it used to reach the launch plan's verifier as an assertion).
+func.func @dim_out_of_range(%q: memref<?x16xbf16>, %o: memref<?x16xf32>) {
+  %c5 = arith.constant 5 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{dim 5 of argument 0, which has 2 dims (a size of the launch plan)}}
+  %b = memref.dim %q, %c5 : memref<?x16xbf16>
+  mla.grid in (%b, %c1, %c1) {
+  ^bb0(%x: index, %y: index, %z: index):
+    %v = arith.constant 1.0 : f32
+    memref.store %v, %o[%x, %c1] : memref<?x16xf32>
+  }
+  return
+}
+
+// -----
+
 // expected-error @+1 {{argument 0 of type 'index' is not supported by the launcher}}
 func.func @bad_arg(%n: index, %o: memref<?xf32>) {
   %c1 = arith.constant 1 : index

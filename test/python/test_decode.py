@@ -73,6 +73,42 @@ def test_caller_outputs_and_skipped_validation(compile_package, host, rng):
     assert o2 is out and lse2 is lse
 
 
+def test_plan_shared_by_the_layers_of_a_step(compile_package, host, rng):
+    """mla.DecodePlan: the first layer computes the length-aware schedule's
+    plan, the later ones (other q, cache and table, the same lengths) skip
+    the plan launch and still match the float64 reference."""
+    path = compile_package("decode", heads=3, latent_dim=LATENT,
+                           rope_dim=ROPE, page_size=16, q_len=1, dtype="bf16",
+                           perf_config="kv_chunks=6")
+    kernel = host.load(path)
+    assert kernel.plan_launches == 1
+    lengths = [0, 1, 300, 47, 129]
+    plan = mla.DecodePlan()
+    for layer in range(3):
+        run_decode(kernel, rng, lengths, 16, 3, 1, "bf16", plan=plan)
+        assert plan.ready
+    # Other shapes (a longer batch) with the same plan are refused.
+    with pytest.raises(mla.InvalidArgumentError, match="other argument shapes"):
+        run_decode(kernel, rng, lengths + [5], 16, 3, 1, "bf16", plan=plan)
+    # A plan marked computed whose workspace holds none (zeros: no chunks):
+    # the plan launch is skipped, so every request merges nothing.
+    empty = mla.DecodePlan()
+    empty.ready = True
+    with pytest.raises(AssertionError):
+        run_decode(kernel, rng, lengths, 16, 3, 1, "bf16", plan=empty)
+    assert empty.workspace is not None and not empty.workspace.any()
+    with pytest.raises(mla.InvalidArgumentError, match="mla.DecodePlan"):
+        run_decode(kernel, rng, lengths, 16, 3, 1, "bf16", plan=object())
+    # Fixed split-KV has no plan: a DecodePlan changes nothing.
+    fixed = host.load(compile_package(
+        "decode", heads=3, latent_dim=LATENT, rope_dim=ROPE, page_size=16,
+        q_len=1, dtype="bf16", perf_config="kv_chunks=0,kv_splits=2"))
+    assert fixed.plan_launches == 0
+    shared = mla.DecodePlan()
+    for layer in range(2):
+        run_decode(fixed, rng, lengths, 16, 3, 1, "bf16", plan=shared)
+
+
 def test_emulator(compile_package, rng):
     path = compile_package("decode", heads=3, latent_dim=LATENT,
                            rope_dim=ROPE, page_size=3, q_len=1, dtype="bf16",

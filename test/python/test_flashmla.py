@@ -68,6 +68,20 @@ def test_metadata_reused_and_checked(rng):
     first = flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV, meta)
     again = flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV, meta)
     np.testing.assert_array_equal(first[0], again[0])
+    # The metadata carries the length-aware schedule's plan: computed by the
+    # first call, reused by the later ones (another layer: other q and
+    # cache, the same lengths), which still match the reference.
+    assert meta.decode_plan is not None and meta.decode_plan.ready
+    q2, k2, table2, lens2, q64, k64 = reference.flashmla_inputs(
+        rng, 2, 1, 40, 3, False, False, 64)
+    np.testing.assert_array_equal(lens2, lens)
+    out, lse = flashmla.flash_mla_with_kvcache(q2, k2, table2, lens, DV, meta)
+    ref_out, ref_lse = reference.flashmla_decode(q64, k64, table2, lens, DV,
+                                                 False, DIM ** -0.5)
+    ok, why = reference.flashmla_close(
+        mla.from_bf16(out), mla.from_bf16(mla.to_bf16(ref_out)),
+        abs_tol=8e-4, rel_tol=2.01 / 128, cos_diff_tol=5e-6)
+    assert ok, "out: " + why
     with pytest.raises(mla.InvalidArgumentError, match="causal is True, the "
                        "first call with this metadata had False"):
         flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV, meta,

@@ -21,7 +21,8 @@ from ._capi import (BackendError, Error, FileError, InternalError,
                     InvalidArgumentError, InvalidManifestError,
                     InvalidPackageError, UnsupportedError)
 from ._arrays import from_bf16, numpy_dtype, to_bf16
-from ._runtime import ArgInfo, Device, Kernel, Package, RoleInfo, kinds
+from ._runtime import (ArgInfo, DecodePlan, Device, Kernel, Package, RoleInfo,
+                       kinds)
 from ._pagepool import PagePool
 from ._packages import (cache_dir, compile, find_package, load_kernel,
                         package_name)
@@ -39,7 +40,7 @@ def package_format_version():
 
 
 __all__ = [
-    "ArgInfo", "BackendError", "Device", "Error", "FileError",
+    "ArgInfo", "BackendError", "DecodePlan", "Device", "Error", "FileError",
     "InternalError", "InvalidArgumentError", "InvalidManifestError",
     "InvalidPackageError", "Kernel", "Package", "PagePool", "RoleInfo",
     "UnsupportedError", "cache_dir", "compile", "find_package", "from_bf16",

@@ -33,6 +33,7 @@ DTYPE_BF16, DTYPE_F16, DTYPE_F32, DTYPE_I32, DTYPE_I64 = range(5)
 
 # mla_arg_kind
 ARG_TENSOR, ARG_F32, ARG_INT = range(3)
+LAUNCH_REUSE_PLAN = 1  # mla_launch_with_flags
 
 # mla_role_use
 ROLE_INPUT, ROLE_OUTPUT, ROLE_INOUT = range(3)
@@ -239,6 +240,10 @@ _FUNCTIONS = {
                                    ctypes.POINTER(LaunchOptions)]),
     "mla_launch": (_st, [_p, ctypes.POINTER(Arg), _size,
                           ctypes.POINTER(LaunchOptions)]),
+    "mla_launch_with_flags": (_st, [_p, ctypes.POINTER(Arg), _size,
+                                     ctypes.POINTER(LaunchOptions),
+                                     ctypes.c_uint32]),
+    "mla_kernel_plan_launches": (_st, [_p, _psize]),
     "mla_page_pool_create": (_st, [_i64, _i64, _pp]),
     "mla_page_pool_destroy": (None, [_p]),
     "mla_page_pool_append_tokens": (_st, [_p, _i64, _i64, _pi32]),

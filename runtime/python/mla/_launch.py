@@ -86,6 +86,7 @@ class Launch:
         # not while a graph is captured, nor with validate="shapes".
         self.copy_to_host = (not self.host and self.validate is True and
                              not self.capturing)
+        self.plan = None  # a DecodePlan shared by the layers of a step
 
     # -- arguments -------------------------------------------------------
 
@@ -292,6 +293,53 @@ class Launch:
             options.host_copies = copies
             options.num_host_copies = len(self.host_copies)
             self.keep.append(copies)
-        self._workspace(options)
-        _capi.call("mla_launch", self.kernel._live(), self.c_args,
-                   self.count, ctypes.byref(options))
+        if self.plan is None:
+            self._workspace(options)
+            _capi.call("mla_launch", self.kernel._live(), self.c_args,
+                       self.count, ctypes.byref(options))
+            return
+        flags = self._plan_workspace(options)
+        _capi.call("mla_launch_with_flags", self.kernel._live(), self.c_args,
+                   self.count, ctypes.byref(options), flags)
+        self.plan.ready = True
+
+    def _plan_workspace(self, options):
+        """Puts the DecodePlan's workspace (allocated at its first launch)
+        into `options`; returns the launch flags (reuse after the first)."""
+        plan = self.plan
+        shapes = tuple(self.shapes)
+        if plan.kernel is not None and (plan.kernel is not self.kernel or
+                                        plan.shapes != shapes):
+            raise _capi.InvalidArgumentError(
+                "plan: this DecodePlan was computed for %s; a plan is shared "
+                "only by launches of one kernel with the same shapes (use a "
+                "DecodePlan per kernel and step)"
+                % ("another kernel" if plan.kernel is not self.kernel
+                   else "other argument shapes"))
+        if plan.workspace is None:
+            size = ctypes.c_size_t()
+            _capi.call("mla_kernel_workspace_bytes", self.kernel._live(),
+                       self.c_args, self.count, ctypes.byref(size))
+            nbytes = max(size.value, 1)
+            align = 256  # MLA_WORKSPACE_ALIGNMENT
+            torch_view = next((v for v in self.views if v.family == "torch"),
+                              None)
+            if self.host:
+                buffer = np.zeros(nbytes + align, np.uint8)
+                address = buffer.ctypes.data
+            elif torch_view is not None:
+                torch = _dev.torch_module()
+                buffer = torch.empty(nbytes + align, dtype=torch.uint8,
+                                     device=torch_view.array.device)
+                address = buffer.data_ptr()
+            else:
+                raise _capi.UnsupportedError(
+                    "plan: a DecodePlan needs numpy arrays (host, emulator) "
+                    "or torch tensors (GPU); these are %s arrays"
+                    % (self.views[0].family if self.views else "other"))
+            plan.workspace, plan.nbytes = buffer, nbytes
+            plan.address = address + (-address) % align
+            plan.kernel, plan.shapes = self.kernel, shapes
+        options.workspace = plan.address
+        options.workspace_bytes = plan.nbytes
+        return _capi.LAUNCH_REUSE_PLAN if plan.ready else 0

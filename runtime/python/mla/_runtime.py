@@ -256,10 +256,24 @@ class Kernel(_Handle):
             self._torch_workspaces[key] = buffer
         return buffer
 
-    def _launch(self, kind, roles, values, stream, validate, lse_layout=None):
+    @property
+    def plan_launches(self):
+        """The leading launches that compute a plan from seq_lens alone and
+        that a shared DecodePlan skips after its first launch: 1 for
+        decode's length-aware schedule, else 0."""
+        n = ctypes.c_size_t()
+        _capi.call("mla_kernel_plan_launches", self._live(), ctypes.byref(n))
+        return n.value
+
+    def _launch(self, kind, roles, values, stream, validate, lse_layout=None,
+                plan=None):
         """Binds `values` (by role: the kind's, then variant inputs) and
         launches; returns what the kernel wrote."""
         self._live()
+        if plan is not None and not isinstance(plan, DecodePlan):
+            raise _capi.InvalidArgumentError(
+                "plan: expected an mla.DecodePlan, got %s"
+                % type(plan).__name__)
         if self.kind != kind:
             raise _capi.UnsupportedError(
                 "%s() needs a%s '%s' kernel, this one is '%s'"
@@ -271,6 +285,7 @@ class Kernel(_Handle):
         names = [r.role for r in roles]
         arrays = [v for v in values.values() if _is_array(v)]
         call = Launch(self, arrays, stream, validate)
+        call.plan = plan
         written = []
         for role in roles:
             if role.use == "output":
@@ -311,6 +326,34 @@ class Kernel(_Handle):
             outputs[-1] = finish()
         results = outputs or written
         return results[0] if len(results) == 1 else tuple(results)
+
+
+class DecodePlan:
+    """The plan of decode's length-aware schedule, shared by the layers of
+    one decode step (they all see the same seq_lens), as FlashMLA's callers
+    share one scheduler metadata: pass the same DecodePlan as plan= to each
+    layer's Kernel.decode. The first launch computes the plan in the
+    DecodePlan's own workspace; the later ones skip the plan launch
+    (mla_launch_with_flags with MLA_LAUNCH_REUSE_PLAN) and read it there.
+    Use a new DecodePlan for each step (new lengths), and one per stream;
+    calls with another kernel or other shapes are refused. The lengths
+    themselves are not compared (that would need a device sync): the same
+    seq_lens values are the caller's promise. Under a CUDA graph capture the
+    workspace comes from the graph's pool and the first layer's node
+    recomputes the plan at every replay. numpy arrays (host, emulator) and
+    torch tensors; a kernel without a plan (fixed split-KV) runs as it
+    would without one."""
+
+    def __init__(self):
+        self.ready = False      # a launch has computed the plan
+        self.kernel = None      # the Kernel and shapes it was computed for
+        self.shapes = None
+        self.workspace = None   # numpy uint8 array or torch uint8 tensor
+        self.address = 0
+        self.nbytes = 0
+
+    def __repr__(self):
+        return "DecodePlan(%s)" % ("computed" if self.ready else "empty")
 
 
 def _is_array(value):
@@ -389,9 +432,9 @@ def _compiled_launcher(kind, roles):
                if r.use == "output"]
     params = ["self"] + inputs + ["*"] + ["%s=None" % k for _, k in outputs]
     params += ["stream=None", "validate=True"]
-    layout = "lse_layout" if kind == "decode" else "None"
+    layout = "lse_layout, plan" if kind == "decode" else "None"
     if kind == "decode":
-        params.append("lse_layout='bsh'")
+        params += ["lse_layout='bsh'", "plan=None"]
     params.append("**variant_inputs")
     values = ", ".join(["%r: %s" % (r, r) for r in inputs] +
                        ["%r: %s" % (r, k) for r, k in outputs])
@@ -427,6 +470,7 @@ def _launcher(kind, roles):
                _P("validate", _P.KEYWORD_ONLY, default=True)]
     if kind == "decode":
         params.append(_P("lse_layout", _P.KEYWORD_ONLY, default="bsh"))
+        params.append(_P("plan", _P.KEYWORD_ONLY, default=None))
     params.append(_P("variant_inputs", _P.VAR_KEYWORD))
     signature = inspect.Signature(params)
 
@@ -457,7 +501,10 @@ def _launcher(kind, roles):
            ", ".join(_KEYWORDS.get(r, r) for r in outputs) or "none",
            " and ".join(written),
            "\nlse_layout: 'bsh' (lse [batch, q_len, heads], the kernel's) or\n"
-           "'bhs' ([batch, heads, q_len], FlashMLA's)." if kind == "decode"
+           "'bhs' ([batch, heads, q_len], FlashMLA's). plan: an mla.DecodePlan\n"
+           "shared by the layers of a decode step (the first computes the\n"
+           "length-aware schedule's plan, the others reuse it)."
+           if kind == "decode"
            else ""))
     return launch
 

@@ -33,6 +33,7 @@ import numpy as np
 from . import _capi
 from . import _devarrays as _dev
 from . import _packages
+from . import _runtime
 
 __all__ = ["FlashMLASchedMeta", "flash_mla_with_kvcache", "get_mla_metadata"]
 
@@ -43,7 +44,10 @@ class FlashMLASchedMeta:
     the first flash_mla_with_kvcache call that uses it (the config) and
     checked at the later ones. mla keeps its own plan in it (the kernel
     and how it runs), so reusing it across layers of a step costs a
-    lookup."""
+    lookup, and an mla.DecodePlan: the first call computes the
+    length-aware schedule's plan of chunks from cache_seqlens, the later
+    calls with this metadata skip that launch and reuse it, as FlashMLA's
+    own scheduler metadata is computed once for a step's lengths."""
 
     @dataclasses.dataclass
     class Config:
@@ -63,6 +67,7 @@ class FlashMLASchedMeta:
     tile_scheduler_metadata: Any = None
     num_splits: Any = None
     plan: Any = None
+    decode_plan: Any = None
 
 
 def get_mla_metadata(*args, **kwargs):
@@ -140,6 +145,7 @@ def _plan(meta, q, k_cache, head_dim_v, causal):
            str(q.dtype), head_dim_v, bool(causal))
     if meta.plan is None or meta.plan[0] != key:
         meta.plan = (key, _Plan(q, k_cache, head_dim_v, causal))
+        meta.decode_plan = None  # computed by another kernel, if any
     return meta.plan[1]
 
 
@@ -216,9 +222,11 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
         else:
             block_table = np.repeat(block_table, s_q, axis=0)
             cache_seqlens = np.repeat(cache_seqlens, s_q)
+    if meta.decode_plan is None:
+        meta.decode_plan = _runtime.DecodePlan()
     out, lse = plan.kernel.decode(q, kv, block_table, cache_seqlens,
                                   softmax_scale, validate=plan.validate,
-                                  lse_layout="bhs")
+                                  lse_layout="bhs", plan=meta.decode_plan)
     if plan.rows:  # lse [B * Sq, H, 1] -> [B, H, Sq]
         out = out.reshape(batch, s_q, heads, head_dim_v)
         lse = lse.reshape(batch, s_q, heads)
