@@ -50,6 +50,16 @@ ConfigFields lengthAwareSchedule(ConfigFields cfg, const ArchInfo &arch) {
   return cfg;
 }
 
+/// The merge's part groups (#mla.config merge_groups) on GPUs where one
+/// workgroup takes every head (H <= head_group: one head group, so the
+/// chunk plan cuts a small batch's requests into the most chunks). Measured
+/// on an H100 (docs/Performance.md, "Plan reuse and merge part groups"):
+/// H=16, B=1, L=8192 42.3 -> 33.7 us, the production batch and uniform
+/// batches unchanged within their spread (a request of at most 8 chunks
+/// takes the one-group path); H=128 (8 head groups) not shown to gain, so
+/// it keeps 1.
+constexpr int64_t kOneHeadGroupMergeGroups = 4;
+
 /// Largest divisor of `n` that is <= `cap`.
 int64_t largestDivisorAtMost(int64_t n, int64_t cap) {
   for (int64_t d = std::min(n, cap); d > 1; --d)
@@ -543,6 +553,11 @@ struct SelectConfigPass
       const bool stagesAsked = existing || specHasField(perfConfig, "stages");
       if (failed(applyOverrides(op, perfConfig, cfg)))
         return {};
+      // The part groups are the length-aware schedule's: a default of more
+      // than one goes with it when the overrides select fixed splits.
+      if (!existing && cfg.kvChunks == 0 &&
+          !specHasField(perfConfig, "merge_groups"))
+        cfg.mergeGroups = 1;
       // A masked key loop skips the tiles no row sees and is not pipelined
       // (TileCore's emitKeyLoop): the config says so, and asking for more
       // stages is an error.
@@ -605,6 +620,8 @@ struct SelectConfigPass
           arch->kind == TargetKind::Host ? hostDecodeConfig(op)
                                          : gpuDecodeConfig(op, *arch, wgmmaOk),
           *arch);
+      if (arch->kind != TargetKind::Host && cfg.headGroup >= op.getNumHeads())
+        cfg.mergeGroups = kOneHeadGroupMergeGroups;
       ConfigAttr attr = select(op, cfg, op.getConfigAttr());
       if (!attr)
         return WalkResult::interrupt();

@@ -327,7 +327,8 @@ static MergeSums combineGroups(ImplicitLocOpBuilder &b, int64_t groups,
 /// and stores it. `groups > 1`: part group p sums the parts lo + p,
 /// lo + p + groups, ... for every vector column, the groups' sums meet in
 /// workgroup memory and one pass rescales them to their common max and
-/// stores the row.
+/// stores the row; a request of at most kMergeUnroll parts takes the
+/// one-group path instead (a branch on its part count).
 LogicalResult tileChunkMerge(ChunkMergeOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto oType = op.getO().getType();
@@ -376,15 +377,19 @@ LogicalResult tileChunkMerge(ChunkMergeOp op) {
   auto columnAt = [&](ImplicitLocOpBuilder &ib, Value col) {
     return arith::MulIOp::create(ib, col, indexConst(ib, vw));
   };
-  if (groups == 1) {
+  // One group: every thread sums all parts of its vector column.
+  auto oneGroup = [&](ImplicitLocOpBuilder &rb) {
     parallelFor(
-        g, {indexConst(g, vecCols)},
+        rb, {indexConst(rb, vecCols)},
         [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
           Value d = columnAt(ib, iv[0]);
           storeMerged(
               ib, mergeOnline(ib, lo, hi, 1, kMergeUnroll, d, vecType, io), d,
               vecType, oType.getElementType(), firstColumn(iv[0]), io);
         });
+  };
+  if (groups == 1) {
+    oneGroup(g);
     op.erase();
     return success();
   }
@@ -392,6 +397,16 @@ LogicalResult tileChunkMerge(ChunkMergeOp op) {
   Value maxT = memref::AllocaOp::create(g, MemRefType::get({groups}, f32));
   Value totalT = memref::AllocaOp::create(g, MemRefType::get({groups}, f32));
   Value accT = memref::AllocaOp::create(g, MemRefType::get({groups, dv}, f32));
+  // A request of at most kMergeUnroll parts is one round of loads for one
+  // group: merged so, without the groups' exchange through workgroup memory
+  // (the condition is the workgroup's: one request per workgroup).
+  Value few = arith::CmpIOp::create(g, arith::CmpIPredicate::sle,
+                                    arith::SubIOp::create(g, hi, lo),
+                                    indexConst(g, kMergeUnroll));
+  auto split = scf::IfOp::create(g, few, /*withElseRegion=*/true);
+  ImplicitLocOpBuilder tb(op.getLoc(), split.thenBlock()->getTerminator());
+  oneGroup(tb);
+  g.setInsertionPoint(split.elseBlock()->getTerminator());
   parallelFor(
       g, {indexConst(g, groups), indexConst(g, vecCols)},
       [&](ImplicitLocOpBuilder &ib, ValueRange iv) {

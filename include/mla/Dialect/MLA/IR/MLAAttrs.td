@@ -54,7 +54,9 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       groups of `mla.chunk_merge` (its `groups`): the threads of a merge
       workgroup split a request's chunks among this many groups, whose sums
       meet in workgroup memory (more loads in flight for a request of many
-      chunks). 1..16.
+      chunks); a request of at most 8 chunks is merged by one group.
+      1..16; mla-select-config picks 4 on GPUs where one workgroup takes
+      every head (H <= head_group), else 1.
     * `tile_q` (optional, default 0): query rows per workgroup of
       `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
       `head_group` heads times the query length).

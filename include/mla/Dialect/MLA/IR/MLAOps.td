@@ -266,8 +266,9 @@ def MLA_ChunkMergeOp : MLA_Op<"chunk_merge"> {
     1, each thread sums every chunk of its vector columns, eight at a time;
     with `G > 1`, `G` groups of threads take chunks `C_b + p, C_b + p + G,
     ...` four at a time and their sums meet in workgroup memory (fewer
-    groups where those sums would pass 16 KiB). The result is the same
-    merge either way, up to rounding.
+    groups where those sums would pass 16 KiB); a request of at most 8
+    chunks is merged as with 1 (a branch on its part count, uniform in the
+    workgroup). The result is the same merge either way, up to rounding.
 
     ```mlir
     mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>,
