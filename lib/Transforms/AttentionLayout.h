@@ -85,7 +85,8 @@ struct WorkgroupTiles {
   /// Register: false where mla.attention_finish is lowered from the
   /// registers (one key wave: no accumulator tile).
   bool accTile = true;
-  /// Register: the key waves' combine buffer (RegisterStepPlan).
+  /// Register: the key waves' combine buffer and the value waves' score
+  /// exchange (RegisterStepPlan).
   int64_t extraBytes = 0;
   /// A mask's key loop: the flag of its per-tile visibility test (mla-tile
   /// skips the key tiles no row sees).

@@ -22,7 +22,7 @@ WorkgroupTiles mla::registerStepTiles(const RegisterStepPlan &plan,
   t.separateValues = s.separateValues;
   t.queryTile = queryTile;
   t.accTile = !plan.finishInRegisters;
-  t.extraBytes = plan.combineBytes();
+  t.extraBytes = plan.combineBytes() + plan.exchangeBytes();
   t.pageSlots = pageSlots;
   return t;
 }

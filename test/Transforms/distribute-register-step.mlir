@@ -43,17 +43,32 @@
 // K32: amdgpu.mfma 16x16x32
 // K32-NOT: memref<1x2x16xf32
 // Four waves on the same step: two key waves x two value waves (one 16-
-// column block of the 32 each; both compute the scores of their keys).
-// wave = rowWave + rowWaves * (keyWave + keyWaves * valueWave), and a
-// value wave's columns start at valueWave * 16; the loop carries one
-// output block a wave.
+// column block of the 32 each). wave = rowWave + rowWaves * (keyWave +
+// keyWaves * valueWave), and a value wave's columns start at valueWave *
+// 16; the loop carries one output block a wave. The two value waves of a
+// key range split the scores' head dim (a score split): each computes
+// two of the four k steps of Sᵀ (its head dims from valueWave * 32, the
+// query fragments of those alone), writes its partial scores to its slot
+// of a [wave][block][lane] exchange, and after a barrier adds the other
+// value wave's (wave + 2 mod 4) before the softmax.
 // VALUES-LABEL: func @step
 // VALUES: memref.alloca() : memref<2x2x16xf32, #gpu.address_space<workgroup>>
+// VALUES: memref.alloca() : memref<4x1x64x4xf32, #gpu.address_space<workgroup>>
 // VALUES: %[[REST:[0-9]+]] = arith.divui %{{[0-9]+}}, %c1{{(_[0-9]+)?}} : index
 // VALUES: arith.remui %[[REST]], %c2{{(_[0-9]+)?}} : index
 // VALUES: %[[VW:[0-9]+]] = arith.divui %[[REST]], %c2{{(_[0-9]+)?}} : index
+// VALUES: arith.muli %[[VW]], %c32{{(_[0-9]+)?}} : index
 // VALUES: arith.muli %[[VW]], %c16{{(_[0-9]+)?}} : index
+// VALUES-COUNT-2: vector.load {{.*}} : memref<16x64xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
+// VALUES-NOT: memref<16x64xbf16
 // VALUES: scf.for {{.*}} -> (vector<4xf32>, f32, f32)
+// VALUES-COUNT-2: amdgpu.mfma 16x16x16
+// VALUES-NOT: amdgpu.mfma
+// VALUES: vector.store %[[PART:[0-9]+]], %{{.*}} : memref<4x1x64x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// VALUES-NEXT: gpu.barrier
+// VALUES: %[[OTHER:[0-9]+]] = vector.load %{{.*}} : memref<4x1x64x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// VALUES-NEXT: arith.addf %[[PART]], %[[OTHER]] : vector<4xf32>
+// VALUES: llvm.amdgcn.exp2.f32
 // VALUES: amdgpu.mfma 16x16x16
 func.func @step(%n: index, %scale: f32) {
   %c0 = arith.constant 0 : index

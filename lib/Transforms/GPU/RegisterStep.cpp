@@ -57,6 +57,16 @@ private:
                 bool add);
   void emitFinish();
 
+  /// The head dim of this lane's first B (and A) element of Sᵀ's first k
+  /// step: past the k steps of the value waves before it (score split).
+  Value kColumn(ImplicitLocOpBuilder &b) {
+    if (p.scoreSplit == 1)
+      return kLane ? kLane : indexConst(b, 0);
+    return kLane ? arith::AddIOp::create(b, kBase, kLane).getResult() : kBase;
+  }
+  SmallVector<Value> exchangeScores(ImplicitLocOpBuilder &b,
+                                    ArrayRef<Value> partial);
+
   /// Index of output block (md, nb) among the loop-carried vectors.
   int64_t oIndex(int64_t md, int64_t nb) const { return md * p.qBlocks + nb; }
   int64_t nO() const { return p.dvBlocks() * p.qBlocks; }
@@ -94,6 +104,10 @@ private:
   Value wave, keyWave, aRow, kLane, cRow, owner, firstKeyWave, negInf;
   Value firstValueWave, valueBase; ///< valueBase: the wave's first column
   Value keyOff;                    ///< this wave's first key in the tile
+  /// Score split: the first head dim of the wave's k steps, the LDS
+  /// exchange ([wave][score block][lane] vectors of C) and this lane and
+  /// wave's slots in it.
+  Value kBase, exchange, lane, rowKeyWave, valueWave;
   SmallVector<Value> query, queryOk, regionRow; ///< per query block
   SmallVector<SmallVector<Value>> qFrag;        ///< [nb][ks]
   SmallVector<SmallVector<Value>> vKey;         ///< [s][e]: key of A slot e
@@ -106,7 +120,20 @@ void RegisterStep::setUp(ImplicitLocOpBuilder &b) {
   Value rowWave = arith::RemUIOp::create(b, wave, indexConst(b, p.rowWaves));
   Value rest = arith::DivUIOp::create(b, wave, indexConst(b, p.rowWaves));
   keyWave = arith::RemUIOp::create(b, rest, indexConst(b, p.keyWaves));
-  Value valueWave = arith::DivUIOp::create(b, rest, indexConst(b, p.keyWaves));
+  valueWave = arith::DivUIOp::create(b, rest, indexConst(b, p.keyWaves));
+  rowKeyWave =
+      arith::RemUIOp::create(b, wave, indexConst(b, p.rowWaves * p.keyWaves));
+  lane = arith::RemUIOp::create(b, ti.tid, indexConst(b, ti.warpSize));
+  kBase = arith::MulIOp::create(b, valueWave,
+                                indexConst(b, p.kStepsPerWave() * mi.k));
+  if (p.scoreSplit > 1) {
+    ImplicitLocOpBuilder top =
+        builderAtGridTop(b.getLoc(), b.getInsertionBlock());
+    exchange = memref::AllocaOp::create(
+        top, MemRefType::get(
+                 {p.waves(), p.sBlocks() * p.qBlocks, mi.lanes, mi.c.elems},
+                 b.getF32Type()));
+  }
   valueBase =
       arith::MulIOp::create(b, valueWave, indexConst(b, p.dvBlocks() * mi.m));
   aRow = em.laneCoord(b, mi.a.row);
@@ -150,9 +177,10 @@ void RegisterStep::setUp(ImplicitLocOpBuilder &b) {
   for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
     qFrag.emplace_back();
     Value qRow = stepQueryRow(b, op, query[nb]); // query_groups
-    for (int64_t ks = 0; ks < p.kSteps(); ++ks)
-      qFrag.back().push_back(loadPair(
-          b, op.getQ(), qRow, addConst(b, kLane, ks * mi.k), queryOk[nb], be));
+    for (int64_t ks = 0; ks < p.kStepsPerWave(); ++ks)
+      qFrag.back().push_back(loadPair(b, op.getQ(), qRow,
+                                      addConst(b, kColumn(b), ks * mi.k),
+                                      queryOk[nb], be));
   }
   // Every wave has its query fragments before the key loop's copies may
   // reuse the query tile's memory (queries read in place need no wait).
@@ -230,8 +258,9 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
     kRow.push_back(
         arith::AddIOp::create(b, keyOff, addConst(b, aRow, t * mi.m)));
   Value always = arith::ConstantIntOp::create(b, 1, 1);
-  for (int64_t ks = 0; ks < p.kSteps(); ++ks) {
-    Value col = addConst(b, kLane, ks * mi.k);
+  Value kCol = kColumn(b);
+  for (int64_t ks = 0; ks < p.kStepsPerWave(); ++ks) {
+    Value col = addConst(b, kCol, ks * mi.k);
     for (int64_t t = 0; t < sb; ++t) {
       Value a = loadPair(b, op.getK(), kRow[t], col, always, mi.a.elems);
       for (int64_t nb = 0; nb < p.qBlocks; ++nb)
@@ -239,6 +268,8 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
             em.multiply(b, a, qFrag[nb][ks], s[t * p.qBlocks + nb])[0];
     }
   }
+  if (p.scoreSplit > 1)
+    s = exchangeScores(b, s);
   // The element function and the online softmax on the accumulators.
   SmallVector<Value> m(st.begin() + nO(), st.begin() + nO() + p.qBlocks);
   SmallVector<Value> l(st.begin() + nO() + p.qBlocks, st.end());
@@ -352,6 +383,44 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
   llvm::append_range(next, m);
   llvm::append_range(next, l);
   return next;
+}
+
+/// The scores of the value waves' partial Sᵀ added, the same on each: every
+/// wave writes its partial blocks to its slot of the exchange, and after a
+/// barrier adds those of its row and key waves' value waves in the order of
+/// the value waves (two: its own plus the other's, which commutes).
+SmallVector<Value> RegisterStep::exchangeScores(ImplicitLocOpBuilder &b,
+                                                ArrayRef<Value> partial) {
+  for (auto [i, v] : llvm::enumerate(partial))
+    vector::StoreOp::create(
+        b, v, exchange,
+        ValueRange{wave, indexConst(b, i), lane, indexConst(b, 0)});
+  gpu::BarrierOp::create(b);
+  auto vecType = cast<VectorType>(partial.front().getType());
+  const int64_t rk = p.rowWaves * p.keyWaves;
+  SmallVector<Value> sum;
+  for (auto [i, v] : llvm::enumerate(partial)) {
+    auto read = [&](Value w) {
+      return vector::LoadOp::create(
+                 b, vecType, exchange,
+                 ValueRange{w, indexConst(b, i), lane, indexConst(b, 0)})
+          .getResult();
+    };
+    if (p.scoreSplit == 2) {
+      // The other value wave's slot: (wave + rk) mod 2 rk.
+      Value other = arith::RemUIOp::create(b, addConst(b, wave, rk),
+                                           indexConst(b, 2 * rk));
+      sum.push_back(arith::AddFOp::create(b, v, read(other)));
+      continue;
+    }
+    Value acc;
+    for (int64_t w = 0; w < p.scoreSplit; ++w) {
+      Value part = read(addConst(b, rowKeyWave, w * rk));
+      acc = acc ? arith::AddFOp::create(b, acc, part).getResult() : part;
+    }
+    sum.push_back(acc);
+  }
+  return sum;
 }
 
 /// acc[q][dv] (+)= factor[nb] · O for this lane's elements.

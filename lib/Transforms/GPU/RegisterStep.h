@@ -20,12 +20,14 @@
 // keys, and the waves of one row block combine (m, l, O) through LDS once,
 // after the key loop; with one key wave the mla.attention_finish after the
 // loop is lowered from the output registers instead (no accumulator
-// tile). The value waves of one row block and key range compute the same
-// scores (Sᵀ twice at two value waves) and each multiplies its share of
-// Vᵀ: a wave's products, output registers and rescale shrink with its
-// columns, so that H=16 decode runs on four waves (one per SIMD) over a
-// 32-key tile whose LDS holds no second tile. Inside the loop the only LDS
-// traffic is the reads of the K and V tiles.
+// tile). The value waves of one row block and key range need the same
+// scores and each multiplies its share of Vᵀ: a wave's products, output
+// registers and rescale shrink with its columns, so that H=16 decode runs
+// on four waves (one per SIMD) over a 32-key tile whose LDS holds no
+// second tile. They either each compute the whole Sᵀ, or (a score split)
+// each its share of the head dim, adding the partial scores through a
+// small LDS exchange and one barrier per tile. Inside the loop the LDS
+// traffic is the reads of the K and V tiles and that exchange.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLA_LIB_TRANSFORMS_GPU_REGISTERSTEP_H
@@ -45,6 +47,9 @@ namespace mla {
 /// it refuses state beyond (512 / waves per SIMD) - 64 registers per lane.
 constexpr int64_t kLaneRegisters = 512, kSimdsPerCU = 4,
                   kTemporaryRegisters = 64;
+/// What the plan's cost model (RegisterStepPlan::issueEstimate) charges a
+/// barrier, in instructions: the score split's one per tile.
+constexpr int64_t kBarrierIssue = 8;
 /// The widest group of value blocks read together (RegisterStepPlan::vGroup).
 constexpr int64_t kValueGroup = 4;
 
@@ -53,6 +58,13 @@ struct RegisterStepPlan {
   const MatrixInstr *instr = nullptr;
   StepShape shape;
   int64_t rowWaves = 1, keyWaves = 1, valueWaves = 1;
+  /// Value waves that split the head dim of Sᵀ (1 or valueWaves): each
+  /// computes the products of its kStepsPerWave() k steps and the value
+  /// waves of a row block and key range add their partial scores through
+  /// an LDS exchange (exchangeBytes) before the softmax, in the same order
+  /// on every wave, so that all of them softmax the same scores. 1: each
+  /// value wave computes every k step itself (the scores twice at two).
+  int64_t scoreSplit = 1;
   int64_t qBlocks = 1;     ///< a wave's blocks of instr->n queries
   int64_t keysPerWave = 0; ///< a wave's keys of each tile
   /// Whether mla.attention_finish is lowered from the output registers
@@ -71,6 +83,12 @@ struct RegisterStepPlan {
   int64_t dvBlocks() const { return shape.dv / instr->m / valueWaves; }
   int64_t waves() const { return rowWaves * keyWaves * valueWaves; }
   int64_t kSteps() const { return shape.dim / instr->k; }
+  /// The k steps of Sᵀ one wave computes (kSteps() / scoreSplit).
+  int64_t kStepsPerWave() const { return kSteps() / scoreSplit; }
+  /// Bytes of the LDS buffer through which the value waves add their
+  /// partial scores (0 without a score split): each wave's Sᵀ
+  /// accumulators, one f32 vector per lane and block.
+  int64_t exchangeBytes() const;
   /// Value blocks whose Vᵀ fragments a lane reads together: row r of
   /// block md is value column (md / G) * G * M + r * G + md % G (G =
   /// vGroup(), M = instr->m), so that a lane's rows of the G blocks of a
@@ -93,7 +111,8 @@ struct RegisterStepPlan {
   /// A model of one wave's time per key tile: the products (their passes
   /// of the matrix pipe, MatrixInstr::passes), the K and Vᵀ reads, the Vᵀ
   /// fragments' permutes, the softmax on the scores, the rescale of the
-  /// outputs and the wave's share of the tile's copy (one each). A ranking
+  /// outputs, the wave's share of the tile's copy (one each) and a score
+  /// split's exchange (its writes, reads, adds and kBarrierIssue). A ranking
   /// model, not a count: the ISA's counts are what mla-compile --report
   /// prints.
   int64_t issueEstimate() const;
@@ -109,10 +128,8 @@ constexpr int64_t kPlanCostTieNum = 17, kPlanCostTieDen = 16;
 /// The best of `plans` (not empty): the fewest padded rows; among those,
 /// of the plans as fast as the cheapest (kPlanCostTieNum), the fewest key
 /// waves (no accumulator tile, no combine after the loop), then the larger
-/// instruction, then the cheaper. So H=16 decode on four waves takes two
-/// key x two value waves (Sᵀ computed twice, still far cheaper per SIMD
-/// than four value waves' whole tiles), while a plan whose key waves would
-/// only save a few reads keeps one key wave and its finish in registers.
+/// instruction, then the cheaper. A plan whose key waves would only save a
+/// few reads keeps one key wave and its finish in registers.
 const RegisterStepPlan &
 chooseRegisterStepPlan(llvm::ArrayRef<RegisterStepPlan> plans);
 

@@ -26,7 +26,7 @@ using namespace mla;
 int64_t RegisterStepPlan::laneRegisters() const {
   const int64_t ce = instr->c.elems, be = instr->b.elems;
   int64_t o = dvBlocks() * qBlocks * ce, s = sBlocks() * qBlocks * ce;
-  int64_t q = (qBlocks * kSteps() * be + 1) / 2; // 16-bit elements
+  int64_t q = (qBlocks * kStepsPerWave() * be + 1) / 2; // 16-bit elements
   return o + s + q + copyRegisters();
 }
 
@@ -50,6 +50,12 @@ int64_t RegisterStepPlan::combineBytes() const {
   return keyWaves > 1 ? keyWaves * 2 * paddedRows() * 4 : 0;
 }
 
+int64_t RegisterStepPlan::exchangeBytes() const {
+  if (scoreSplit == 1)
+    return 0;
+  return waves() * sBlocks() * qBlocks * instr->lanes * instr->c.elems * 4;
+}
+
 int64_t RegisterStepPlan::issueEstimate() const {
   const int64_t e =
       std::max<int64_t>(1, shape.elem.getIntOrFloatBitWidth() / 8);
@@ -58,16 +64,23 @@ int64_t RegisterStepPlan::issueEstimate() const {
   // 16x16x16 8, 32x32x8 16, gfx950's 16x16x32 8); the other instructions
   // count one each.
   const int64_t passes = std::max<int64_t>(1, instr->passes);
-  int64_t qk = passes * qBlocks * sBlocks() * kSteps();
+  int64_t qk = passes * qBlocks * sBlocks() * kStepsPerWave();
   int64_t pv = passes * qBlocks * dvBlocks() * pvSteps();
   int64_t kReads =
-      llvm::divideCeil(sBlocks() * kSteps() * instr->a.elems * e, 16);
+      llvm::divideCeil(sBlocks() * kStepsPerWave() * instr->a.elems * e, 16);
   int64_t vReads = dvBlocks() / vGroup() * pvSteps() * instr->a.elems;
   int64_t permutes = dvBlocks() * pvSteps() * llvm::divideCeil(be * e, 4);
   int64_t softmax = 4 * qBlocks * sBlocks() * ce;
   int64_t rescale = llvm::divideCeil(qBlocks * dvBlocks() * ce, 2);
   int64_t copy = 2 * llvm::divideCeil(copyRegisters(), 4);
-  return qk + pv + kReads + vReads + permutes + softmax + rescale + copy;
+  // A score split: per block of scores one vector write, the other value
+  // waves' reads and their adds, and a barrier (kBarrierIssue).
+  int64_t exchange = 0;
+  if (scoreSplit > 1)
+    exchange = qBlocks * sBlocks() * (scoreSplit + (scoreSplit - 1) * ce) +
+               kBarrierIssue;
+  return qk + pv + kReads + vReads + permutes + softmax + rescale + copy +
+         exchange;
 }
 
 int64_t RegisterStepPlan::simdCost() const {
@@ -150,6 +163,30 @@ std::string transposedFormRefusal(const MatrixInstr &mi, int64_t keys) {
   return "";
 }
 
+/// Why `p` does not fit the registers, or where it adds an accumulator
+/// tile or a score exchange, its tiles (registerStepTiles, no query tile
+/// or page numbers: the caller's to check) `ldsBytes` of LDS; or empty.
+std::string planRefusal(const RegisterStepPlan &p, int64_t ldsBytes) {
+  if (p.laneRegisters() > p.registerBudget())
+    return "its state needs " + std::to_string(p.laneRegisters()) +
+           " registers per lane, more than the " +
+           std::to_string(p.registerBudget()) + " " +
+           std::to_string(p.shape.warps) + " waves leave";
+  if (p.finishInRegisters && p.scoreSplit == 1)
+    return "";
+  int64_t bytes =
+      registerStepTiles(p, /*queryTile=*/false, /*pageSlots=*/0).bytes();
+  if (bytes > ldsBytes)
+    return std::string(p.finishInRegisters
+                           ? "its score exchange"
+                           : "its key waves' accumulator tile, row state") +
+           (p.scoreSplit > 1 && !p.finishInRegisters ? " and score exchange"
+                                                     : "") +
+           " take " + std::to_string(bytes) + " bytes, more than the " +
+           std::to_string(ldsBytes) + " bytes of LDS";
+  return "";
+}
+
 /// The plan on `mi` for `shape`, or the reason there is none.
 /// Appends the plans on `mi` for `shape` to `plans`; the reason there is
 /// none in `why`.
@@ -193,26 +230,20 @@ void planOn(const MatrixInstr &mi, const StepShape &shape, int64_t waveSize,
         why = r;
         continue;
       }
-      if (p.laneRegisters() > p.registerBudget()) {
-        why = "its state needs " + std::to_string(p.laneRegisters()) +
-              " registers per lane, more than the " +
-              std::to_string(p.registerBudget()) + " " +
-              std::to_string(shape.warps) + " waves leave";
-        continue;
-      }
       p.finishInRegisters =
           p.keyWaves == 1 && p.vGroup() % finishWidth(shape.dv) == 0;
-      if (!p.finishInRegisters) {
-        int64_t acc =
-            registerStepTiles(p, /*queryTile=*/false, /*pageSlots=*/0).bytes();
-        if (acc > ldsBytes) {
-          why = "its key waves combine through an accumulator tile of " +
-                std::to_string(acc) + " bytes with the row state, more " +
-                "than the " + std::to_string(ldsBytes) + " bytes of LDS";
-          continue;
-        }
+      // Each value wave computing the whole Sᵀ and, where the value waves
+      // can split its k steps evenly, each computing its share.
+      SmallVector<int64_t, 2> splits{1};
+      if (p.valueWaves > 1 && p.kSteps() % p.valueWaves == 0)
+        splits.push_back(p.valueWaves);
+      for (int64_t split : splits) {
+        p.scoreSplit = split;
+        if (std::string r = planRefusal(p, ldsBytes); !r.empty())
+          why = r;
+        else
+          plans.push_back(p);
       }
-      plans.push_back(p);
     }
   }
 }
