@@ -391,10 +391,15 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
 /// the value waves (two: its own plus the other's, which commutes).
 SmallVector<Value> RegisterStep::exchangeScores(ImplicitLocOpBuilder &b,
                                                 ArrayRef<Value> partial) {
+  // A lane's vector starts a row of the exchange, whose placement is
+  // 16-byte aligned (mla-outline-gpu-kernels): one ds_write_b128 / read
+  // per 4 elements rather than two of 8 bytes.
+  const llvm::MaybeAlign align(std::min<int64_t>(16, 4 * mi.c.elems));
   for (auto [i, v] : llvm::enumerate(partial))
     vector::StoreOp::create(
         b, v, exchange,
-        ValueRange{wave, indexConst(b, i), lane, indexConst(b, 0)});
+        ValueRange{wave, indexConst(b, i), lane, indexConst(b, 0)},
+        /*nontemporal=*/false, align);
   gpu::BarrierOp::create(b);
   auto vecType = cast<VectorType>(partial.front().getType());
   const int64_t rk = p.rowWaves * p.keyWaves;
@@ -403,7 +408,8 @@ SmallVector<Value> RegisterStep::exchangeScores(ImplicitLocOpBuilder &b,
     auto read = [&](Value w) {
       return vector::LoadOp::create(
                  b, vecType, exchange,
-                 ValueRange{w, indexConst(b, i), lane, indexConst(b, 0)})
+                 ValueRange{w, indexConst(b, i), lane, indexConst(b, 0)},
+                 /*nontemporal=*/false, align)
           .getResult();
     };
     if (p.scoreSplit == 2) {
