@@ -12,7 +12,9 @@
 
 // Two waves split the 32 keys (16 each, 16x16x16): Q in registers before
 // the loop, then in the loop only the K and V tiles are read from LDS; the
-// row maximum crosses the lanes of one column (XOR 16, 32); after the loop
+// row maximum (arith.maxnumf: one v_max_f32; a NaN score still reaches
+// the output through its probability) crosses the lanes of one column (XOR
+// 16, 32); after the loop
 // the two waves' (m, l, O) meet in a 2x2x16 buffer.
 // KEYS-LABEL: func @step
 // KEYS-NOT: mla.attention_step
@@ -24,8 +26,12 @@
 // KEYS-NOT: vector.store
 // KEYS: vector.load {{.*}} : memref<32x64xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
 // KEYS: amdgpu.mfma 16x16x16
+// KEYS-NOT: arith.maximumf
+// KEYS: arith.maxnumf
 // KEYS: gpu.shuffle xor %{{.*}}, %c16_i32
+// KEYS-NEXT: arith.maxnumf
 // KEYS: gpu.shuffle xor %{{.*}}, %c32_i32
+// KEYS-NEXT: arith.maxnumf
 // KEYS: llvm.call_intrinsic "llvm.amdgcn.exp2.f32"
 // KEYS: arith.truncf %{{.*}} : f32 to bf16
 // KEYS: amdgpu.mfma 16x16x16

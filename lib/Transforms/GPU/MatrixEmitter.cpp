@@ -140,7 +140,7 @@ Value MatrixEmitter::rowLeader(ImplicitLocOpBuilder &b) const {
 Value mla::reduceAcrossLanes(ImplicitLocOpBuilder &b,
                              const LayoutTerm (&terms)[FragLayout::kMaxTerms],
                              int64_t lanes, int64_t warpSize, Value x,
-                             bool isMax) {
+                             bool isMax, bool maxNum) {
   // Shuffles cross the lane bits the coordinate does not read.
   const uint64_t unread = unreadLaneBits(terms, lanes);
   for (int64_t off = 1; off < std::min(lanes, warpSize); off *= 2) {
@@ -149,8 +149,12 @@ Value mla::reduceAcrossLanes(ImplicitLocOpBuilder &b,
     Value other = gpu::ShuffleOp::create(b, x, int32_t(off), warpSize,
                                          gpu::ShuffleMode::XOR)
                       .getShuffleResult();
-    x = isMax ? arith::MaximumFOp::create(b, x, other).getResult()
-              : arith::AddFOp::create(b, x, other).getResult();
+    if (!isMax)
+      x = arith::AddFOp::create(b, x, other);
+    else if (maxNum)
+      x = arith::MaxNumFOp::create(b, x, other);
+    else
+      x = arith::MaximumFOp::create(b, x, other);
   }
   return x;
 }

@@ -38,10 +38,13 @@ struct AccTile {
 /// `x` reduced (max or sum) over the lanes of one instruction (`lanes`)
 /// that agree on the coordinate `terms` gives: XOR shuffles (within a warp
 /// of `warpSize`) across the lane bits the coordinate does not depend on.
+/// The max is arith.maximumf (NaN-propagating), or with `maxNum`
+/// arith.maxnumf (one v_max_f32 on AMD, where maximumf takes a compare and
+/// a select more).
 mlir::Value reduceAcrossLanes(mlir::ImplicitLocOpBuilder &b,
                               const LayoutTerm (&terms)[FragLayout::kMaxTerms],
                               int64_t lanes, int64_t warpSize, mlir::Value x,
-                              bool isMax);
+                              bool isMax, bool maxNum = false);
 
 /// `x` reduced over the lanes that share its row of `instr`'s C layout.
 inline mlir::Value reduceAcrossRow(mlir::ImplicitLocOpBuilder &b,

@@ -289,11 +289,12 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
             inlineRegion(b, op.getBody(), {regionRow[nb], key, score});
         x.push_back(r[0]);
         vis.push_back(r[1]);
-        mx = arith::MaximumFOp::create(
+        mx = arith::MaxNumFOp::create(
             b, mx, arith::SelectOp::create(b, r[1], r[0], negInf));
       }
-    mx = reduceAcrossLanes(b, mi.c.col, mi.lanes, ti.warpSize, mx, true);
-    Value mNew = arith::MaximumFOp::create(b, m[nb], mx);
+    mx = reduceAcrossLanes(b, mi.c.col, mi.lanes, ti.warpSize, mx, true,
+                           /*maxNum=*/true);
+    Value mNew = arith::MaxNumFOp::create(b, m[nb], mx);
     Value isInf =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
     Value ref = arith::SelectOp::create(b, isInf, zeroF, mNew);
