@@ -102,6 +102,39 @@ FailureOr<nvidia::StepPlan> fusedPlan(Operation *op, Type elem, int64_t rows,
                                op->getLoc());
 }
 
+/// On the host, where a workgroup's tiles are stack arrays of the thread
+/// running it, an error located at `op` when they exceed the host's budget
+/// (ArchInfo::sharedBytes): such a kernel would compile and then overflow
+/// the stack. The message names every size the tiles grow with.
+LogicalResult checkHostStack(Operation *op, ConfigAttr attr,
+                             const ArchInfo &arch) {
+  if (arch.kind != TargetKind::Host)
+    return success();
+  FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, arch);
+  if (failed(tiles) || tiles->bytes() <= arch.sharedBytes)
+    return success();
+  const WorkgroupTiles &t = *tiles;
+  InFlightDiagnostic d = op->emitError()
+                         << "the tiles of one host workgroup of this "
+                         << op->getName().stripDialect() << " (" << t.rows
+                         << " query rows";
+  bool decode = isa<DecodeOp>(op);
+  if (auto dec = dyn_cast<DecodeOp>(op))
+    d << ": q_len " << dec.getQLen() << " x head_group "
+      << attr.getHeadGroup();
+  else
+    d << ": tile_q " << attr.getTileQ();
+  d << "; tile_kv " << t.keys << "; q.k dim " << t.dim << ", value dim "
+    << t.dv << ") need " << t.bytes() << " bytes, more than the host's "
+    << arch.sharedBytes
+    << " (they live on the stack of the thread running the workgroup); "
+       "fewer query rows ("
+    << (decode ? "q_len, or head_group" : "tile_q")
+    << " with --perf-config), a smaller tile_kv (--perf-config) or "
+       "narrower heads would fit";
+  return failure();
+}
+
 /// A config whose perf-config asks for warpgroup MMA (`wgmma=1`) gets it
 /// or is an error located at `op` saying why the fused step of its shapes
 /// cannot use it (no silent fallback to mma.sync).
@@ -605,6 +638,8 @@ struct SelectConfigPass
                               attr.getTileQ(), op.getQkDim(), attr.getTileKv(),
                               op.getVDim(), attr.getWarps())))
           return WalkResult::interrupt();
+        if (failed(checkHostStack(op, attr, *arch)))
+          return WalkResult::interrupt();
         LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
         op.setConfigAttr(attr);
         return WalkResult::advance();
@@ -637,25 +672,8 @@ struct SelectConfigPass
                        << op.getNumHeads();
         return WalkResult::interrupt();
       }
-      if (arch->kind == TargetKind::Host) {
-        // Host tiles are stack arrays: a workgroup whose tiles exceed the
-        // budget would compile and then overflow the thread's stack.
-        FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, *arch);
-        int64_t bytes = succeeded(tiles) ? tiles->bytes() : 0;
-        if (bytes > arch->sharedBytes) {
-          op.emitError() << "the tiles of one host workgroup of this decode ("
-                         << attr.getHeadGroup() * op.getQLen()
-                         << " query rows: q_len " << op.getQLen()
-                         << " x head_group " << attr.getHeadGroup()
-                         << ", tile_kv " << attr.getTileKv() << ") need "
-                         << bytes << " bytes, more than the host's "
-                         << arch->sharedBytes
-                         << " (they live on the stack of the thread running "
-                            "the workgroup); use fewer query tokens per "
-                            "request (q_len)";
-          return WalkResult::interrupt();
-        }
-      }
+      if (failed(checkHostStack(op, attr, *arch)))
+        return WalkResult::interrupt();
       if (wgmma == 1 &&
           failed(checkWgmmaRequest(op, op.getQ().getType().getElementType(),
                                    attr.getHeadGroup() * op.getQLen(),
