@@ -120,12 +120,11 @@ LogicalResult checkHostStack(Operation *op, ConfigAttr attr,
                          << " query rows";
   bool decode = isa<DecodeOp>(op);
   if (auto dec = dyn_cast<DecodeOp>(op))
-    d << ": q_len " << dec.getQLen() << " x head_group "
-      << attr.getHeadGroup();
+    d << ": q_len " << dec.getQLen() << " x head_group " << attr.getHeadGroup();
   else
     d << ": tile_q " << attr.getTileQ();
-  d << "; tile_kv " << t.keys << "; q.k dim " << t.dim << ", value dim "
-    << t.dv << ") need " << t.bytes() << " bytes, more than the host's "
+  d << "; tile_kv " << t.keys << "; q.k dim " << t.dim << ", value dim " << t.dv
+    << ") need " << t.bytes() << " bytes, more than the host's "
     << arch.sharedBytes
     << " (they live on the stack of the thread running the workgroup); "
        "fewer query rows ("
