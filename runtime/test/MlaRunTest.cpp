@@ -265,6 +265,33 @@ TEST_F(MlaRunTest, AFailedWriteKeepsThePreviousResults) {
   std::filesystem::remove(outputs + "/.lse.npy.partial");
 }
 
+TEST_F(MlaRunTest, AnOutputThatIsADirectoryKeepsThePreviousResults) {
+  ToolResult first = run(standardArgs());
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  auto slurp = [](const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string oldO = slurp(outputs + "/o.npy");
+  ASSERT_FALSE(oldO.empty());
+  // lse.npy is a directory: every partial file is written, but the run
+  // fails before o.npy is renamed into place (it used to leave a new
+  // o.npy beside the failure).
+  std::filesystem::remove(outputs + "/lse.npy");
+  std::filesystem::create_directories(outputs + "/lse.npy/x");
+  std::vector<std::string> args = standardArgs();
+  args.back() = "0.5";
+  ToolResult second = run(args);
+  EXPECT_NE(second.exitCode, 0);
+  EXPECT_NE(second.err.find("lse.npy: cannot write: Is a directory"),
+            std::string::npos)
+      << second.err;
+  EXPECT_EQ(slurp(outputs + "/o.npy"), oldO);
+  EXPECT_FALSE(std::filesystem::exists(outputs + "/.o.npy.partial"));
+  EXPECT_FALSE(std::filesystem::exists(outputs + "/.lse.npy.partial"));
+  std::filesystem::remove_all(outputs + "/lse.npy");
+}
+
 TEST_F(MlaRunTest, SubnormalScaleIsFinite) {
   // 1e-45 underflows to float's smallest subnormal: a finite scale.
   std::vector<std::string> args = standardArgs();

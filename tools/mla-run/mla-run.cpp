@@ -346,6 +346,17 @@ Status writeOutputs(const std::string &dir,
     }
     partials.emplace_back(tmp, dir + "/" + role + ".npy");
   }
+  // A destination that a rename cannot replace (a directory) fails before
+  // any output is renamed into place, so that no run leaves a new o.npy
+  // beside an old lse.npy.
+  for (const auto &[tmp, final] : partials) {
+    struct stat info;
+    if (::stat(final.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      removePartials();
+      return Status::error(ErrorCode::IOError,
+                           final + ": cannot write: " + std::strerror(EISDIR));
+    }
+  }
   for (const auto &[tmp, final] : partials)
     if (std::rename(tmp.c_str(), final.c_str()) != 0) {
       Status status =
