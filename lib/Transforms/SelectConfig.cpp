@@ -11,6 +11,8 @@
 #include "mla/Target/Arch.h"
 #include "mla/Transforms/Passes.h"
 #include "mla/runtime/Manifest.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Debug.h"
@@ -499,6 +501,54 @@ LogicalResult checkConfigForTarget(Operation *op, ConfigAttr cfg,
               << maxWarps << "])";
 }
 
+/// The ops a function's body states kernels with (the gridwise ops the
+/// tiling passes lower; blockwise IR, mla.grid, is not among them).
+bool isKernelOp(Operation *op) {
+  return isa<DecodeOp, PrefillOp, MergeOp, ChunkPlanOp, ChunkMergeOp,
+             AppendKVOp>(op);
+}
+
+/// A compiled package runs the kernels of its function's mla ops and
+/// nothing else of the function: a kernel op nested in another op's region
+/// (which the outliners do not see), or an op with side effects beside the
+/// kernel ops (a store, a call), would be dropped without a word. Both are
+/// errors located at the op; ops without side effects (constants, the
+/// arithmetic feeding an operand) may stay.
+LogicalResult checkKernelFunctions(ModuleOp module) {
+  WalkResult result = module.walk([&](Operation *op) {
+    if (!isKernelOp(op))
+      return WalkResult::advance();
+    Operation *parent = op->getParentOp();
+    if (!isa<func::FuncOp>(parent)) {
+      op->emitOpError() << "is inside '" << parent->getName()
+                        << "'; a kernel op must be directly in a function's "
+                           "body (nothing compiles it elsewhere)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() ||
+        llvm::none_of(func.getBody().getOps(),
+                      [](Operation &op) { return isKernelOp(&op); }))
+      continue;
+    for (Operation &op : func.getBody().getOps()) {
+      if (isa_and_nonnull<MLADialect>(op.getDialect()) ||
+          isa<func::ReturnOp>(op) || isMemoryEffectFree(&op))
+        continue;
+      op.emitOpError() << "beside the kernel ops of @" << func.getSymName()
+                       << " has side effects that a compiled kernel would "
+                          "drop: a function with mla kernel ops holds them, "
+                          "the side-effect-free ops feeding their operands "
+                          "and its return";
+      return failure();
+    }
+  }
+  return success();
+}
+
 struct SelectConfigPass
     : public mla::impl::MLASelectConfigBase<SelectConfigPass> {
   using MLASelectConfigBase::MLASelectConfigBase;
@@ -519,7 +569,7 @@ struct SelectConfigPass
                            "in functions directly inside the top-level module";
       return WalkResult::interrupt();
     });
-    if (nested.wasInterrupted())
+    if (nested.wasInterrupted() || failed(checkKernelFunctions(module)))
       return failure();
     auto existing =
         module->getAttrOfType<TargetAttr>(MLADialect::kTargetAttrName);
