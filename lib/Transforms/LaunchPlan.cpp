@@ -25,10 +25,43 @@ FailureOr<std::string> dtypeName(Operation *op, Type t) {
   return op->emitError() << "element type " << t
                          << " has no runtime representation";
 }
+
+/// `v` as a constant where it is one, or integer arithmetic (+, -, *,
+/// ceildiv) of constants: mla-tile builds sizes from the arguments' shapes
+/// without folding, so a static batch of 2 gives `2 + 128`. None on
+/// overflow.
+std::optional<int64_t> foldedConstant(Value v, int depth = 0) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return c;
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 8 ||
+      !isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::CeilDivSIOp>(
+          def))
+    return std::nullopt;
+  std::optional<int64_t> l = foldedConstant(def->getOperand(0), depth + 1);
+  std::optional<int64_t> r = foldedConstant(def->getOperand(1), depth + 1);
+  if (!l || !r)
+    return std::nullopt;
+  int64_t out;
+  bool overflow = false;
+  if (isa<arith::AddIOp>(def))
+    overflow = __builtin_add_overflow(*l, *r, &out);
+  else if (isa<arith::SubIOp>(def))
+    overflow = __builtin_sub_overflow(*l, *r, &out);
+  else if (isa<arith::MulIOp>(def))
+    overflow = __builtin_mul_overflow(*l, *r, &out);
+  else if (*r > 0 && *l >= 0)
+    out = llvm::divideCeil(*l, *r);
+  else
+    return std::nullopt;
+  if (overflow)
+    return std::nullopt;
+  return out;
+}
 } // namespace
 
 FailureOr<rt::DimExpr> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
-  if (std::optional<int64_t> c = getConstantIntValue(v))
+  if (std::optional<int64_t> c = foldedConstant(v))
     if (*c >= 0)
       return constantSize(*c);
   // ceildiv(dim (+|-) C, K).
@@ -62,11 +95,15 @@ FailureOr<rt::DimExpr> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
       return e;
     }
   }
-  return user->emitError()
-         << "size must be a constant >= 0 or memref.dim of a function "
-            "argument with a constant dim (optionally plus or minus a "
-            "constant, then ceil-divided by a constant), so that the "
-            "launcher can compute it";
+  InFlightDiagnostic d = user->emitError();
+  d << "size must be a constant >= 0 or memref.dim of a function "
+       "argument with a constant dim (optionally plus or minus a "
+       "constant, then ceil-divided by a constant), so that the "
+       "launcher can compute it";
+  if (user->getNumResults() == 1)
+    d << " (a size of the " << user->getName() << " of "
+      << user->getResult(0).getType() << ")";
+  return d;
 }
 
 FailureOr<SmallVector<rt::DimExpr>>
