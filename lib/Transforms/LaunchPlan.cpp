@@ -26,44 +26,49 @@ FailureOr<std::string> dtypeName(Operation *op, Type t) {
                          << " has no runtime representation";
 }
 
-/// `v` as a constant where it is one, or integer arithmetic (+, -, *,
-/// ceildiv) of constants: mla-tile builds sizes from the arguments' shapes
-/// without folding, so a static batch of 2 gives `2 + 128`. None on
-/// overflow.
-std::optional<int64_t> foldedConstant(Value v, int depth = 0) {
-  if (std::optional<int64_t> c = getConstantIntValue(v))
-    return c;
+/// Sets `out` to `v` as a constant where it is one, or integer arithmetic
+/// (+, -, *, ceildiv) of constants: mla-tile builds sizes from the
+/// arguments' shapes without folding, so a static batch of 2 gives
+/// `2 + 128`. False (out untouched) otherwise or on overflow. (A bool and
+/// an out-parameter rather than std::optional: GCC's merged test of an
+/// optional's flag and payload reads the payload of an empty one, which
+/// memcheck reports.)
+bool foldConstant(Value v, int64_t &out, int depth = 0) {
+  if (std::optional<int64_t> c = getConstantIntValue(v)) {
+    out = *c;
+    return true;
+  }
   Operation *def = v.getDefiningOp();
   if (!def || depth > 8 ||
       !isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::CeilDivSIOp>(
           def))
-    return std::nullopt;
-  std::optional<int64_t> l = foldedConstant(def->getOperand(0), depth + 1);
-  std::optional<int64_t> r = foldedConstant(def->getOperand(1), depth + 1);
-  if (!l || !r)
-    return std::nullopt;
-  int64_t out;
-  bool overflow = false;
-  if (isa<arith::AddIOp>(def))
-    overflow = __builtin_add_overflow(*l, *r, &out);
-  else if (isa<arith::SubIOp>(def))
-    overflow = __builtin_sub_overflow(*l, *r, &out);
-  else if (isa<arith::MulIOp>(def))
-    overflow = __builtin_mul_overflow(*l, *r, &out);
-  else if (*r > 0 && *l >= 0)
-    out = llvm::divideCeil(*l, *r);
-  else
-    return std::nullopt;
-  if (overflow)
-    return std::nullopt;
-  return out;
+    return false;
+  int64_t l = 0, r = 0, result = 0;
+  if (!foldConstant(def->getOperand(0), l, depth + 1) ||
+      !foldConstant(def->getOperand(1), r, depth + 1))
+    return false;
+  if (isa<arith::AddIOp>(def)) {
+    if (__builtin_add_overflow(l, r, &result))
+      return false;
+  } else if (isa<arith::SubIOp>(def)) {
+    if (__builtin_sub_overflow(l, r, &result))
+      return false;
+  } else if (isa<arith::MulIOp>(def)) {
+    if (__builtin_mul_overflow(l, r, &result))
+      return false;
+  } else if (r > 0 && l >= 0) {
+    result = llvm::divideCeil(l, r);
+  } else {
+    return false;
+  }
+  out = result;
+  return true;
 }
 } // namespace
 
 FailureOr<rt::DimExpr> LaunchPlanBuilder::sizeExpr(Value v, Operation *user) {
-  if (std::optional<int64_t> c = foldedConstant(v))
-    if (*c >= 0)
-      return constantSize(*c);
+  if (int64_t c = -1; foldConstant(v, c) && c >= 0)
+    return constantSize(c);
   // ceildiv(dim (+|-) C, K).
   rt::DimExpr e;
   if (auto div = v.getDefiningOp<arith::CeilDivSIOp>()) {

@@ -640,6 +640,16 @@ struct SelectConfigPass
       if (!existing && cfg.kvChunks == 0 &&
           !specHasField(perfConfig, "merge_groups"))
         cfg.mergeGroups = 1;
+      // chunk_balance has a default on every config (the verifier cannot
+      // tell it was asked for): asked together with fixed split-KV
+      // (kv_chunks=0), it is an error as workgroups and merge_groups are,
+      // not silently dropped. (An op's own config keeps its schedule.)
+      if (!existing && cfg.kvChunks == 0 &&
+          specHasField(perfConfig, "chunk_balance")) {
+        op->emitError() << "perf-config: chunk_balance applies to the "
+                           "length-aware schedule only (kv_chunks > 0)";
+        return {};
+      }
       // A masked key loop skips the tiles no row sees and is not pipelined
       // (TileCore's emitKeyLoop): the config says so, and asking for more
       // stages is an error.

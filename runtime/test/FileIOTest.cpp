@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <filesystem>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -40,8 +40,7 @@ std::vector<uint8_t> readFifo(const std::string &path) {
     return bytes;
   uint8_t buf[64];
   ssize_t got;
-  while ((got = ::read(fd, buf, sizeof buf)) > 0 ||
-         (got < 0 && errno == EINTR))
+  while ((got = ::read(fd, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))
     if (got > 0)
       bytes.insert(bytes.end(), buf, buf + got);
   ::close(fd);
@@ -109,8 +108,7 @@ TEST(FileIOTest, RefusesADirectoryNamingIt) {
   EXPECT_EQ(status.message(), dir.path() + ": cannot write: Is a directory");
   status = write(dir.path() + "/");
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.message(),
-            dir.path() + "/: names a directory, not a file");
+  EXPECT_EQ(status.message(), dir.path() + "/: names a directory, not a file");
   // Nothing was created inside it.
   EXPECT_EQ(::rmdir(dir.path().c_str()), 0) << "the directory is not empty";
   ASSERT_EQ(::mkdir(dir.path().c_str(), 0700), 0);

@@ -32,7 +32,9 @@ LENGTHS, exactly one of:
 A request of length 0 is valid (decode: o = 0, lse = -inf).
 
 options:
-  --device=NAME        cuda (default), cuda:N, host or auto
+  --device=NAME        cuda (default), cuda:N, hip, hip:N, host, emu (the AMD
+                       emulator, for *-emu packages) or auto: the names
+                       mla-run --device takes
   --scale X|default    softmax scale applied to q.k (required): a finite,
                        nonzero number, or "default" for 1/sqrt(D) with D the q.k
                        length (decode: latent_dim + rope_dim; prefill:

@@ -53,8 +53,9 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[input.mlir]"),
                                       cl::init(""), cl::cat(cat));
 static cl::opt<std::string>
     outputFile("o",
-               cl::desc("Output file (default: stdout for text, required for "
-                        "obj/package)"),
+               cl::desc("Output file, '-' for standard output (default: "
+                        "standard output for text; required for obj and "
+                        "package)"),
                cl::value_desc("file"), cl::init(""), cl::cat(cat));
 static cl::opt<std::string> kernel(
     "kernel",
@@ -153,7 +154,8 @@ static cl::opt<std::string>
                         "(with kv_chunks: chunks of at least "
                         "sqrt(tiles / N) tiles, default 16),merge_groups=N "
                         "(with kv_chunks: groups of threads that split each "
-                        "request's chunks in the merge, 1-16, default 1)"),
+                        "request's chunks in the merge, 1-16, default 4 on "
+                        "GPUs where one workgroup takes every head, else 1)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {
@@ -238,6 +240,36 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &context,
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
+/// The flags that describe a --kernel of each kind (the builders check
+/// their values).
+static SmallVector<const cl::Option *> kindFlags(StringRef kind) {
+  if (kind == "decode")
+    return {&heads, &latentDim, &ropeDim, &pageSize, &qLen, &dtype};
+  if (kind == "prefill")
+    return {&heads, &qkDim, &vDim, &causal, &dtype, &oDtype};
+  if (kind == "merge")
+    return {&heads, &vDim, &parts, &dtype};
+  return {&latentDim, &ropeDim, &pageSize, &dtype}; // append_kv
+}
+
+/// A flag that describes another kind of kernel than --kernel=`kind` is
+/// an error naming it and the flags the kind takes (it used to be ignored).
+static LogicalResult checkKindFlags(StringRef kind) {
+  SmallVector<const cl::Option *> takes = kindFlags(kind);
+  for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+           &heads, &latentDim, &ropeDim, &pageSize, &qLen, &qkDim, &vDim,
+           &causal, &parts, &dtype, &oDtype}) {
+    if (flag->getNumOccurrences() == 0 || llvm::is_contained(takes, flag))
+      continue;
+    std::string list;
+    for (const cl::Option *t : takes)
+      list += (list.empty() ? "--" : ", --") + t->ArgStr.str();
+    return error("--" + flag->ArgStr + " does not describe --kernel=" + kind +
+                 " (it takes " + list + ")");
+  }
+  return success();
+}
+
 /// Checks the flags that do not describe the kernel (the builders check
 /// those) and resolves --target.
 static LogicalResult
@@ -259,11 +291,17 @@ checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
     return error("--kernel must be one of decode, prefill, merge, append_kv "
                  "(got '" +
                  kernel + "')");
+  if (!kernel.empty())
+    if (failed(checkKindFlags(kernel)))
+      return failure();
   SmallVector<StringRef> targetList;
-  StringRef(targets).split(targetList, ',', -1, false);
-  if (targetList.empty())
+  StringRef(targets).split(targetList, ',', -1, /*KeepEmpty=*/true);
+  if (StringRef(targets).trim().empty())
     return error("--target is empty");
   for (StringRef t : targetList) {
+    if (t.trim().empty())
+      return error("--target '" + targets +
+                   "' has an empty item (a comma too many)");
     const mla::ArchInfo *arch = mla::lookupArch(t);
     if (!arch)
       return error("--target: unknown target '" + t +
@@ -376,6 +414,14 @@ static LogicalResult writeText(StringRef text, StringRef outPath) {
   if (!file)
     return error(err);
   file->os() << text;
+  file->os().flush();
+  // A failed write (a full disk) is an error naming the file, not LLVM's
+  // fatal "IO failure on output stream"; the file is removed (not kept).
+  if (std::error_code ec = file->os().error()) {
+    file->os().clear_error();
+    return error((path == "-" ? std::string("standard output") : path) +
+                 ": cannot write: " + ec.message());
+  }
   file->keep();
   return success();
 }
@@ -570,7 +616,18 @@ static LogicalResult writePackageFor(MLIRContext &context, ModuleOp module,
                  manifest.status().message());
   manifest->compiler = std::string("mla-compile ") + mla_version_string() +
                        " LLVM " LLVM_VERSION_STRING;
-  if (!knobs.outPath.empty()) {
+  if (knobs.outPath == "-") {
+    // -o -: the package's bytes on standard output, as --emit=obj's.
+    mla::rt::Expected<std::vector<uint8_t>> bytes =
+        mla::rt::encodePackage(mla::rt::printManifest(*manifest), sections);
+    if (!bytes.ok())
+      return error(bytes.status().message());
+    if (failed(
+            writeText(StringRef(reinterpret_cast<const char *>(bytes->data()),
+                                bytes->size()),
+                      "-")))
+      return failure();
+  } else if (!knobs.outPath.empty()) {
     mla::rt::Status st = mla::rt::writePackage(
         knobs.outPath, mla::rt::printManifest(*manifest), sections);
     if (!st.ok())

@@ -56,8 +56,8 @@ options:
                    emu:reverse or emu:random[:SEED] change the wave order,
                    emu:check-orders runs all three and compares the results),
                    or auto (cuda when usable, else hip, else host)
-  --threads=N      host or emulator worker threads, N >= 1 (default: all
-                   cores)
+  --threads=N      host or emulator worker threads, 1 <= N <= 1024
+                   (default: all cores)
   --repeat=N       run the kernel N >= 1 times and report the median time
                    (default: 1)
   --info           print what the package's manifest says (kind, compiler,

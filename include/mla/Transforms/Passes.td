@@ -31,11 +31,13 @@ def MLASelectConfig : Pass<"mla-select-config", "mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "Target to compile for: host, gfx90a, gfx942, gfx950, sm_80, "
-           "sm_90a (default: the module's mla.target, else host)">,
+           "sm_90a, or an AMD emulation target gfx90a-emu, gfx942-emu, "
+           "gfx950-emu (default: the module's mla.target, else host)">,
     Option<"perfConfig", "perf-config", "std::string", /*default=*/"\"\"",
            "Comma-separated field=value overrides of the chosen config "
            "(fields: tile_kv, kv_splits, head_group, warps, stages, "
-           "min_workgroups, tile_q, wgmma)">,
+           "min_workgroups, tile_q, wgmma, kv_chunks, workgroups, "
+           "chunk_balance, merge_groups)">,
   ];
   let dependentDialects = ["mla::MLADialect"];
 }

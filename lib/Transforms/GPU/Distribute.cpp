@@ -218,6 +218,14 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
                                  << arch->name << "' is not a GPU target";
       return signalPassFailure();
     }
+    // The option, read once, in the range a config's warps may take (the
+    // block size it gives is a 32-bit launch dimension).
+    if (defaultWarps < 1 || defaultWarps > kMaxConfigWarps) {
+      getOperation().emitError()
+          << "mla-distribute: default-warps must be in [1, " << kMaxConfigWarps
+          << "], got " << defaultWarps;
+      return signalPassFailure();
+    }
     WalkResult result = getOperation().walk([&](GridOp grid) {
       int64_t warps = defaultWarps;
       if (auto cfg = grid.getConfigAttr())

@@ -98,8 +98,9 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_splits must be in [1, 64], got " << kvSplits;
   if (headGroup < 1)
     return emitError() << "head_group must be >= 1, got " << headGroup;
-  if (warps < 1 || warps > 16)
-    return emitError() << "warps must be in [1, 16], got " << warps;
+  if (warps < 1 || warps > kMaxConfigWarps)
+    return emitError() << "warps must be in [1, " << kMaxConfigWarps
+                       << "], got " << warps;
   if (stages < 1 || stages > 4)
     return emitError() << "stages must be in [1, 4], got " << stages;
   if (minWorkgroups < 0)

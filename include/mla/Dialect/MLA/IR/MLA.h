@@ -28,6 +28,9 @@ namespace mla {
 /// The most part groups of mla.chunk_merge (`groups`, #mla.config
 /// merge_groups).
 inline constexpr int64_t kMaxMergeGroups = 16;
+/// The most warps (waves) a workgroup's config may take (#mla.config
+/// warps; mla-distribute's default-warps).
+inline constexpr int64_t kMaxConfigWarps = 16;
 
 /// The target of the module holding `op` (its `mla.target`, set by
 /// mla-select-config), or an error located at that module naming `pass`.
