@@ -713,6 +713,26 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  // Every stage compiles one function's mla ops (the launch plan's check
+  // after the passes says so for the later stages; --emit=tiled stops
+  // before it, so an input without any printed its empty module).
+  int64_t withMla = 0;
+  // (Nested modules and regions included: the passes' located errors name
+  // an mla op they cannot compile.)
+  module->walk([&](func::FuncOp func) {
+    WalkResult found = func.walk([](Operation *op) {
+      return isa_and_nonnull<mla::MLADialect>(op->getDialect())
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    withMla += found.wasInterrupted();
+  });
+  if (withMla != 1) {
+    (void)error("the input must hold exactly one function with mla ops "
+                "(found " +
+                Twine(withMla) + ")");
+    return 1;
+  }
   if (knobs.emitKind == "package")
     return failed(writePackageFor(context, *module, archs, knobs)) ? 1 : 0;
   // One target (checkOptions): one stage of it, text or the code object.
