@@ -317,11 +317,21 @@ TEST_F(MlaRunTest, CommandLineErrors) {
 
   args = standardArgs();
   args.back() = "0.1x";
-  expectFailure(args, "--scale '0.1x' is not a finite number");
+  expectFailure(args, "--scale '0.1x' is not a number");
 
   args = standardArgs();
   args.back() = "1e39";
-  expectFailure(args, "--scale '1e39' is not a finite number");
+  expectFailure(args, "--scale '1e39' is beyond the float32 range (the "
+                      "scale is a float32)");
+
+  args = standardArgs();
+  args.back() = "nan";
+  expectFailure(args, "--scale 'nan' is not a finite number");
+
+  args = standardArgs();
+  args.back() = "1e-50";
+  expectFailure(args, "--scale '1e-50' underflows to 0 as a float32 (the "
+                      "scale is a float32)");
 
   // 0 is not a default scale either: the kernel's checks refuse it.
   args = standardArgs();

@@ -274,7 +274,14 @@ static LogicalResult checkKindFlags(StringRef kind) {
 /// those) and resolves --target.
 static LogicalResult
 checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
-  if (inputFile.empty() == kernel.empty())
+  if (inputFile.empty() && kernel.empty())
+    return error(kernel.getNumOccurrences() > 0
+                     ? "--kernel is empty: give --kernel=KIND (decode, "
+                       "prefill, merge, append_kv) or an input .mlir file"
+                     : "no input: give an input .mlir file or --kernel=KIND "
+                       "(decode, prefill, merge, append_kv); --help lists "
+                       "the options");
+  if (!inputFile.empty() && !kernel.empty())
     return error("give either an input .mlir file or --kernel=KIND (not "
                  "both)");
   // The flags that describe a --kernel: an .mlir input has its own shapes.

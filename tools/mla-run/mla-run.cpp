@@ -244,8 +244,18 @@ Expected<Options> parseOptions(int argc, char **argv) {
       // overflow gives infinity.
       char *end = nullptr;
       float scale = std::strtof(value.c_str(), &end);
-      if (end == value.c_str() || *end || !std::isfinite(scale))
-        return usageError("--scale '" + value + "' is not a finite number");
+      if (end == value.c_str() || *end)
+        return usageError("--scale '" + value + "' is not a number");
+      if (!std::isfinite(scale))
+        return usageError("--scale '" + value + "' is " +
+                          (std::isnan(scale)
+                               ? std::string("not a finite number")
+                               : std::string("beyond the float32 range "
+                                             "(the scale is a float32)")));
+      if (scale == 0 && std::strtod(value.c_str(), nullptr) != 0)
+        return usageError("--scale '" + value +
+                          "' underflows to 0 as a float32 (the scale is a "
+                          "float32)");
       options.scale = scale;
     } else {
       int64_t max = name == "--threads" ? 1024 : 1000000;
