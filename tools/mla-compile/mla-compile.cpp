@@ -240,6 +240,12 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &context,
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
+/// Every flag that describes a --kernel.
+static SmallVector<const cl::Option *> kernelFlags() {
+  return {&heads, &latentDim, &ropeDim, &pageSize, &qLen,  &qkDim,
+          &vDim,  &causal,    &parts,   &dtype,    &oDtype};
+}
+
 /// The flags that describe a --kernel of each kind (the builders check
 /// their values).
 static SmallVector<const cl::Option *> kindFlags(StringRef kind) {
@@ -256,9 +262,7 @@ static SmallVector<const cl::Option *> kindFlags(StringRef kind) {
 /// an error naming it and the flags the kind takes (it used to be ignored).
 static LogicalResult checkKindFlags(StringRef kind) {
   SmallVector<const cl::Option *> takes = kindFlags(kind);
-  for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
-           &heads, &latentDim, &ropeDim, &pageSize, &qLen, &qkDim, &vDim,
-           &causal, &parts, &dtype, &oDtype}) {
+  for (const cl::Option *flag : kernelFlags()) {
     if (flag->getNumOccurrences() == 0 || llvm::is_contained(takes, flag))
       continue;
     std::string list;
@@ -285,9 +289,7 @@ checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
     return error("give either an input .mlir file or --kernel=KIND (not "
                  "both)");
   // The flags that describe a --kernel: an .mlir input has its own shapes.
-  for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
-           &heads, &latentDim, &ropeDim, &pageSize, &qLen, &qkDim, &vDim,
-           &causal, &parts, &dtype, &oDtype})
+  for (const cl::Option *flag : kernelFlags())
     if (!inputFile.empty() && flag->getNumOccurrences() > 0)
       return error("--" + flag->ArgStr +
                    " describes a --kernel; the input .mlir file '" + inputFile +
