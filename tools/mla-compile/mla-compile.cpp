@@ -319,6 +319,10 @@ checkOptions(SmallVectorImpl<const mla::ArchInfo *> &archs) {
       return error("--target: '" + t + "' is given twice");
     archs.push_back(arch);
   }
+  if (emuDropBarrier.getNumOccurrences() > 0 && emuDropBarrier < 0)
+    return error("--emu-drop-barrier must be >= 0 (the index of the "
+                 "gpu.barrier to remove), got " +
+                 Twine(emuDropBarrier.getValue()));
   if (emuDropBarrier >= 0 &&
       llvm::any_of(archs, [](auto *a) { return !a->isEmulation(); }))
     return error("--emu-drop-barrier applies to AMD emulation targets only "
