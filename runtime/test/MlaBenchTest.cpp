@@ -130,6 +130,24 @@ TEST_F(MlaBenchTest, ReusePlanIsReported) {
   EXPECT_EQ(f["nonfinite"], "0");
 }
 
+TEST_F(MlaBenchTest, CsvPathCheckedBeforeTheRun) {
+  // A --csv in a missing directory, or a directory, fails before anything
+  // is timed (it used to fail after the whole benchmark), naming the path.
+  std::string missing = dir.file("no/such/dir/bench.csv");
+  ToolResult result =
+      bench({"--device=host", "--batch=1", "--seq-len=8", "--iters=1",
+             "--warmup=0", "--scale=default", "--csv", missing});
+  EXPECT_NE(result.exitCode, 0);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err, "mla-bench: error: " + missing +
+                            ": cannot create: No such file or directory\n");
+  result = bench({"--device=host", "--batch=1", "--seq-len=8", "--iters=1",
+                  "--warmup=0", "--scale=default", "--csv", dir.path()});
+  EXPECT_NE(result.exitCode, 0);
+  EXPECT_EQ(result.err, "mla-bench: error: " + dir.path() +
+                            ": cannot append: Is a directory\n");
+}
+
 TEST_F(MlaBenchTest, RaggedLengthsAndCsv) {
   std::string csv = dir.file("bench.csv");
   // The documented generator: splitmix64 from the seed, length b = MIN +

@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace mla::rt;
@@ -112,10 +113,40 @@ Status appendCsv(const std::string &path,
   for (size_t i = 0; i < row.size(); ++i)
     text += (i ? "," : "") + csvField(row[i].second);
   text += "\n";
+  errno = 0;
   bool ok = std::fputs(text.c_str(), file) >= 0;
+  int err = errno;
   ok = std::fclose(file) == 0 && ok;
   if (!ok)
-    return Status::error(ErrorCode::IOError, path + ": write failed");
+    return Status::error(ErrorCode::IOError, path + ": cannot write: " +
+                                                 std::strerror(err     ? err
+                                                               : errno ? errno
+                                                                       : EIO));
+  return Status::success();
+}
+
+/// Whether --csv's file can be appended to, checked before the benchmark
+/// runs (a path in a missing directory used to fail only after it): an
+/// existing file must be writable and not a directory, a new one's
+/// directory must exist and be writable.
+Status checkCsvPath(const std::string &path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode))
+      return Status::error(ErrorCode::IOError,
+                           path + ": cannot append: " + std::strerror(EISDIR));
+    if (::access(path.c_str(), W_OK) != 0)
+      return Status::error(ErrorCode::IOError,
+                           path + ": cannot append: " + std::strerror(errno));
+    return Status::success();
+  }
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return Status::error(ErrorCode::IOError,
+                         path + ": cannot create: " + std::strerror(errno));
   return Status::success();
 }
 
@@ -628,6 +659,8 @@ int main(int argc, char **argv) {
                 mla_package_format_version());
     return 0;
   }
+  if (status.ok() && !options->csv.empty())
+    status = checkCsvPath(options->csv);
   if (status.ok())
     status = run(*options);
   if (status.ok())
