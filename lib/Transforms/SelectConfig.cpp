@@ -606,6 +606,133 @@ struct SelectConfigPass
     return wgmma;
   }
 
+  /// The config of one op: the heuristics' `cfg` unless it has one
+  /// (`existing`), then the perf-config overrides, checked for `arch`; null
+  /// after an error located at the op.
+  ConfigAttr selectConfig(Operation *op, ConfigFields cfg, ConfigAttr existing,
+                          const ArchInfo &arch) {
+    if (existing)
+      cfg = {existing.getTileKv(),       existing.getKvSplits(),
+             existing.getHeadGroup(),    existing.getWarps(),
+             existing.getStages(),       existing.getMinWorkgroups(),
+             existing.getTileQ(),        existing.getWgmma(),
+             existing.getKvChunks(),     existing.getWorkgroups(),
+             existing.getChunkBalance(), existing.getMergeGroups()};
+    const bool stagesAsked = existing || specHasField(perfConfig, "stages");
+    if (failed(applyOverrides(op, perfConfig, cfg)))
+      return {};
+    // The part groups are the length-aware schedule's: a default of more
+    // than one goes with it when the overrides select fixed splits.
+    if (!existing && cfg.kvChunks == 0 &&
+        !specHasField(perfConfig, "merge_groups"))
+      cfg.mergeGroups = 1;
+    // chunk_balance has a default on every config (the verifier cannot
+    // tell it was asked for): asked together with fixed split-KV
+    // (kv_chunks=0), it is an error as workgroups and merge_groups are,
+    // not silently dropped. (An op's own config keeps its schedule.)
+    if (!existing && cfg.kvChunks == 0 &&
+        specHasField(perfConfig, "chunk_balance")) {
+      op->emitError() << "perf-config: chunk_balance applies to the "
+                         "length-aware schedule only (kv_chunks > 0)";
+      return {};
+    }
+    // A masked key loop skips the tiles no row sees and is not pipelined
+    // (TileCore's emitKeyLoop): the config says so, and asking for more
+    // stages is an error.
+    if (hasMaskRegion(op) && cfg.stages > 1) {
+      if (stagesAsked) {
+        op->emitError()
+            << (existing ? "config" : "perf-config")
+            << ": stages = " << cfg.stages
+            << " needs a key loop without a mask variant (a masked loop "
+               "skips the key tiles no query row sees and is not "
+               "pipelined); use stages = 1";
+        return {};
+      }
+      cfg.stages = 1;
+    }
+    auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
+    ConfigAttr attr = ConfigAttr::getChecked(
+        emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
+        cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
+        cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups);
+    if (!attr || failed(checkConfigForTarget(op, attr, arch)))
+      return ConfigAttr();
+    return attr;
+  }
+
+  /// Sets `op`'s config for `arch` (`wgmma`: the perf-config's field;
+  /// `wgmmaOk`: whether the heuristics may pick warpgroup MMA).
+  LogicalResult configurePrefill(PrefillOp op, const ArchInfo &arch,
+                                 std::optional<int64_t> wgmma, bool wgmmaOk) {
+    if (failed(checkSmallestTiles(op, arch, kMinTileRows, op.getQkDim(),
+                                  op.getQ().getType().getElementType(),
+                                  "qk head dim")))
+      return failure();
+    ConfigAttr attr = selectConfig(op, prefillConfig(op, arch, wgmmaOk),
+                                   op.getConfigAttr(), arch);
+    if (!attr)
+      return failure();
+    if (attr.getKvSplits() != 1 || attr.getHeadGroup() != 1 ||
+        attr.getTileQ() == 0 || attr.getKvChunks() != 0) {
+      op.emitError() << "config for prefill needs kv_splits = 1, "
+                        "head_group = 1, kv_chunks = 0 and tile_q > 0, "
+                        "got "
+                     << attr;
+      return failure();
+    }
+    if (wgmma == 1 &&
+        failed(checkWgmmaRequest(
+            op, op.getQ().getType().getElementType(), attr.getTileQ(),
+            op.getQkDim(), attr.getTileKv(), op.getVDim(), attr.getWarps())))
+      return failure();
+    if (failed(checkHostStack(op, attr, arch)))
+      return failure();
+    LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
+    op.setConfigAttr(attr);
+    return success();
+  }
+
+  /// Sets `op`'s config for `arch`, as configurePrefill.
+  LogicalResult configureDecode(DecodeOp op, const ArchInfo &arch,
+                                std::optional<int64_t> wgmma, bool wgmmaOk) {
+    if (failed(checkSmallestTiles(op, arch, op.getQLen(), op.getHeadDim(),
+                                  op.getQ().getType().getElementType(),
+                                  "head dim")))
+      return failure();
+    ConfigFields cfg = lengthAwareSchedule(
+        arch.kind == TargetKind::Host ? hostDecodeConfig(op)
+                                      : gpuDecodeConfig(op, arch, wgmmaOk),
+        arch);
+    if (arch.kind != TargetKind::Host && cfg.headGroup >= op.getNumHeads())
+      cfg.mergeGroups = kOneHeadGroupMergeGroups;
+    ConfigAttr attr = selectConfig(op, cfg, op.getConfigAttr(), arch);
+    if (!attr)
+      return failure();
+    if (op.getConfigAttr() || !perfConfig.empty())
+      warnIfNoRegisterStep(op, attr, arch);
+    if (attr.getTileQ() != 0) {
+      op.emitError() << "config tile_q applies to prefill only";
+      return failure();
+    }
+    if (op.getNumHeads() % attr.getHeadGroup() != 0) {
+      op.emitError() << "config head_group " << attr.getHeadGroup()
+                     << " does not divide the head count " << op.getNumHeads();
+      return failure();
+    }
+    if (failed(checkHostStack(op, attr, arch)))
+      return failure();
+    if (wgmma == 1 &&
+        failed(checkWgmmaRequest(op, op.getQ().getType().getElementType(),
+                                 attr.getHeadGroup() * op.getQLen(),
+                                 op.getHeadDim(), attr.getTileKv(),
+                                 op.getLatentDim(), attr.getWarps())))
+      return failure();
+    LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
+    op.setConfigAttr(attr);
+    return success();
+  }
+
   void runOnOperation() override {
     FailureOr<const ArchInfo *> selected = setModuleTarget();
     if (failed(selected))
@@ -622,126 +749,13 @@ struct SelectConfigPass
       return signalPassFailure();
     }
     const bool wgmmaOk = arch->hasWarpgroupMma() && wgmma != 0;
-    // The config of one op: heuristics unless it has one, then overrides.
-    auto select = [&](Operation *op, ConfigFields cfg,
-                      ConfigAttr existing) -> ConfigAttr {
-      if (existing)
-        cfg = {existing.getTileKv(),       existing.getKvSplits(),
-               existing.getHeadGroup(),    existing.getWarps(),
-               existing.getStages(),       existing.getMinWorkgroups(),
-               existing.getTileQ(),        existing.getWgmma(),
-               existing.getKvChunks(),     existing.getWorkgroups(),
-               existing.getChunkBalance(), existing.getMergeGroups()};
-      const bool stagesAsked = existing || specHasField(perfConfig, "stages");
-      if (failed(applyOverrides(op, perfConfig, cfg)))
-        return {};
-      // The part groups are the length-aware schedule's: a default of more
-      // than one goes with it when the overrides select fixed splits.
-      if (!existing && cfg.kvChunks == 0 &&
-          !specHasField(perfConfig, "merge_groups"))
-        cfg.mergeGroups = 1;
-      // chunk_balance has a default on every config (the verifier cannot
-      // tell it was asked for): asked together with fixed split-KV
-      // (kv_chunks=0), it is an error as workgroups and merge_groups are,
-      // not silently dropped. (An op's own config keeps its schedule.)
-      if (!existing && cfg.kvChunks == 0 &&
-          specHasField(perfConfig, "chunk_balance")) {
-        op->emitError() << "perf-config: chunk_balance applies to the "
-                           "length-aware schedule only (kv_chunks > 0)";
-        return {};
-      }
-      // A masked key loop skips the tiles no row sees and is not pipelined
-      // (TileCore's emitKeyLoop): the config says so, and asking for more
-      // stages is an error.
-      if (hasMaskRegion(op) && cfg.stages > 1) {
-        if (stagesAsked) {
-          op->emitError()
-              << (existing ? "config" : "perf-config")
-              << ": stages = " << cfg.stages
-              << " needs a key loop without a mask variant (a masked loop "
-                 "skips the key tiles no query row sees and is not "
-                 "pipelined); use stages = 1";
-          return {};
-        }
-        cfg.stages = 1;
-      }
-      auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
-      ConfigAttr attr = ConfigAttr::getChecked(
-          emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
-          cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
-          cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups);
-      if (!attr || failed(checkConfigForTarget(op, attr, *arch)))
-        return ConfigAttr();
-      return attr;
-    };
     WalkResult result = getOperation().walk([&](Operation *o) {
-      if (auto op = dyn_cast<PrefillOp>(o)) {
-        if (failed(checkSmallestTiles(op, *arch, kMinTileRows, op.getQkDim(),
-                                      op.getQ().getType().getElementType(),
-                                      "qk head dim")))
-          return WalkResult::interrupt();
-        ConfigAttr attr =
-            select(op, prefillConfig(op, *arch, wgmmaOk), op.getConfigAttr());
-        if (!attr)
-          return WalkResult::interrupt();
-        if (attr.getKvSplits() != 1 || attr.getHeadGroup() != 1 ||
-            attr.getTileQ() == 0 || attr.getKvChunks() != 0) {
-          op.emitError() << "config for prefill needs kv_splits = 1, "
-                            "head_group = 1, kv_chunks = 0 and tile_q > 0, "
-                            "got "
-                         << attr;
-          return WalkResult::interrupt();
-        }
-        if (wgmma == 1 && failed(checkWgmmaRequest(
-                              op, op.getQ().getType().getElementType(),
-                              attr.getTileQ(), op.getQkDim(), attr.getTileKv(),
-                              op.getVDim(), attr.getWarps())))
-          return WalkResult::interrupt();
-        if (failed(checkHostStack(op, attr, *arch)))
-          return WalkResult::interrupt();
-        LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
-        op.setConfigAttr(attr);
-        return WalkResult::advance();
-      }
-      auto op = dyn_cast<DecodeOp>(o);
-      if (!op)
-        return WalkResult::advance();
-      if (failed(checkSmallestTiles(op, *arch, op.getQLen(), op.getHeadDim(),
-                                    op.getQ().getType().getElementType(),
-                                    "head dim")))
-        return WalkResult::interrupt();
-      ConfigFields cfg = lengthAwareSchedule(
-          arch->kind == TargetKind::Host ? hostDecodeConfig(op)
-                                         : gpuDecodeConfig(op, *arch, wgmmaOk),
-          *arch);
-      if (arch->kind != TargetKind::Host && cfg.headGroup >= op.getNumHeads())
-        cfg.mergeGroups = kOneHeadGroupMergeGroups;
-      ConfigAttr attr = select(op, cfg, op.getConfigAttr());
-      if (!attr)
-        return WalkResult::interrupt();
-      if (op.getConfigAttr() || !perfConfig.empty())
-        warnIfNoRegisterStep(op, attr, *arch);
-      if (attr.getTileQ() != 0) {
-        op.emitError() << "config tile_q applies to prefill only";
-        return WalkResult::interrupt();
-      }
-      if (op.getNumHeads() % attr.getHeadGroup() != 0) {
-        op.emitError() << "config head_group " << attr.getHeadGroup()
-                       << " does not divide the head count "
-                       << op.getNumHeads();
-        return WalkResult::interrupt();
-      }
-      if (failed(checkHostStack(op, attr, *arch)))
-        return WalkResult::interrupt();
-      if (wgmma == 1 &&
-          failed(checkWgmmaRequest(op, op.getQ().getType().getElementType(),
-                                   attr.getHeadGroup() * op.getQLen(),
-                                   op.getHeadDim(), attr.getTileKv(),
-                                   op.getLatentDim(), attr.getWarps())))
-        return WalkResult::interrupt();
-      LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
-      op.setConfigAttr(attr);
-      return WalkResult::advance();
+      LogicalResult done = success();
+      if (auto op = dyn_cast<PrefillOp>(o))
+        done = configurePrefill(op, *arch, wgmma, wgmmaOk);
+      else if (auto op = dyn_cast<DecodeOp>(o))
+        done = configureDecode(op, *arch, wgmma, wgmmaOk);
+      return failed(done) ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (result.wasInterrupted())
       return signalPassFailure();

@@ -57,6 +57,22 @@ protected:
     return runTool(MLA_RUN_PATH, args);
   }
 
+  /// The standard run's o.npy, asserted written; then rerun() after the
+  /// caller breaks an output's path checks that a failed write keeps it.
+  std::vector<uint8_t> firstO() {
+    ToolResult first = run(standardArgs());
+    EXPECT_EQ(first.exitCode, 0) << first.err;
+    std::vector<uint8_t> o = readBytes(outputs + "/o.npy");
+    EXPECT_FALSE(o.empty());
+    return o;
+  }
+  /// The standard run with another scale (other results than firstO's).
+  ToolResult rerun() {
+    std::vector<std::string> args = standardArgs();
+    args.back() = "0.5";
+    return run(args);
+  }
+
   std::vector<std::string> standardArgs() const {
     return {package,
             "--inputs",
@@ -242,51 +258,35 @@ TEST_F(MlaRunTest, FortranOrderInput) {
 }
 
 TEST_F(MlaRunTest, AFailedWriteKeepsThePreviousResults) {
-  ToolResult first = run(standardArgs());
-  ASSERT_EQ(first.exitCode, 0) << first.err;
-  auto slurp = [](const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  std::string oldO = slurp(outputs + "/o.npy");
-  ASSERT_FALSE(oldO.empty());
+  std::vector<uint8_t> oldO = firstO();
+  ASSERT_FALSE(HasFailure());
   // The second output's partial file cannot be written: the run fails
   // after o's was, and neither the old o.npy nor a partial file is lost
   // or left.
   std::filesystem::create_directory(outputs + "/.lse.npy.partial");
-  std::vector<std::string> args = standardArgs();
-  args.back() = "0.5";
-  ToolResult second = run(args);
+  ToolResult second = rerun();
   EXPECT_NE(second.exitCode, 0);
   EXPECT_NE(second.err.find(".lse.npy.partial"), std::string::npos)
       << second.err;
-  EXPECT_EQ(slurp(outputs + "/o.npy"), oldO);
+  EXPECT_EQ(readBytes(outputs + "/o.npy"), oldO);
   EXPECT_FALSE(std::filesystem::exists(outputs + "/.o.npy.partial"));
   std::filesystem::remove(outputs + "/.lse.npy.partial");
 }
 
 TEST_F(MlaRunTest, AnOutputThatIsADirectoryKeepsThePreviousResults) {
-  ToolResult first = run(standardArgs());
-  ASSERT_EQ(first.exitCode, 0) << first.err;
-  auto slurp = [](const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  std::string oldO = slurp(outputs + "/o.npy");
-  ASSERT_FALSE(oldO.empty());
+  std::vector<uint8_t> oldO = firstO();
+  ASSERT_FALSE(HasFailure());
   // lse.npy is a directory: every partial file is written, but the run
   // fails before o.npy is renamed into place (it used to leave a new
   // o.npy beside the failure).
   std::filesystem::remove(outputs + "/lse.npy");
   std::filesystem::create_directories(outputs + "/lse.npy/x");
-  std::vector<std::string> args = standardArgs();
-  args.back() = "0.5";
-  ToolResult second = run(args);
+  ToolResult second = rerun();
   EXPECT_NE(second.exitCode, 0);
   EXPECT_NE(second.err.find("lse.npy: cannot write: Is a directory"),
             std::string::npos)
       << second.err;
-  EXPECT_EQ(slurp(outputs + "/o.npy"), oldO);
+  EXPECT_EQ(readBytes(outputs + "/o.npy"), oldO);
   EXPECT_FALSE(std::filesystem::exists(outputs + "/.o.npy.partial"));
   EXPECT_FALSE(std::filesystem::exists(outputs + "/.lse.npy.partial"));
   std::filesystem::remove_all(outputs + "/lse.npy");
