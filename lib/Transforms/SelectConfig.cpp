@@ -33,7 +33,8 @@ namespace {
 struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages,
       minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0,
-      chunkBalance = rt::schedule::kChunkBalance, mergeGroups = 1;
+      chunkBalance = rt::schedule::kChunkBalance, mergeGroups = 1,
+      chunkWindows = 0;
 };
 
 /// Chunks the host's length-aware decode schedule aims at (its workgroups
@@ -87,7 +88,7 @@ int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
   ConfigAttr attr = ConfigAttr::get(
       op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup, cfg.warps,
       cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma, cfg.kvChunks,
-      cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups);
+      cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups, cfg.chunkWindows);
   FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, arch);
   return succeeded(tiles) ? tiles->bytes()
                           : std::numeric_limits<int64_t>::max();
@@ -444,6 +445,7 @@ constexpr std::pair<const char *, int64_t ConfigFields::*> kConfigFieldNames[] =
         {"workgroups", &ConfigFields::workgroups},
         {"chunk_balance", &ConfigFields::chunkBalance},
         {"merge_groups", &ConfigFields::mergeGroups},
+        {"chunk_windows", &ConfigFields::chunkWindows},
 };
 
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {
@@ -617,7 +619,8 @@ struct SelectConfigPass
              existing.getStages(),       existing.getMinWorkgroups(),
              existing.getTileQ(),        existing.getWgmma(),
              existing.getKvChunks(),     existing.getWorkgroups(),
-             existing.getChunkBalance(), existing.getMergeGroups()};
+             existing.getChunkBalance(), existing.getMergeGroups(),
+             existing.getChunkWindows()};
     const bool stagesAsked = existing || specHasField(perfConfig, "stages");
     if (failed(applyOverrides(op, perfConfig, cfg)))
       return {};
@@ -655,7 +658,8 @@ struct SelectConfigPass
     ConfigAttr attr = ConfigAttr::getChecked(
         emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
         cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
-        cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups);
+        cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups,
+        cfg.chunkWindows);
     if (!attr || failed(checkConfigForTarget(op, attr, arch)))
       return ConfigAttr();
     return attr;

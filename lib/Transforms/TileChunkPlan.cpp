@@ -1,7 +1,8 @@
 //===- TileChunkPlan.cpp - mla-tile for mla.chunk_plan --------------------===//
 //
 // The plan of decode's length-aware schedule as one workgroup: two or three
-// scans over the sequence lengths in blocks of kScanBlock, each block a
+// scans over the sequence lengths (with windows, the first also writes each
+// request's first tile P_b, and a last loop the windows' ends) in blocks of kScanBlock, each block a
 // parallel load and a Hillis-Steele scan in workgroup memory, with the
 // running total kept in a workgroup-memory cell. Every value the scans share is read in a
 // parallel loop (each followed by a barrier on GPUs), never by the scalar
@@ -153,16 +154,36 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
     return maxIdx(ib, q, hi);
   };
   Value cQ = indexConst(g, 2);
-  // n_b = max(1, ceil(T_b / q)) with q from cell 2.
+  const bool windows = op.getWindows();
+  Value cRowP = indexConst(g, 2), cRowW = indexConst(g, 3);
+  // n_b = max(1, ceil(T_b / q)) with q from cell 2; with windows, the
+  // windows request b meets: (P_b + T_b - 1) / q - P_b / q + 1 (1 without
+  // keys), P_b from the plan's row 2.
   auto chunksOf = [&](ImplicitLocOpBuilder &ib, Value req) -> Value {
-    return maxIdx(ib,
-                  arith::CeilDivSIOp::create(ib, tilesOf(ib, req),
-                                             i32Load(ib, t.cells, cQ)),
-                  indexConst(ib, 1));
+    Value q = i32Load(ib, t.cells, cQ), tiles = tilesOf(ib, req);
+    if (!windows)
+      return maxIdx(ib, arith::CeilDivSIOp::create(ib, tiles, q),
+                    indexConst(ib, 1));
+    Value p = i32Load(ib, plan, {cRowP, req});
+    Value last = arith::DivUIOp::create(
+        ib,
+        arith::SubIOp::create(ib, arith::AddIOp::create(ib, p, tiles),
+                              indexConst(ib, 1)),
+        q);
+    Value met = arith::AddIOp::create(
+        ib, arith::SubIOp::create(ib, last, arith::DivUIOp::create(ib, p, q)),
+        indexConst(ib, 1));
+    Value none = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, tiles,
+                                       indexConst(ib, 0));
+    return arith::SelectOp::create(ib, none, indexConst(ib, 1), met);
   };
-  // 1. T = Σ ceil(len_b / tile_kv), then q for `chunks` chunks.
+  // 1. T = Σ ceil(len_b / tile_kv) (with windows, P_b into row 2), then q
+  // for `chunks` chunks.
   scanCounts(g, t, batch, 0, tilesOf,
-             [](ImplicitLocOpBuilder &, Value, Value, Value) {});
+             [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value) {
+               if (windows)
+                 i32Store(ib, first, plan, {cRowP, req});
+             });
   parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
     i32Store(ib, chunkTiles(ib, op.getChunks()), t.cells, cQ);
   });
@@ -181,17 +202,43 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
       i32Store(ib, q, t.cells, cQ);
     });
   }
-  // 3. n_b; C_b and the requests of the chunks.
+  // 3. n_b; C_b and the requests of the chunks; with windows, each
+  // window's first chunk: the one that starts at its first tile (chunk j >
+  // 0 of a request, or its first when P_b is a window's first tile).
   scanCounts(
       g, t, batch, 1, chunksOf,
       [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value n) {
         i32Store(ib, first, plan,
                  {c0, arith::AddIOp::create(ib, req, indexConst(ib, 2))});
+        Value p, q, w0, starts;
+        if (windows) {
+          p = i32Load(ib, plan, {cRowP, req});
+          q = i32Load(ib, t.cells, cQ);
+          w0 = arith::DivUIOp::create(ib, p, q);
+          Value aligned = arith::CmpIOp::create(
+              ib, arith::CmpIPredicate::eq, arith::RemUIOp::create(ib, p, q),
+              indexConst(ib, 0));
+          Value keys =
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt,
+                                    tilesOf(ib, req), indexConst(ib, 0));
+          starts = arith::AndIOp::create(ib, aligned, keys);
+        }
         forLoop(ib, c0, n, indexConst(ib, 1),
                 [&](ImplicitLocOpBuilder &jb, Value j) {
-                  i32Store(
-                      jb, req, plan,
-                      {indexConst(jb, 1), arith::AddIOp::create(jb, first, j)});
+                  Value k = arith::AddIOp::create(jb, first, j);
+                  i32Store(jb, req, plan, {indexConst(jb, 1), k});
+                  if (!windows)
+                    return;
+                  Value opens = arith::OrIOp::create(
+                      jb, starts,
+                      arith::CmpIOp::create(jb, arith::CmpIPredicate::sgt, j,
+                                            indexConst(jb, 0)));
+                  auto ifOpens =
+                      scf::IfOp::create(jb, opens, /*withElseRegion=*/false);
+                  ImplicitLocOpBuilder ob(jb.getLoc(),
+                                          ifOpens.thenBlock()->getTerminator());
+                  i32Store(ob, k, plan,
+                           {cRowW, arith::AddIOp::create(ob, w0, j)});
                 });
       });
   // 4. The header: K, q, and C_B = K.
@@ -202,6 +249,31 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
     i32Store(ib, k, plan,
              {c0, arith::AddIOp::create(ib, batch, indexConst(ib, 2))});
   });
+  // 5. With windows: window 0 starts at chunk 0 (with the requests
+  // without keys before the first key), and the windows past the last
+  // (w >= ceil(T / q)) at K (the last window ends at K).
+  if (windows) {
+    parallelFor(
+        g, {indexConst(g, op.getChunks() + 1)},
+        [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+          Value w = iv[0];
+          Value used = arith::CeilDivSIOp::create(ib, i32Load(ib, t.cells, c0),
+                                                  i32Load(ib, t.cells, cQ));
+          Value isFirst = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, w,
+                                                indexConst(ib, 0));
+          Value past =
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, w, used);
+          auto ifSet =
+              scf::IfOp::create(ib, arith::OrIOp::create(ib, isFirst, past),
+                                /*withElseRegion=*/false);
+          ImplicitLocOpBuilder sb(ib.getLoc(),
+                                  ifSet.thenBlock()->getTerminator());
+          Value v =
+              arith::SelectOp::create(sb, isFirst, indexConst(sb, 0),
+                                      i32Load(sb, t.cells, indexConst(sb, 1)));
+          i32Store(sb, v, plan, {cRowW, w});
+        });
+  }
   op.erase();
   return success();
 }

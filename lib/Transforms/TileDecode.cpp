@@ -42,6 +42,8 @@ void recordDecodeInfo(DecodeOp op) {
     config += " chunk_balance=" + std::to_string(cfg.getChunkBalance());
   if (cfg.getMergeGroups() != 1)
     config += " merge_groups=" + std::to_string(cfg.getMergeGroups());
+  if (cfg.getChunkWindows())
+    config += " chunk_windows=1";
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",
@@ -244,6 +246,21 @@ AttentionTiles decodeTiles(ImplicitLocOpBuilder &g, DecodeOp op) {
       /*separateValues=*/false, op.getMask().empty() ? cfg.getStages() : 1);
 }
 
+/// Reads mla.chunk_plan's plan (i32) as index values.
+struct PlanReader {
+  Value mem;
+  Value at(ImplicitLocOpBuilder &ib, Value row, Value col) const {
+    Value v = memref::LoadOp::create(ib, mem, ValueRange{row, col});
+    return arith::IndexCastOp::create(ib, ib.getIndexType(), v);
+  }
+  /// Request `req`'s length (negative as 0).
+  Value len(ImplicitLocOpBuilder &ib, DecodeOp op, Value req) const {
+    Value v = memref::LoadOp::create(ib, op.getSeqLens(), ValueRange{req});
+    return maxIdx(ib, arith::IndexCastOp::create(ib, ib.getIndexType(), v),
+                  indexConst(ib, 0));
+  }
+};
+
 /// Fixed split-KV (kv_chunks = 0): a grid of (batch, head groups,
 /// kv_splits), each workgroup one split of one request, then mla.merge.
 void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op,
@@ -308,87 +325,145 @@ void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op,
   memref::DeallocOp::create(b, wsL);
 }
 
+/// The key range of plan chunk `slot` (request-aligned chunks of q tiles:
+/// chunk j of its request holds keys [j·q·tile_kv, (j+1)·q·tile_kv)).
+/// `chunkKeys` = q·tile_kv.
+KeyRange requestChunkRange(ImplicitLocOpBuilder &lb, DecodeOp op,
+                           const PlanReader &plan, Value chunkKeys,
+                           Value slot) {
+  Value c0 = indexConst(lb, 0), c2 = indexConst(lb, 2);
+  Value req = plan.at(lb, indexConst(lb, 1), slot);
+  Value j = arith::SubIOp::create(
+      lb, slot, plan.at(lb, c0, arith::AddIOp::create(lb, req, c2)));
+  Value len = plan.len(lb, op, req);
+  Value start = arith::MulIOp::create(lb, j, chunkKeys);
+  Value end = minIdx(lb, len, arith::AddIOp::create(lb, start, chunkKeys));
+  Value first = arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, j, c0);
+  return {req, len, start, end, first};
+}
+
+/// The key range of plan chunk `slot` in window `w` (chunk_windows): its
+/// request's tiles in [w·q, (w+1)·q) of the batch, P_b from the plan's row
+/// 2; the request's first chunk is the one of the window it starts in.
+KeyRange windowChunkRange(ImplicitLocOpBuilder &lb, DecodeOp op,
+                          const PlanReader &plan, Value w, Value slot) {
+  Value c0 = indexConst(lb, 0), c1 = indexConst(lb, 1);
+  Value cTile = indexConst(lb, op.getConfigAttr().getTileKv());
+  Value req = plan.at(lb, c1, slot);
+  Value p = plan.at(lb, indexConst(lb, 2), req);
+  Value q = plan.at(lb, c0, c1);
+  Value len = plan.len(lb, op, req);
+  Value tiles = arith::CeilDivSIOp::create(lb, len, cTile);
+  Value from = arith::MulIOp::create(lb, w, q);
+  Value to = arith::AddIOp::create(lb, from, q);
+  Value startTile = maxIdx(lb, arith::SubIOp::create(lb, from, p), c0);
+  Value endTile = maxIdx(
+      lb, minIdx(lb, tiles, arith::SubIOp::create(lb, to, p)), startTile);
+  Value start = arith::MulIOp::create(lb, startTile, cTile);
+  Value end = minIdx(lb, len, arith::MulIOp::create(lb, endTile, cTile));
+  Value first = arith::CmpIOp::create(lb, arith::CmpIPredicate::sge, p, from);
+  return {req, len, start, end, first};
+}
+
 /// The length-aware schedule (kv_chunks > 0, #mla.config says more):
 /// mla.chunk_plan from the lengths, a grid of (workgroups, head groups)
-/// whose workgroups take the plan's chunks in turn, each chunk's partial
-/// result in its own workspace slot, then mla.chunk_merge.
+/// whose workgroups take the plan's chunks in turn (with chunk_windows,
+/// the chunks of one window each), each chunk's partial result in its own
+/// workspace slot, then mla.chunk_merge.
 void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
   ConfigAttr cfg = op.getConfigAttr();
   const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
                 dv = op.getLatentDim();
   const int64_t tile = cfg.getTileKv(), group = cfg.getHeadGroup();
+  const bool windows = cfg.getChunkWindows();
   const int64_t chunks =
       rt::schedule::chunkTarget(cfg.getKvChunks(), heads / group);
   Type f32 = b.getF32Type();
   Value batch = dimValue(b, op.getQ(), 0);
   int64_t dyn = ShapedType::kDynamic;
   // Slots: at most batch + chunkSlots chunks (each request's last chunk may
-  // be short, all others hold q tiles).
+  // be short, all others hold q tiles; with windows, one more chunk per
+  // request that starts inside a window).
   const int64_t extra =
-      rt::schedule::chunkSlots(cfg.getKvChunks(), heads / group);
+      rt::schedule::chunkSlots(cfg.getKvChunks(), heads / group, windows);
   Value slots = arith::AddIOp::create(b, batch, indexConst(b, extra));
-  Value plan = memref::AllocOp::create(
-      b, MemRefType::get({2, dyn}, b.getI32Type()),
+  Value planMem = memref::AllocOp::create(
+      b,
+      MemRefType::get({rt::schedule::planRows(windows), dyn}, b.getI32Type()),
       ValueRange{arith::AddIOp::create(
           b, batch, indexConst(b, extra + rt::schedule::kPlanHeader))});
   Value wsO = memref::AllocOp::create(
       b, MemRefType::get({dyn, sq, heads, dv}, f32), ValueRange{slots});
   Value wsL = memref::AllocOp::create(b, MemRefType::get({dyn, sq, heads}, f32),
                                       ValueRange{slots});
-  ChunkPlanOp::create(b, op.getSeqLens(), plan, tile, chunks,
-                      cfg.getChunkBalance(), rt::schedule::kChunkRefine);
+  ChunkPlanOp::create(b, op.getSeqLens(), planMem, tile, chunks,
+                      cfg.getChunkBalance(),
+                      windows ? 1 : rt::schedule::kChunkRefine, windows);
 
+  // Workgroups: `workgroups` (persistent), else one per window, else one
+  // per possible chunk.
   const int64_t persistent = cfg.getWorkgroups();
-  Value gridX = persistent ? indexConst(b, persistent) : slots;
+  Value gridX = persistent ? indexConst(b, persistent)
+                : windows  ? indexConst(b, chunks)
+                           : slots;
   auto [grid, ids] =
       createGrid(b, gridX, indexConst(b, heads / group), indexConst(b, 1));
   grid.setConfigAttr(cfg);
-  {
-    ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
-        op.getLoc(), &grid.getBody().front());
-    Value c0 = indexConst(g, 0), c1 = indexConst(g, 1), c2 = indexConst(g, 2);
-    Value headBase = arith::MulIOp::create(g, ids[1], indexConst(g, group));
-    auto planAt = [&](ImplicitLocOpBuilder &ib, Value r, Value c) -> Value {
-      Value v = memref::LoadOp::create(ib, plan, ValueRange{r, c});
-      return arith::IndexCastOp::create(ib, ib.getIndexType(), v);
-    };
-    Value numChunks = planAt(g, c0, c0);
-    Value chunkKeys =
-        arith::MulIOp::create(g, planAt(g, c0, c1), indexConst(g, tile));
-    Value step = persistent
-                     ? indexConst(g, persistent)
-                     : arith::AddIOp::create(g, dimValue(g, op.getQ(), 0),
-                                             indexConst(g, extra));
-    AttentionTiles t = decodeTiles(g, op);
-    // Each chunk writes every tile before reading it (mla.fresh_tiles).
-    auto chunkLoop = scf::ForOp::create(g, ids[0], numChunks, step);
-    chunkLoop->setAttr(MLADialect::kFreshTilesAttrName, g.getUnitAttr());
-    {
-      ImplicitLocOpBuilder lb(op.getLoc(),
-                              chunkLoop.getBody()->getTerminator());
-      Value slot = chunkLoop.getInductionVar();
-      Value req = planAt(lb, c1, slot);
-      Value j = arith::SubIOp::create(
-          lb, slot, planAt(lb, c0, arith::AddIOp::create(lb, req, c2)));
-      Value lenI32 =
-          memref::LoadOp::create(lb, op.getSeqLens(), ValueRange{req});
-      Value len = maxIdx(
-          lb, arith::IndexCastOp::create(lb, lb.getIndexType(), lenI32), c0);
-      Value start = arith::MulIOp::create(lb, j, chunkKeys);
-      Value end = minIdx(lb, len, arith::AddIOp::create(lb, start, chunkKeys));
-      Value first = arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, j, c0);
-      emitKeyRange(lb, op, t, queriesInPlace, headBase,
-                   {req, len, start, end, first}, wsO, wsL,
-                   [&](ImplicitLocOpBuilder &, Value i, Value head) {
-                     return SmallVector<Value>{slot, i, head};
-                   });
-    }
+  ImplicitLocOpBuilder g =
+      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
+  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value headBase = arith::MulIOp::create(g, ids[1], indexConst(g, group));
+  PlanReader plan{planMem};
+  // Request-aligned chunks: their count and keys, read once.
+  Value numChunks, chunkKeys;
+  if (!windows) {
+    numChunks = plan.at(g, c0, c0);
+    chunkKeys =
+        arith::MulIOp::create(g, plan.at(g, c0, c1), indexConst(g, tile));
   }
-  ChunkMergeOp::create(b, wsO, wsL, plan, op.getO(), op.getLse(),
+  Value step = persistent ? indexConst(g, persistent)
+               : windows  ? indexConst(g, chunks)
+                          : arith::AddIOp::create(g, dimValue(g, op.getQ(), 0),
+                                                  indexConst(g, extra));
+  AttentionTiles t = decodeTiles(g, op);
+  // One chunk: the online softmax over its range and its partial result.
+  auto emitChunk = [&](ImplicitLocOpBuilder &lb, Value slot,
+                       const KeyRange &kr) {
+    emitKeyRange(lb, op, t, queriesInPlace, headBase, kr, wsO, wsL,
+                 [&](ImplicitLocOpBuilder &, Value i, Value head) {
+                   return SmallVector<Value>{slot, i, head};
+                 });
+  };
+  // Each chunk writes every tile before reading it (mla.fresh_tiles).
+  auto chunkLoop = [&](ImplicitLocOpBuilder &lb, Value from, Value to,
+                       Value by) {
+    auto loop = scf::ForOp::create(lb, from, to, by);
+    loop->setAttr(MLADialect::kFreshTilesAttrName, lb.getUnitAttr());
+    return std::pair(loop, ImplicitLocOpBuilder(
+                               op.getLoc(), loop.getBody()->getTerminator()));
+  };
+  if (!windows) {
+    auto [loop, lb] = chunkLoop(g, ids[0], numChunks, step);
+    Value slot = loop.getInductionVar();
+    emitChunk(lb, slot, requestChunkRange(lb, op, plan, chunkKeys, slot));
+  } else {
+    // Window w runs chunks [plan[3][w], plan[3][w + 1]).
+    auto windowLoop =
+        scf::ForOp::create(g, ids[0], indexConst(g, chunks), step);
+    ImplicitLocOpBuilder wb(op.getLoc(), windowLoop.getBody()->getTerminator());
+    Value w = windowLoop.getInductionVar();
+    Value cRowW = indexConst(wb, 3);
+    auto [loop, lb] =
+        chunkLoop(wb, plan.at(wb, cRowW, w),
+                  plan.at(wb, cRowW, arith::AddIOp::create(wb, w, c1)), c1);
+    Value slot = loop.getInductionVar();
+    emitChunk(lb, slot, windowChunkRange(lb, op, plan, w, slot));
+  }
+  ChunkMergeOp::create(b, wsO, wsL, planMem, op.getO(), op.getLse(),
                        cfg.getMergeGroups());
   memref::DeallocOp::create(b, wsO);
   memref::DeallocOp::create(b, wsL);
-  memref::DeallocOp::create(b, plan);
+  memref::DeallocOp::create(b, planMem);
 }
 } // namespace
 

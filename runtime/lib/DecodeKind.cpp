@@ -82,8 +82,16 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
                          "manifest line " + std::to_string(target.line) +
                              ": decode target '" + target.name +
                              "' config has kv_chunks but no head_group");
+  Expected<std::optional<int64_t>> windowsField =
+      plans::configValue(m, target, "chunk_windows", 0, 1);
+  if (!windowsField.ok())
+    return windowsField.status();
+  const bool windows = windowsField->value_or(0) == 1;
   const int64_t groups = (m.heads + **group - 1) / **group;
-  const int64_t aim = schedule::chunkSlots(kvChunks, groups);
+  const int64_t aim = schedule::chunkSlots(kvChunks, groups, windows);
+  const int64_t rows = schedule::planRows(windows);
+  static_assert(schedule::planRows(false) == 2 && schedule::planRows(true) == 4,
+                "the plan's description below");
   const std::string chunksText =
       "chunkSlots(kv_chunks, head groups) = " + std::to_string(aim);
   SizeRule one = SizeRule::constantOf(1, "1");
@@ -97,10 +105,16 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
   SizeRule gridX = slots;
   if (workgroups->value_or(0) > 0)
     gridX = SizeRule::constantOf(**workgroups, "workgroups");
+  else if (windows)
+    gridX = SizeRule::constantOf(
+        schedule::chunkTarget(kvChunks, groups),
+        "the windows, chunkTarget(kv_chunks, head groups) = " +
+            std::to_string(schedule::chunkTarget(kvChunks, groups)));
   plan.workspaces = {
       {DType::I32,
-       {SizeRule::constantOf(2, "2"), planCols},
-       "plan [2, batch + chunks + 2]"},
+       {SizeRule::constantOf(rows, std::to_string(rows)), planCols},
+       windows ? "plan [4, batch + chunks + 2]"
+               : "plan [2, batch + chunks + 2]"},
       {DType::F32,
        {slots, qLen, heads, latent},
        "o_part [batch + chunks, q_len, heads, latent_dim]"},

@@ -1059,6 +1059,30 @@ func.func @chunk_plan_rows(%lens: memref<?xi32>, %plan: memref<3x?xi32>) {
 
 // -----
 
+func.func @chunk_plan_windows_rows(%lens: memref<?xi32>, %plan: memref<2x?xi32>) {
+  // expected-error @+1 {{operand 'plan' dim 0 must be 4 with windows (the header and C_b row, the chunks' requests, P_b, the windows' first chunks), got 2}}
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, windows} : memref<?xi32>, memref<2x?xi32>
+  return
+}
+
+// -----
+
+func.func @chunk_plan_windows_refine(%lens: memref<?xi32>, %plan: memref<4x?xi32>) {
+  // expected-error @+1 {{windows has no refinement: refine must be 1, got 4}}
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, refine = 4, windows} : memref<?xi32>, memref<4x?xi32>
+  return
+}
+
+// -----
+
+func.func @chunk_merge_plan_rows(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{operand 'plan' dim 0 must be 2 or 4 (mla.chunk_plan's rows), got 3}}
+  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  return
+}
+
+// -----
+
 func.func @chunk_plan_small(%lens: memref<4xi32>, %plan: memref<2x13xi32>) {
   // expected-error @+1 {{operand 'plan' dim 1 must be at least batch + refine * chunks + 2 = 14, got 13}}
   mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16} : memref<4xi32>, memref<2x13xi32>
@@ -1127,6 +1151,16 @@ func.func private @bad_merge_groups() attributes {cfg = #mla.config<tile_kv = 64
 
 // expected-error @+1 {{merge_groups applies to the length-aware schedule only (kv_chunks > 0)}}
 func.func private @merge_groups_need_chunks() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 1, warps = 1, stages = 1, merge_groups = 4>}
+
+// -----
+
+// expected-error @+1 {{chunk_windows must be 0 or 1, got 2}}
+func.func private @bad_chunk_windows() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, kv_chunks = 8, chunk_windows = 2>}
+
+// -----
+
+// expected-error @+1 {{chunk_windows applies to the length-aware schedule only (kv_chunks > 0)}}
+func.func private @chunk_windows_need_chunks() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 1, warps = 1, stages = 1, chunk_windows = 1>}
 
 // -----
 

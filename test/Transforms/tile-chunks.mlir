@@ -3,6 +3,7 @@
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,chunk_balance=64,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=BALANCE
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,merge_groups=4,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=GROUPS
 // RUN: mla-opt %s --mla-tile | FileCheck %s --check-prefix=WIDE
+// RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,chunk_windows=1,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=WINDOWS
 
 // Decode's length-aware schedule (kv_chunks): the plan of chunks from the
 // lengths in one workgroup, the chunks' partial results in one workspace
@@ -51,6 +52,35 @@
 // slots x, x + 3, ...
 // PERSIST: mla.grid in (%c3{{.*}}, %{{.*}}, %{{.*}}) attributes {config = #mla.config<{{.*}}kv_chunks = 8, workgroups = 3>}
 // PERSIST: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c3
+// chunk_windows = 1: the batch's tiles cut into at most 8 windows, so at
+// most batch + 8 chunks (no refinement); the plan's 4 rows (P_b in row 2,
+// each window's first chunk in row 3, windows past the last at K); one
+// workgroup per window, running the window's chunks [plan[3][w],
+// plan[3][w + 1]) in turn.
+// WINDOWS-LABEL: func @chunks
+// WINDOWS-SAME: kv_chunks=8 chunk_windows=1"
+// WINDOWS: %[[B:.*]] = memref.dim %arg0, %c0
+// WINDOWS: %[[SLOTS:.*]] = arith.addi %[[B]], %c8
+// WINDOWS: %[[COLS:.*]] = arith.addi %[[B]], %c10
+// WINDOWS: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<4x?xi32>
+// WINDOWS: mla.grid in (%c1, %c1, %c1) {
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<4x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c3{{.*}}, %{{.*}}] : memref<4x?xi32>
+// WINDOWS: %[[C9:.*]] = arith.constant 9 : index
+// WINDOWS: scf.parallel (%[[W:.*]]) = (%{{.*}}) to (%[[C9]])
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c3{{.*}}, %[[W]]]
+// WINDOWS: mla.grid in (%[[C8:.*]], %{{.*}}, %{{.*}}) attributes {config = #mla.config<{{.*}}kv_chunks = 8, chunk_windows = 1>} {
+// WINDOWS: ^bb0(%[[X:.*]]: index, %{{.*}}: index, %{{.*}}: index):
+// WINDOWS: scf.for %[[WIN:.*]] = %[[X]] to %{{.*}} step %{{.*}} {
+// WINDOWS: %[[NEXT:.*]] = arith.addi %[[WIN]], %c1
+// WINDOWS: memref.load %[[PLAN]][%c3{{.*}}, %[[NEXT]]]
+// WINDOWS: memref.load %[[PLAN]][%c3{{.*}}, %[[WIN]]]
+// WINDOWS: scf.for %[[SLOT:.*]] = %{{.*}} to %{{.*}} step %c1{{.*}} {
+// WINDOWS: memref.load %[[PLAN]][%c1{{.*}}, %[[SLOT]]]
+// WINDOWS: mla.attention_step
+// WINDOWS: } {mla.fresh_tiles}
+// WINDOWS: mla.grid in
+// WINDOWS: memref.dealloc %[[PLAN]]
 func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x2x2x32xbf16>, %lse: memref<?x2x2xf32>) {
   mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 2, warps = 1, stages = 1, kv_chunks = 8>} : memref<?x2x2x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x2x32xbf16>, memref<?x2x2xf32>
   return

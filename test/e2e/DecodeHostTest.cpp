@@ -418,6 +418,75 @@ const Case kCases[] = {
      "f32",
      {300, 0, 45},
      "kv_chunks=12,merge_groups=4"},
+    // Windows (chunk_windows=1): the batch's tiles cut into equal windows,
+    // requests that start inside a window (a second chunk there), lengths
+    // 0 at the start, middle and end (also on a window's first tile), a
+    // request longer than many windows, one window for all (few chunks),
+    // one tile per window, every page size, Sq 1, 2 and 4, head groups,
+    // with the merge's part groups.
+    {"windows_h16_p64_s1_bf16",
+     16,
+     512,
+     64,
+     64,
+     1,
+     "bf16",
+     {0, 1, 64, 128, 65, 3000, 2, 0, 63, 0},
+     "kv_chunks=6,chunk_windows=1"},
+    {"windows_h16_p1_s1_bf16",
+     16,
+     512,
+     64,
+     1,
+     1,
+     "bf16",
+     {1500, 1, 0, 7, 32, 33},
+     "kv_chunks=40,chunk_windows=1"},
+    {"windows_h16_p3_s2_f32",
+     16,
+     512,
+     64,
+     3,
+     2,
+     "f32",
+     {0, 1, 2, 3, 700, 5, 6},
+     "kv_chunks=9,chunk_windows=1,chunk_balance=1024"},
+    {"windows_h16_p16_s4_bf16",
+     16,
+     512,
+     64,
+     16,
+     4,
+     "bf16",
+     {2, 4, 16, 999, 48, 0},
+     "kv_chunks=1000,chunk_windows=1,chunk_balance=1048576,merge_groups=4"},
+    {"windows_b1_h16_p64_s1_bf16",
+     16,
+     512,
+     64,
+     64,
+     1,
+     "bf16",
+     {4000},
+     "kv_chunks=24,chunk_windows=1"},
+    {"windows_one_h16_p16_s1_bf16",
+     16,
+     512,
+     64,
+     16,
+     1,
+     "bf16",
+     {0, 300, 0, 45, 7},
+     "kv_chunks=1,chunk_windows=1"},
+    {"windows_h128_p3_s1_bf16",
+     128,
+     512,
+     64,
+     3,
+     1,
+     "bf16",
+     {0, 600, 1},
+     "kv_chunks=12,chunk_windows=1"},
     // Run-time page size, and configs that stress the split-KV combine.
     {"ds_h16_pdyn_s1_bf16", 16, 512, 64, 0, 1, "bf16", {90, 1}},
     {"ds_h16_p16_splits1_f32",
@@ -490,6 +559,25 @@ TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
     EXPECT_EQ(0, std::memcmp(r.lse.data(), base.lse.data(),
                              base.lse.size() * sizeof(float)))
         << "lse differs with workgroups=" << wg;
+  }
+  // Windows: the same bits with one workgroup per window and with
+  // workgroups that take the windows in turn.
+  Case win = c;
+  win.name = "grid_windows_wg0";
+  win.perfConfig += ",chunk_windows=1";
+  DecodeRun winBase;
+  ASSERT_NO_FATAL_FAILURE(runDecode(win, winBase));
+  checkReference(win, winBase);
+  for (int64_t wg : {1, 3, 64}) {
+    Case w = win;
+    w.name = "grid_windows_wg" + std::to_string(wg);
+    w.perfConfig += ",workgroups=" + std::to_string(wg);
+    DecodeRun r;
+    ASSERT_NO_FATAL_FAILURE(runDecode(w, r));
+    EXPECT_EQ(r.o, winBase.o) << "windows: o differs with workgroups=" << wg;
+    EXPECT_EQ(0, std::memcmp(r.lse.data(), winBase.lse.data(),
+                             winBase.lse.size() * sizeof(float)))
+        << "windows: lse differs with workgroups=" << wg;
   }
 }
 

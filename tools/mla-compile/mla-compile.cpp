@@ -155,7 +155,10 @@ static cl::opt<std::string>
                         "sqrt(tiles / N) tiles, default 16),merge_groups=N "
                         "(with kv_chunks: groups of threads that split each "
                         "request's chunks in the merge, 1-16, default 4 on "
-                        "GPUs where one workgroup takes every head, else 1)"),
+                        "GPUs where one workgroup takes every head, else 1),"
+                        "chunk_windows=0|1 (with kv_chunks: 1 cuts the "
+                        "batch's key tiles into equal windows, one "
+                        "workgroup per window)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

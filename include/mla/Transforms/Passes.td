@@ -37,7 +37,7 @@ def MLASelectConfig : Pass<"mla-select-config", "mlir::ModuleOp"> {
            "Comma-separated field=value overrides of the chosen config "
            "(fields: tile_kv, kv_splits, head_group, warps, stages, "
            "min_workgroups, tile_q, wgmma, kv_chunks, workgroups, "
-           "chunk_balance, merge_groups)">,
+           "chunk_balance, merge_groups, chunk_windows)">,
   ];
   let dependentDialects = ["mla::MLADialect"];
 }

@@ -90,7 +90,7 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t stages, int64_t minWorkgroups,
                                  int64_t tileQ, int64_t wgmma, int64_t kvChunks,
                                  int64_t workgroups, int64_t chunkBalance,
-                                 int64_t mergeGroups) {
+                                 int64_t mergeGroups, int64_t chunkWindows) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -134,6 +134,11 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (mergeGroups > 1 && kvChunks == 0)
     return emitError() << "merge_groups applies to the length-aware schedule "
                           "only (kv_chunks > 0)";
+  if (chunkWindows != 0 && chunkWindows != 1)
+    return emitError() << "chunk_windows must be 0 or 1, got " << chunkWindows;
+  if (chunkWindows && kvChunks == 0)
+    return emitError() << "chunk_windows applies to the length-aware "
+                          "schedule only (kv_chunks > 0)";
   return success();
 }
 

@@ -613,10 +613,20 @@ LogicalResult ChunkPlanOp::verify() {
   if (failed(checkMemRef(*this, "seq_lens", lens, {})) ||
       failed(checkMemRef(*this, "plan", plan, {0})))
     return failure();
-  if (plan.getDimSize(0) != 2)
-    return emitOpError() << "operand 'plan' dim 0 must be 2 (the header and "
-                            "C_b row, the chunks' requests), got "
-                         << plan.getDimSize(0);
+  const int64_t rows = rt::schedule::planRows(getWindows());
+  if (plan.getDimSize(0) != rows)
+    return emitOpError() << "operand 'plan' dim 0 must be " << rows
+                         << (getWindows()
+                                 ? " with windows (the header and C_b row, "
+                                   "the chunks' requests, P_b, the "
+                                   "windows' first chunks)"
+                                 : " (the header and C_b row, the chunks' "
+                                   "requests)")
+                         << ", got " << plan.getDimSize(0);
+  if (getWindows() && getRefine() != 1)
+    return emitOpError() << "windows has no refinement: refine must be 1, "
+                            "got "
+                         << getRefine();
   const int64_t slots = int64_t(getRefine()) * int64_t(getChunks());
   if (!lens.isDynamicDim(0) && !plan.isDynamicDim(1) &&
       plan.getDimSize(1) < lens.getDimSize(0) + slots + 2)
@@ -640,8 +650,13 @@ LogicalResult ChunkMergeOp::verify() {
         {rt::roles::kLse, lse}})
     if (failed(checkMemRef(op, name, type, {})))
       return failure();
-  if (!compatible(plan.getDimSize(0), 2))
-    return emitOpError() << "operand 'plan' dim 0 must be 2, got "
+  // mla.chunk_plan's rows, with or without windows.
+  if (!compatible(plan.getDimSize(0), rt::schedule::planRows(false)) &&
+      !compatible(plan.getDimSize(0), rt::schedule::planRows(true)))
+    return emitOpError() << "operand 'plan' dim 0 must be "
+                         << rt::schedule::planRows(false) << " or "
+                         << rt::schedule::planRows(true)
+                         << " (mla.chunk_plan's rows), got "
                          << plan.getDimSize(0);
   if (getGroups() > kMaxMergeGroups)
     return emitOpError() << "groups must be in [1, " << kMaxMergeGroups

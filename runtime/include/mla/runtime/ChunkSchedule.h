@@ -34,14 +34,23 @@ inline int64_t chunkTarget(int64_t kvChunks, int64_t headGroups) {
 inline constexpr int64_t kChunkRefine = 4;
 
 /// Chunk slots beyond the batch: a batch of B requests gets at most
-/// B + chunkSlots chunks (partial results in the workspaces).
-inline int64_t chunkSlots(int64_t kvChunks, int64_t headGroups) {
-  return kChunkRefine * chunkTarget(kvChunks, headGroups);
+/// B + chunkSlots chunks (partial results in the workspaces). Windows
+/// (#mla.config chunk_windows = 1): the batch's key tiles are cut into at
+/// most chunkTarget windows, and a request into its pieces of them, so at
+/// most B + chunkTarget chunks; no refinement.
+inline int64_t chunkSlots(int64_t kvChunks, int64_t headGroups,
+                          bool windows = false) {
+  return (windows ? 1 : kChunkRefine) * chunkTarget(kvChunks, headGroups);
 }
 
 /// Workspace slots (partial results) for a batch: batch + chunkSlots.
-/// The plan is [2, batch + chunkSlots + kPlanHeader] int32.
+/// The plan is [planRows, batch + chunkSlots + kPlanHeader] int32.
 inline constexpr int64_t kPlanHeader = 2;
+
+/// The plan's rows: 0 the header and each request's first chunk, 1 each
+/// chunk's request; with windows also 2 each request's first key tile in
+/// the batch and 3 each window's first chunk (mla.chunk_plan).
+inline constexpr int64_t planRows(bool windows) { return windows ? 4 : 2; }
 
 /// The plan's balance: chunks of at least ceil(sqrt(T / kChunkBalance))
 /// key tiles for T tiles in the batch (mla.chunk_plan). Measured on the

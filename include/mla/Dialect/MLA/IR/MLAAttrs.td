@@ -57,6 +57,14 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       chunks); a request of at most 8 chunks is merged by one group.
       1..16; mla-select-config picks 4 on GPUs where one workgroup takes
       every head (H <= head_group), else 1.
+    * `chunk_windows` (optional, default 0): with `kv_chunks`, 1 cuts the
+      batch's key tiles, requests laid end to end, into windows of `q`
+      tiles (at most `max(1, kv_chunks / G)` of them, no refinement) in
+      place of cutting each request from its first key: a chunk is a
+      request's piece of one window, and one workgroup takes every piece
+      of its window in turn, so every workgroup holds at most `q` tiles
+      (a request that starts inside a window costs that window a second
+      chunk). 0 or 1.
     * `tile_q` (optional, default 0): query rows per workgroup of
       `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
       `head_group` heads times the query length).
@@ -77,7 +85,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         DefaultValuedParameter<"int64_t", "0">:$kv_chunks,
                         DefaultValuedParameter<"int64_t", "0">:$workgroups,
                         DefaultValuedParameter<"int64_t", "::mla::rt::schedule::kChunkBalance">:$chunk_balance,
-                        DefaultValuedParameter<"int64_t", "1">:$merge_groups);
+                        DefaultValuedParameter<"int64_t", "1">:$merge_groups,
+                        DefaultValuedParameter<"int64_t", "0">:$chunk_windows);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -219,11 +219,24 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     for `refine · chunks` chunks, so that the wave they spill into holds
     short chunks; `K <= refine · chunks + B`.
 
-    `plan` is `memref<2 x N x i32>` with `N >= B + refine · chunks + 2`:
+    With `windows`, the chunks are cut from the batch's tiles laid end to
+    end instead: with `P_b = Σ_{b' < b} T_b'` (request `b`'s first tile in
+    the batch), `q = max(1, ceil(T / chunks), ceil(sqrt(T / balance)))`
+    cuts them into `W = ceil(T / q) <= chunks` windows `[w·q, (w+1)·q)`,
+    and request `b` gets one chunk per window it meets: `n_b = (P_b + T_b
+    - 1) / q - P_b / q + 1` (1 when `T_b = 0`), chunk `j` holding its
+    tiles `[max(0, (P_b / q + j)·q - P_b), min(T_b, (P_b / q + j + 1)·q -
+    P_b))`. A window's chunks are consecutive: `K <= W + B`. `refine` must
+    be 1.
+
+    `plan` is `memref<R x N x i32>` with `N >= B + refine · chunks + 2`:
     `plan[0][0] = K`, `plan[0][1] = q`, `plan[0][2 + b] = C_b` for
     `b = 0..B` (so `plan[0][2 + B] = K`), and `plan[1][k]` is the request of
-    chunk `k < K`. `mla-tile` runs it as one workgroup (a scan over the
-    lengths in blocks of 256).
+    chunk `k < K`; `R = 2`. With `windows`, `R = 4`: also `plan[2][b] =
+    P_b` and `plan[3][w]` the first chunk of window `w` for `w = 0..chunks`
+    (`K` past the last window; window `w` runs chunks `[plan[3][w],
+    plan[3][w + 1])`, requests without keys included). `mla-tile` runs it
+    as one workgroup (a scan over the lengths in blocks of 256).
 
     ```mlir
     mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16,
@@ -237,7 +250,8 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     ConfinedAttr<I64Attr, [IntPositive]>:$tile_kv,
     ConfinedAttr<I64Attr, [IntPositive]>:$chunks,
     ConfinedAttr<I64Attr, [IntPositive]>:$balance,
-    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$refine);
+    DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$refine,
+    UnitAttr:$windows);
   let assemblyFormat = [{
     $seq_lens `,` $plan attr-dict `:` type($seq_lens) `,` type($plan)
   }];
