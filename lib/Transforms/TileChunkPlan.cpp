@@ -1,8 +1,9 @@
 //===- TileChunkPlan.cpp - mla-tile for mla.chunk_plan --------------------===//
 //
 // The plan of decode's length-aware schedule as one workgroup: two or three
-// scans over the sequence lengths (with windows, the first also writes each
-// request's first tile P_b, and a last loop the windows' ends) in blocks of kScanBlock, each block a
+// scans over the sequence lengths in blocks of kScanBlock (with windows,
+// the first also writes each request's first tile P_b, and a last loop the
+// windows' ends), each block a
 // parallel load and a Hillis-Steele scan in workgroup memory, with the
 // running total kept in a workgroup-memory cell. Every value the scans share is read in a
 // parallel loop (each followed by a barrier on GPUs), never by the scalar
@@ -109,29 +110,31 @@ void scanCounts(
 // mla.chunk_plan
 //===----------------------------------------------------------------------===//
 
-LogicalResult tileChunkPlan(ChunkPlanOp op) {
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  Value c1 = indexConst(b, 1);
-  auto [grid, ids] = createGrid(b, c1, c1, c1);
-  (void)ids;
-  ImplicitLocOpBuilder g =
-      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
-  Type i32 = g.getI32Type();
-  ScanTiles t{memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32)),
-              memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32)),
-              memref::AllocaOp::create(g, MemRefType::get({3}, i32))};
-  Value batch = dimValue(g, op.getSeqLens(), 0);
-  Value c0 = indexConst(g, 0), cTile = indexConst(g, op.getTileKv());
-  Value plan = op.getPlan();
-  auto tilesOf = [&](ImplicitLocOpBuilder &ib, Value req) -> Value {
+namespace {
+/// Cells of the scans' workgroup memory.
+enum Cell : int64_t { kTotalTiles, kChunkCount, kChunkTiles, kWindowsChosen };
+
+/// Builds one mla.chunk_plan's workgroup: the sizes it computes and the
+/// plan rows it writes (MLAOps.td describes the plan).
+struct PlanBuilder {
+  mutable ChunkPlanOp op; // its getters are not const
+  ImplicitLocOpBuilder &g;
+  ScanTiles t;
+  Value batch, plan;
+
+  Value cell(ImplicitLocOpBuilder &ib, Cell c) const {
+    return i32Load(ib, t.cells, indexConst(ib, c));
+  }
+  /// T_b = ceil(max(len_b, 0) / tile_kv).
+  Value tilesOf(ImplicitLocOpBuilder &ib, Value req) const {
     Value len =
         maxIdx(ib, i32Load(ib, op.getSeqLens(), req), indexConst(ib, 0));
-    return arith::CeilDivSIOp::create(ib, len, cTile);
-  };
-  // q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from cell 0
-  // (final after the first scan; read inside parallel loops only).
-  auto chunkTiles = [&](ImplicitLocOpBuilder &ib, int64_t chunks) -> Value {
-    Value total = i32Load(ib, t.cells, indexConst(ib, 0));
+    return arith::CeilDivSIOp::create(ib, len, indexConst(ib, op.getTileKv()));
+  }
+  /// q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from its
+  /// cell (final after the first scan; read inside parallel loops only).
+  Value chunkTiles(ImplicitLocOpBuilder &ib, int64_t chunks) const {
+    Value total = cell(ib, kTotalTiles);
     Value q = maxIdx(
         ib, arith::CeilDivSIOp::create(ib, total, indexConst(ib, chunks)),
         indexConst(ib, 1));
@@ -152,19 +155,24 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
       lo = arith::SelectOp::create(ib, enough, lo, mid);
     }
     return maxIdx(ib, q, hi);
-  };
-  Value cQ = indexConst(g, 2);
-  const bool windows = op.getWindows();
-  Value cRowP = indexConst(g, 2), cRowW = indexConst(g, 3);
-  // n_b = max(1, ceil(T_b / q)) with q from cell 2; with windows, the
-  // windows request b meets: (P_b + T_b - 1) / q - P_b / q + 1 (1 without
-  // keys), P_b from the plan's row 2.
-  auto chunksOf = [&](ImplicitLocOpBuilder &ib, Value req) -> Value {
-    Value q = i32Load(ib, t.cells, cQ), tiles = tilesOf(ib, req);
-    if (!windows)
-      return maxIdx(ib, arith::CeilDivSIOp::create(ib, tiles, q),
-                    indexConst(ib, 1));
-    Value p = i32Load(ib, plan, {cRowP, req});
+  }
+  /// Request-aligned chunks of request `req`: max(1, ceil(T_b / q)).
+  Value requestChunks(ImplicitLocOpBuilder &ib, Value req) const {
+    return maxIdx(
+        ib,
+        arith::CeilDivSIOp::create(ib, tilesOf(ib, req), cell(ib, kChunkTiles)),
+        indexConst(ib, 1));
+  }
+  /// P_b, request `req`'s first tile in the batch (the plan's row 2 until
+  /// an adaptive plan that chose request-aligned chunks rewrites it).
+  Value firstTile(ImplicitLocOpBuilder &ib, Value req) const {
+    return i32Load(ib, plan, {indexConst(ib, 2), req});
+  }
+  /// The windows request `req` meets: (P_b + T_b - 1) / q - P_b / q + 1
+  /// (1 without keys).
+  Value windowChunks(ImplicitLocOpBuilder &ib, Value req) const {
+    Value q = cell(ib, kChunkTiles), tiles = tilesOf(ib, req);
+    Value p = firstTile(ib, req);
     Value last = arith::DivUIOp::create(
         ib,
         arith::SubIOp::create(ib, arith::AddIOp::create(ib, p, tiles),
@@ -176,104 +184,183 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
     Value none = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, tiles,
                                        indexConst(ib, 0));
     return arith::SelectOp::create(ib, none, indexConst(ib, 1), met);
-  };
-  // 1. T = Σ ceil(len_b / tile_kv) (with windows, P_b into row 2), then q
-  // for `chunks` chunks.
-  scanCounts(g, t, batch, 0, tilesOf,
-             [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value) {
-               if (windows)
-                 i32Store(ib, first, plan, {cRowP, req});
-             });
-  parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
-    i32Store(ib, chunkTiles(ib, op.getChunks()), t.cells, cQ);
-  });
-  // 2. With refine > 1: K at that q; more than `chunks` (more than one
-  // wave of the workgroups aimed at) takes q for refine · chunks.
-  if (op.getRefine() > 1) {
-    scanCounts(g, t, batch, 1, chunksOf,
-               [](ImplicitLocOpBuilder &, Value, Value, Value) {});
-    parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
-      Value over = arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt,
-                                         i32Load(ib, t.cells, c1),
-                                         indexConst(ib, op.getChunks()));
-      Value q = arith::SelectOp::create(
-          ib, over, chunkTiles(ib, op.getRefine() * op.getChunks()),
-          i32Load(ib, t.cells, cQ));
-      i32Store(ib, q, t.cells, cQ);
-    });
   }
-  // 3. n_b; C_b and the requests of the chunks; with windows, each
-  // window's first chunk: the one that starts at its first tile (chunk j >
-  // 0 of a request, or its first when P_b is a window's first tile).
-  scanCounts(
-      g, t, batch, 1, chunksOf,
-      [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value n) {
-        i32Store(ib, first, plan,
-                 {c0, arith::AddIOp::create(ib, req, indexConst(ib, 2))});
-        Value p, q, w0, starts;
-        if (windows) {
-          p = i32Load(ib, plan, {cRowP, req});
-          q = i32Load(ib, t.cells, cQ);
-          w0 = arith::DivUIOp::create(ib, p, q);
-          Value aligned = arith::CmpIOp::create(
-              ib, arith::CmpIPredicate::eq, arith::RemUIOp::create(ib, p, q),
-              indexConst(ib, 0));
-          Value keys =
-              arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt,
-                                    tilesOf(ib, req), indexConst(ib, 0));
-          starts = arith::AndIOp::create(ib, aligned, keys);
-        }
-        forLoop(ib, c0, n, indexConst(ib, 1),
-                [&](ImplicitLocOpBuilder &jb, Value j) {
-                  Value k = arith::AddIOp::create(jb, first, j);
-                  i32Store(jb, req, plan, {indexConst(jb, 1), k});
-                  if (!windows)
-                    return;
-                  Value opens = arith::OrIOp::create(
-                      jb, starts,
-                      arith::CmpIOp::create(jb, arith::CmpIPredicate::sgt, j,
-                                            indexConst(jb, 0)));
-                  auto ifOpens =
-                      scf::IfOp::create(jb, opens, /*withElseRegion=*/false);
-                  ImplicitLocOpBuilder ob(jb.getLoc(),
-                                          ifOpens.thenBlock()->getTerminator());
-                  i32Store(ob, k, plan,
-                           {cRowW, arith::AddIOp::create(ob, w0, j)});
-                });
-      });
-  // 4. The header: K, q, and C_B = K.
-  parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
-    Value k = i32Load(ib, t.cells, indexConst(ib, 1));
-    i32Store(ib, k, plan, {c0, c0});
-    i32Store(ib, i32Load(ib, t.cells, cQ), plan, {c0, indexConst(ib, 1)});
-    i32Store(ib, k, plan,
-             {c0, arith::AddIOp::create(ib, batch, indexConst(ib, 2))});
-  });
-  // 5. With windows: window 0 starts at chunk 0 (with the requests
-  // without keys before the first key), and the windows past the last
-  // (w >= ceil(T / q)) at K (the last window ends at K).
-  if (windows) {
+  /// Whether this launch cuts windows (i1): always with windows, by the
+  /// plan's choice when adaptive.
+  Value windowsChosen(ImplicitLocOpBuilder &ib) const {
+    if (!op.getAdaptive())
+      return arith::ConstantIntOp::create(ib, 1, 1);
+    return arith::CmpIOp::create(ib, arith::CmpIPredicate::ne,
+                                 cell(ib, kWindowsChosen), indexConst(ib, 0));
+  }
+  /// n_b of the plan's cut.
+  Value chunksOf(ImplicitLocOpBuilder &ib, Value req) const {
+    if (!op.getWindows())
+      return requestChunks(ib, req);
+    Value w = windowChunks(ib, req);
+    if (!op.getAdaptive())
+      return w;
+    return arith::SelectOp::create(ib, windowsChosen(ib), w,
+                                   requestChunks(ib, req));
+  }
+  /// With windows, chunk j of request `req` (chunk k) records k as its
+  /// window's first when it starts the window: j > 0, or P_b on a window's
+  /// first tile with keys.
+  void recordWindowStart(ImplicitLocOpBuilder &jb, Value req, Value j,
+                         Value k) const {
+    Value q = cell(jb, kChunkTiles), p = firstTile(jb, req);
+    Value aligned = arith::CmpIOp::create(jb, arith::CmpIPredicate::eq,
+                                          arith::RemUIOp::create(jb, p, q),
+                                          indexConst(jb, 0));
+    Value keys = arith::CmpIOp::create(jb, arith::CmpIPredicate::sgt,
+                                       tilesOf(jb, req), indexConst(jb, 0));
+    Value later = arith::CmpIOp::create(jb, arith::CmpIPredicate::sgt, j,
+                                        indexConst(jb, 0));
+    Value opens = arith::OrIOp::create(
+        jb, arith::AndIOp::create(jb, aligned, keys), later);
+    opens = arith::AndIOp::create(jb, opens, windowsChosen(jb));
+    auto ifOpens = scf::IfOp::create(jb, opens, /*withElseRegion=*/false);
+    ImplicitLocOpBuilder ob(jb.getLoc(), ifOpens.thenBlock()->getTerminator());
+    Value w = arith::AddIOp::create(ob, arith::DivUIOp::create(ob, p, q), j);
+    i32Store(ob, k, plan, {indexConst(ob, 3), w});
+  }
+  /// Row 3's other entries, for w in [0, chunks]: windows: window 0 starts
+  /// at chunk 0 (with the requests without keys before the first key) and
+  /// the windows past the last (w >= ceil(T / q)) at K; request-aligned
+  /// chunks (adaptive): window w is chunk min(w, K), and row 2 holds C_b·q
+  /// in place of P_b, so that window w's range in the batch is chunk w's in
+  /// its request.
+  void finishWindows() {
     parallelFor(
         g, {indexConst(g, op.getChunks() + 1)},
         [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-          Value w = iv[0];
-          Value used = arith::CeilDivSIOp::create(ib, i32Load(ib, t.cells, c0),
-                                                  i32Load(ib, t.cells, cQ));
+          Value w = iv[0], k = cell(ib, kChunkCount);
+          Value used = arith::CeilDivSIOp::create(ib, cell(ib, kTotalTiles),
+                                                  cell(ib, kChunkTiles));
           Value isFirst = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, w,
                                                 indexConst(ib, 0));
           Value past =
               arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, w, used);
-          auto ifSet =
-              scf::IfOp::create(ib, arith::OrIOp::create(ib, isFirst, past),
-                                /*withElseRegion=*/false);
+          Value chosen = windowsChosen(ib);
+          Value setWindow = arith::AndIOp::create(
+              ib, chosen, arith::OrIOp::create(ib, isFirst, past));
+          Value notChosen = arith::XOrIOp::create(
+              ib, chosen, arith::ConstantIntOp::create(ib, 1, 1));
+          auto ifSet = scf::IfOp::create(
+              ib, arith::OrIOp::create(ib, setWindow, notChosen),
+              /*withElseRegion=*/false);
           ImplicitLocOpBuilder sb(ib.getLoc(),
                                   ifSet.thenBlock()->getTerminator());
-          Value v =
-              arith::SelectOp::create(sb, isFirst, indexConst(sb, 0),
-                                      i32Load(sb, t.cells, indexConst(sb, 1)));
-          i32Store(sb, v, plan, {cRowW, w});
+          Value v = arith::SelectOp::create(
+              sb, chosen,
+              arith::SelectOp::create(sb, isFirst, indexConst(sb, 0), k),
+              minIdx(sb, w, k));
+          i32Store(sb, v, plan, {indexConst(sb, 3), w});
         });
+    if (!op.getAdaptive())
+      return;
+    parallelFor(g, {batch}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+      auto ifReq = scf::IfOp::create(
+          ib,
+          arith::XOrIOp::create(ib, windowsChosen(ib),
+                                arith::ConstantIntOp::create(ib, 1, 1)),
+          /*withElseRegion=*/false);
+      ImplicitLocOpBuilder rb(ib.getLoc(), ifReq.thenBlock()->getTerminator());
+      Value cb = i32Load(rb, plan,
+                         {indexConst(rb, 0),
+                          arith::AddIOp::create(rb, iv[0], indexConst(rb, 2))});
+      i32Store(rb, arith::MulIOp::create(rb, cb, cell(rb, kChunkTiles)), plan,
+               {indexConst(rb, 2), iv[0]});
+    });
   }
+};
+} // namespace
+
+LogicalResult tileChunkPlan(ChunkPlanOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  Value c1 = indexConst(b, 1);
+  auto [grid, ids] = createGrid(b, c1, c1, c1);
+  (void)ids;
+  ImplicitLocOpBuilder g =
+      ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
+  Type i32 = g.getI32Type();
+  const bool windows = op.getWindows(), adaptive = op.getAdaptive();
+  ScanTiles t{
+      memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32)),
+      memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32)),
+      memref::AllocaOp::create(g, MemRefType::get({adaptive ? 4 : 3}, i32))};
+  PlanBuilder pb{op, g, t, dimValue(g, op.getSeqLens(), 0), op.getPlan()};
+  Value batch = pb.batch, plan = pb.plan;
+  Value c0 = indexConst(g, 0);
+  Value cQ = indexConst(g, kChunkTiles);
+  auto tilesOf = [&](ImplicitLocOpBuilder &ib, Value req) {
+    return pb.tilesOf(ib, req);
+  };
+  auto chunksOf = [&](ImplicitLocOpBuilder &ib, Value req) {
+    return pb.chunksOf(ib, req);
+  };
+  // 1. T = Σ T_b (with windows, P_b into row 2), then q for `chunks`
+  // chunks.
+  scanCounts(g, t, batch, kTotalTiles, tilesOf,
+             [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value) {
+               if (windows)
+                 i32Store(ib, first, plan, {indexConst(ib, 2), req});
+             });
+  parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+    i32Store(ib, pb.chunkTiles(ib, op.getChunks()), t.cells, cQ);
+  });
+  // 2. With refine > 1: K at that q; more than `chunks` (more than one
+  // wave of the workgroups aimed at) takes q for refine · chunks. Adaptive:
+  // more than `chunks` request-aligned chunks take windows instead.
+  if (op.getRefine() > 1 || adaptive) {
+    scanCounts(
+        g, t, batch, kChunkCount,
+        [&](ImplicitLocOpBuilder &ib, Value req) {
+          return pb.requestChunks(ib, req);
+        },
+        [](ImplicitLocOpBuilder &, Value, Value, Value) {});
+    parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+      Value over = arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt,
+                                         pb.cell(ib, kChunkCount),
+                                         indexConst(ib, op.getChunks()));
+      if (adaptive) {
+        i32Store(ib, arith::IndexCastOp::create(ib, ib.getIndexType(), over),
+                 t.cells, indexConst(ib, kWindowsChosen));
+        return;
+      }
+      Value q = arith::SelectOp::create(
+          ib, over, pb.chunkTiles(ib, op.getRefine() * op.getChunks()),
+          pb.cell(ib, kChunkTiles));
+      i32Store(ib, q, t.cells, cQ);
+    });
+  }
+  // 3. n_b; C_b and the requests of the chunks; with windows, each
+  // window's first chunk.
+  scanCounts(g, t, batch, kChunkCount, chunksOf,
+             [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value n) {
+               i32Store(
+                   ib, first, plan,
+                   {c0, arith::AddIOp::create(ib, req, indexConst(ib, 2))});
+               forLoop(ib, c0, n, indexConst(ib, 1),
+                       [&](ImplicitLocOpBuilder &jb, Value j) {
+                         Value k = arith::AddIOp::create(jb, first, j);
+                         i32Store(jb, req, plan, {indexConst(jb, 1), k});
+                         if (windows)
+                           pb.recordWindowStart(jb, req, j, k);
+                       });
+             });
+  // 4. The header: K, q, and C_B = K.
+  parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+    Value k = pb.cell(ib, kChunkCount);
+    i32Store(ib, k, plan, {c0, c0});
+    i32Store(ib, pb.cell(ib, kChunkTiles), plan, {c0, indexConst(ib, 1)});
+    i32Store(ib, k, plan,
+             {c0, arith::AddIOp::create(ib, batch, indexConst(ib, 2))});
+  });
+  // 5. With windows: the rest of row 3 (and row 2 of adaptive plans that
+  // chose request-aligned chunks).
+  if (windows)
+    pb.finishWindows();
   op.erase();
   return success();
 }

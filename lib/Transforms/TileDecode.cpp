@@ -43,7 +43,7 @@ void recordDecodeInfo(DecodeOp op) {
   if (cfg.getMergeGroups() != 1)
     config += " merge_groups=" + std::to_string(cfg.getMergeGroups());
   if (cfg.getChunkWindows())
-    config += " chunk_windows=1";
+    config += " chunk_windows=" + std::to_string(cfg.getChunkWindows());
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",
@@ -398,7 +398,8 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
                                       ValueRange{slots});
   ChunkPlanOp::create(b, op.getSeqLens(), planMem, tile, chunks,
                       cfg.getChunkBalance(),
-                      windows ? 1 : rt::schedule::kChunkRefine, windows);
+                      windows ? 1 : rt::schedule::kChunkRefine, windows,
+                      /*adaptive=*/cfg.getChunkWindows() == 2);
 
   // Workgroups: `workgroups` (persistent), else one per window, else one
   // per possible chunk.

@@ -83,10 +83,12 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
                              ": decode target '" + target.name +
                              "' config has kv_chunks but no head_group");
   Expected<std::optional<int64_t>> windowsField =
-      plans::configValue(m, target, "chunk_windows", 0, 1);
+      plans::configValue(m, target, "chunk_windows", 0, 2);
   if (!windowsField.ok())
     return windowsField.status();
-  const bool windows = windowsField->value_or(0) == 1;
+  // 1: windows; 2: windows or request-aligned chunks, the plan's choice
+  // (the same plan shape and grid).
+  const bool windows = windowsField->value_or(0) != 0;
   const int64_t groups = (m.heads + **group - 1) / **group;
   const int64_t aim = schedule::chunkSlots(kvChunks, groups, windows);
   const int64_t rows = schedule::planRows(windows);

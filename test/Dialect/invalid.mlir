@@ -1067,6 +1067,14 @@ func.func @chunk_plan_windows_rows(%lens: memref<?xi32>, %plan: memref<2x?xi32>)
 
 // -----
 
+func.func @chunk_plan_adaptive_needs_windows(%lens: memref<?xi32>, %plan: memref<2x?xi32>) {
+  // expected-error @+1 {{adaptive needs windows (it writes the windows' plan layout)}}
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, adaptive} : memref<?xi32>, memref<2x?xi32>
+  return
+}
+
+// -----
+
 func.func @chunk_plan_windows_refine(%lens: memref<?xi32>, %plan: memref<4x?xi32>) {
   // expected-error @+1 {{windows has no refinement: refine must be 1, got 4}}
   mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, refine = 4, windows} : memref<?xi32>, memref<4x?xi32>
@@ -1154,8 +1162,8 @@ func.func private @merge_groups_need_chunks() attributes {cfg = #mla.config<tile
 
 // -----
 
-// expected-error @+1 {{chunk_windows must be 0 or 1, got 2}}
-func.func private @bad_chunk_windows() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, kv_chunks = 8, chunk_windows = 2>}
+// expected-error @+1 {{chunk_windows must be 0, 1 or 2, got 3}}
+func.func private @bad_chunk_windows() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, kv_chunks = 8, chunk_windows = 3>}
 
 // -----
 

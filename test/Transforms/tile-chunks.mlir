@@ -4,6 +4,7 @@
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,merge_groups=4,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=GROUPS
 // RUN: mla-opt %s --mla-tile | FileCheck %s --check-prefix=WIDE
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,chunk_windows=1,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=WINDOWS
+// RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,chunk_windows=2,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=ADAPTIVE
 
 // Decode's length-aware schedule (kv_chunks): the plan of chunks from the
 // lengths in one workgroup, the chunks' partial results in one workspace
@@ -81,6 +82,19 @@
 // WINDOWS: } {mla.fresh_tiles}
 // WINDOWS: mla.grid in
 // WINDOWS: memref.dealloc %[[PLAN]]
+// chunk_windows = 2: the windows' plan layout and grid; the plan counts
+// the request-aligned chunks at q (a fourth cell holds the choice: more
+// than 8 takes windows), and where it keeps them rewrites row 2 as C_b·q.
+// ADAPTIVE-LABEL: func @chunks
+// ADAPTIVE-SAME: kv_chunks=8 chunk_windows=2"
+// ADAPTIVE: %[[PLAN:.*]] = memref.alloc(%{{.*}}) : memref<4x?xi32>
+// ADAPTIVE: mla.grid in (%c1, %c1, %c1) {
+// ADAPTIVE: %[[CELLS:.*]] = memref.alloca() : memref<4xi32>
+// ADAPTIVE: arith.cmpi sgt, %{{.*}}, %c8
+// ADAPTIVE: memref.store %{{.*}}, %[[CELLS]][%c3
+// ADAPTIVE: arith.muli
+// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<4x?xi32>
+// ADAPTIVE: mla.grid in (%c8{{.*}}, %{{.*}}, %{{.*}}) attributes {config = #mla.config<{{.*}}kv_chunks = 8, chunk_windows = 2>}
 func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x2x2x32xbf16>, %lse: memref<?x2x2xf32>) {
   mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 2, warps = 1, stages = 1, kv_chunks = 8>} : memref<?x2x2x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x2x32xbf16>, memref<?x2x2xf32>
   return

@@ -487,6 +487,35 @@ const Case kCases[] = {
      "bf16",
      {0, 600, 1},
      "kv_chunks=12,chunk_windows=1"},
+    // Adaptive (chunk_windows=2): request-aligned chunks where they fit one
+    // wave (many chunks aimed at), windows where they do not (few).
+    {"adaptive_fit_h16_p3_s2_bf16",
+     16,
+     512,
+     64,
+     3,
+     2,
+     "bf16",
+     {0, 1, 700, 64, 1300, 5, 0},
+     "kv_chunks=200,chunk_windows=2"},
+    {"adaptive_windows_h16_p1_s1_f32",
+     16,
+     512,
+     64,
+     1,
+     1,
+     "f32",
+     {0, 1500, 1, 7, 640, 33, 0},
+     "kv_chunks=6,chunk_windows=2,merge_groups=4"},
+    {"adaptive_windows_h128_p16_s4_bf16",
+     128,
+     512,
+     64,
+     16,
+     4,
+     "bf16",
+     {300, 2, 0, 45},
+     "kv_chunks=16,chunk_windows=2"},
     // Run-time page size, and configs that stress the split-KV combine.
     {"ds_h16_pdyn_s1_bf16", 16, 512, 64, 0, 1, "bf16", {90, 1}},
     {"ds_h16_p16_splits1_f32",
@@ -578,6 +607,53 @@ TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
     EXPECT_EQ(0, std::memcmp(r.lse.data(), winBase.lse.data(),
                              winBase.lse.size() * sizeof(float)))
         << "windows: lse differs with workgroups=" << wg;
+  }
+}
+
+// Adaptive plans (chunk_windows=2) write the chunks of one of the two cuts,
+// with the same q: where request-aligned chunks fit one wave (K <= kv_chunks
+// for one head group, no refinement), the same bits as chunk_windows=0;
+// where they do not, the same bits as chunk_windows=1.
+TEST(DecodeChunks, AdaptiveMatchesTheCutItChooses) {
+  struct Choice {
+    std::vector<int32_t> lens;
+    std::string chunks, same;
+  };
+  // 64 chunks aimed at: q = max(ceil(T / 64), ceil(sqrt(T / 16))); the
+  // first batch's request-aligned chunks fit, the second's (one long
+  // request among many short ones) do not.
+  const std::vector<Choice> choices = {
+      {{0, 1, 700, 64, 1300, 5, 0, 129}, "kv_chunks=64", "chunk_windows=0"},
+      {{1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,   15, 16, 17,
+        18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,   32, 33, 34,
+        35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48,   49, 50, 51,
+        52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 20000},
+       "kv_chunks=64",
+       "chunk_windows=1"}};
+  int index = 0;
+  for (const Choice &ch : choices) {
+    const std::string tag = std::to_string(index++);
+    Case a{"adaptive_choice" + tag,
+           16,
+           512,
+           64,
+           16,
+           1,
+           "bf16",
+           ch.lens,
+           ch.chunks + ",chunk_windows=2",
+           "adaptive_choice" + tag};
+    Case same = a;
+    same.name = "adaptive_same" + tag;
+    same.perfConfig = ch.chunks + "," + ch.same;
+    DecodeRun ra, rs;
+    ASSERT_NO_FATAL_FAILURE(runDecode(a, ra));
+    checkReference(a, ra);
+    ASSERT_NO_FATAL_FAILURE(runDecode(same, rs));
+    EXPECT_EQ(ra.o, rs.o) << "o: adaptive differs from " << ch.same;
+    EXPECT_EQ(0, std::memcmp(ra.lse.data(), rs.lse.data(),
+                             rs.lse.size() * sizeof(float)))
+        << "lse: adaptive differs from " << ch.same;
   }
 }
 

@@ -156,9 +156,11 @@ static cl::opt<std::string>
                         "(with kv_chunks: groups of threads that split each "
                         "request's chunks in the merge, 1-16, default 4 on "
                         "GPUs where one workgroup takes every head, else 1),"
-                        "chunk_windows=0|1 (with kv_chunks: 1 cuts the "
+                        "chunk_windows=0|1|2 (with kv_chunks: 1 cuts the "
                         "batch's key tiles into equal windows, one "
-                        "workgroup per window)"),
+                        "workgroup per window; 2 lets the plan choose "
+                        "request-aligned chunks when they fit one wave, "
+                        "else windows)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

@@ -134,8 +134,9 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (mergeGroups > 1 && kvChunks == 0)
     return emitError() << "merge_groups applies to the length-aware schedule "
                           "only (kv_chunks > 0)";
-  if (chunkWindows != 0 && chunkWindows != 1)
-    return emitError() << "chunk_windows must be 0 or 1, got " << chunkWindows;
+  if (chunkWindows < 0 || chunkWindows > 2)
+    return emitError() << "chunk_windows must be 0, 1 or 2, got "
+                       << chunkWindows;
   if (chunkWindows && kvChunks == 0)
     return emitError() << "chunk_windows applies to the length-aware "
                           "schedule only (kv_chunks > 0)";

@@ -623,6 +623,9 @@ LogicalResult ChunkPlanOp::verify() {
                                  : " (the header and C_b row, the chunks' "
                                    "requests)")
                          << ", got " << plan.getDimSize(0);
+  if (getAdaptive() && !getWindows())
+    return emitOpError() << "adaptive needs windows (it writes the windows' "
+                            "plan layout)";
   if (getWindows() && getRefine() != 1)
     return emitOpError() << "windows has no refinement: refine must be 1, "
                             "got "

@@ -64,7 +64,10 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       request's piece of one window, and one workgroup takes every piece
       of its window in turn, so every workgroup holds at most `q` tiles
       (a request that starts inside a window costs that window a second
-      chunk). 0 or 1.
+      chunk). 2 chooses at run time, in the plan: the request-aligned
+      chunks of the same `q` when they number at most
+      `max(1, kv_chunks / G)` (one wave), else the windows (a ragged
+      batch), in place of the refinement. 0, 1 or 2.
     * `tile_q` (optional, default 0): query rows per workgroup of
       `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
       `head_group` heads times the query length).
