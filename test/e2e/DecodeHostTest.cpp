@@ -569,44 +569,38 @@ const Case kCases[] = {
      "stages=3,tile_kv=16,head_group=32"},
 };
 
+/// Expects `r` to hold the same bits as `base` (o and lse); `what` names
+/// the difference in the message.
+void expectSameBits(const DecodeRun &r, const DecodeRun &base,
+                    const std::string &what) {
+  EXPECT_EQ(r.o, base.o) << "o differs: " << what;
+  EXPECT_EQ(0, std::memcmp(r.lse.data(), base.lse.data(),
+                           base.lse.size() * sizeof(float)))
+      << "lse differs: " << what;
+}
+
 // The length-aware schedule's result depends on the lengths alone: the
 // same inputs give the same bits whatever the number of workgroups that
-// take the chunks in turn (one per possible chunk, one, three, many).
+// take the chunks in turn (one per possible chunk, one, three, many), for
+// request-aligned chunks and for windows (one workgroup per window, or
+// workgroups that take the windows in turn).
 TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
   const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 0, 129};
-  DecodeRun base;
-  Case c{"grid_wg0", 16, 512, 64, 16, 2, "bf16", lens, "kv_chunks=10", "grid"};
-  ASSERT_NO_FATAL_FAILURE(runDecode(c, base));
-  checkReference(c, base);
-  for (int64_t wg : {1, 3, 64}) {
-    Case w = c;
-    w.name = "grid_wg" + std::to_string(wg);
-    w.perfConfig += ",workgroups=" + std::to_string(wg);
-    DecodeRun r;
-    ASSERT_NO_FATAL_FAILURE(runDecode(w, r));
-    EXPECT_EQ(r.o, base.o) << "o differs with workgroups=" << wg;
-    EXPECT_EQ(0, std::memcmp(r.lse.data(), base.lse.data(),
-                             base.lse.size() * sizeof(float)))
-        << "lse differs with workgroups=" << wg;
-  }
-  // Windows: the same bits with one workgroup per window and with
-  // workgroups that take the windows in turn.
-  Case win = c;
-  win.name = "grid_windows_wg0";
-  win.perfConfig += ",chunk_windows=1";
-  DecodeRun winBase;
-  ASSERT_NO_FATAL_FAILURE(runDecode(win, winBase));
-  checkReference(win, winBase);
-  for (int64_t wg : {1, 3, 64}) {
-    Case w = win;
-    w.name = "grid_windows_wg" + std::to_string(wg);
-    w.perfConfig += ",workgroups=" + std::to_string(wg);
-    DecodeRun r;
-    ASSERT_NO_FATAL_FAILURE(runDecode(w, r));
-    EXPECT_EQ(r.o, winBase.o) << "windows: o differs with workgroups=" << wg;
-    EXPECT_EQ(0, std::memcmp(r.lse.data(), winBase.lse.data(),
-                             winBase.lse.size() * sizeof(float)))
-        << "windows: lse differs with workgroups=" << wg;
+  for (std::string cut : {"", ",chunk_windows=1"}) {
+    const std::string prefix = cut.empty() ? "grid_wg" : "grid_windows_wg";
+    DecodeRun base;
+    Case c{prefix + "0",         16,    512, 64, 16, 2, "bf16", lens,
+           "kv_chunks=10" + cut, "grid"};
+    ASSERT_NO_FATAL_FAILURE(runDecode(c, base));
+    checkReference(c, base);
+    for (int64_t wg : {1, 3, 64}) {
+      Case w = c;
+      w.name = prefix + std::to_string(wg);
+      w.perfConfig += ",workgroups=" + std::to_string(wg);
+      DecodeRun r;
+      ASSERT_NO_FATAL_FAILURE(runDecode(w, r));
+      expectSameBits(r, base, w.perfConfig);
+    }
   }
 }
 
@@ -648,10 +642,7 @@ TEST(DecodeChunks, AdaptiveMatchesTheCutItChooses) {
     ASSERT_NO_FATAL_FAILURE(runDecode(a, ra));
     checkReference(a, ra);
     ASSERT_NO_FATAL_FAILURE(runDecode(same, rs));
-    EXPECT_EQ(ra.o, rs.o) << "o: adaptive differs from " << ch.same;
-    EXPECT_EQ(0, std::memcmp(ra.lse.data(), rs.lse.data(),
-                             rs.lse.size() * sizeof(float)))
-        << "lse: adaptive differs from " << ch.same;
+    expectSameBits(ra, rs, "adaptive against " + ch.same);
   }
 }
 
@@ -688,10 +679,7 @@ TEST(DecodeChunks, ReusedPlanAcrossLayers) {
         runDecodeWith(*kernel, l, reused, reuse, &workspace));
     checkReference(l, reused);
     ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, l, full));
-    EXPECT_EQ(reused.o, full.o) << "layer " << layer;
-    EXPECT_EQ(0, std::memcmp(reused.lse.data(), full.lse.data(),
-                             full.lse.size() * sizeof(float)))
-        << "layer " << layer;
+    expectSameBits(reused, full, "layer " + std::to_string(layer));
   }
   // The host's pooled workspace holds no earlier plan: it is computed.
   DecodeRun pooled;
