@@ -3,16 +3,18 @@
 // The plan of decode's length-aware schedule as one workgroup: two or three
 // scans over the sequence lengths in blocks of kScanBlock (with windows,
 // the first also writes each request's first tile P_b, and a last loop the
-// windows' ends), each block a
-// parallel load and a Hillis-Steele scan in workgroup memory, with the
-// running total kept in a workgroup-memory cell. Every value the scans share is read in a
-// parallel loop (each followed by a barrier on GPUs), never by the scalar
-// code of all threads, so that no thread reads a cell while another
+// windows' ends), each block a parallel load and a Hillis-Steele scan in
+// workgroup memory, with the running total kept in a workgroup-memory
+// cell; adaptive plans sum their search's candidate counts between the
+// scans (a tree reduction per block). Every value the scans share is read
+// in a parallel loop (each followed by a barrier on GPUs), never by the
+// scalar code of all threads, so that no thread reads a cell while another
 // rewrites it.
 //
 //===----------------------------------------------------------------------===//
 #include "TileCore.h"
 #include "Utils.h"
+#include "mla/runtime/ChunkSchedule.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -104,6 +106,57 @@ void scanCounts(
     });
   });
 }
+
+/// Sums `count(b, j)` over b in [0, batch) for each j in [0, n) into
+/// cells [cell, cell + n): per block of kScanBlock requests, a parallel
+/// evaluation of the n counts into `buf` (n x kScanBlock) and a tree
+/// reduction there (log2 steps, each a parallel loop), added to the cells.
+void sumCounts(
+    ImplicitLocOpBuilder &g, Value buf, Value cells, Value batch, int64_t cell,
+    int64_t n,
+    function_ref<Value(ImplicitLocOpBuilder &, Value, int64_t)> count) {
+  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value cBlock = indexConst(g, kScanBlock);
+  auto at = [](ImplicitLocOpBuilder &ib, int64_t v) {
+    return indexConst(ib, v);
+  };
+  parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+    for (int64_t j = 0; j < n; ++j)
+      i32Store(ib, at(ib, 0), cells, at(ib, cell + j));
+  });
+  forLoop(g, c0, batch, cBlock, [&](ImplicitLocOpBuilder &lb, Value base) {
+    parallelFor(lb, {cBlock}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+      Value bIdx = arith::AddIOp::create(ib, base, iv[0]);
+      Value in =
+          arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, bIdx, batch);
+      // Past the batch: 0, without reading the lengths.
+      Value clamped = arith::SelectOp::create(ib, in, bIdx, at(ib, 0));
+      for (int64_t j = 0; j < n; ++j)
+        i32Store(ib,
+                 arith::SelectOp::create(ib, in, count(ib, clamped, j),
+                                         at(ib, 0)),
+                 buf, {at(ib, j), iv[0]});
+    });
+    for (int64_t d = kScanBlock / 2; d >= 1; d /= 2) {
+      parallelFor(lb, {at(lb, d)}, [&](ImplicitLocOpBuilder &ib,
+                                       ValueRange iv) {
+        Value other = arith::AddIOp::create(ib, iv[0], at(ib, d));
+        for (int64_t j = 0; j < n; ++j)
+          i32Store(ib,
+                   arith::AddIOp::create(ib, i32Load(ib, buf, {at(ib, j), iv[0]}),
+                                         i32Load(ib, buf, {at(ib, j), other})),
+                   buf, {at(ib, j), iv[0]});
+      });
+    }
+    parallelFor(lb, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+      for (int64_t j = 0; j < n; ++j)
+        i32Store(ib,
+                 arith::AddIOp::create(ib, i32Load(ib, cells, at(ib, cell + j)),
+                                       i32Load(ib, buf, {at(ib, j), at(ib, 0)})),
+                 cells, at(ib, cell + j));
+    });
+  });
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -111,8 +164,16 @@ void scanCounts(
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Cells of the scans' workgroup memory.
-enum Cell : int64_t { kTotalTiles, kChunkCount, kChunkTiles, kWindowsChosen };
+/// Cells of the scans' workgroup memory; adaptive plans add one per
+/// candidate of their search (kCandidates + j: the request-aligned chunks
+/// of q + j tiles).
+enum Cell : int64_t {
+  kTotalTiles,
+  kChunkCount,
+  kChunkTiles,
+  kWindowsChosen,
+  kCandidates
+};
 
 /// Builds one mla.chunk_plan's workgroup: the sizes it computes and the
 /// plan rows it writes (MLAOps.td describes the plan).
@@ -133,11 +194,19 @@ struct PlanBuilder {
   }
   /// q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from its
   /// cell (final after the first scan; read inside parallel loops only).
+  /// Adaptive: max(1, ceil(T / chunks), ceil(T / (max(B, 1) ·
+  /// kMergeChunks))), the least q of its search.
   Value chunkTiles(ImplicitLocOpBuilder &ib, int64_t chunks) const {
     Value total = cell(ib, kTotalTiles);
     Value q = maxIdx(
         ib, arith::CeilDivSIOp::create(ib, total, indexConst(ib, chunks)),
         indexConst(ib, 1));
+    if (op.getAdaptive()) {
+      Value perMerge = arith::MulIOp::create(
+          ib, maxIdx(ib, batch, indexConst(ib, 1)),
+          indexConst(ib, rt::schedule::kMergeChunks));
+      return maxIdx(ib, q, arith::CeilDivSIOp::create(ib, total, perMerge));
+    }
     // ceil(sqrt(T / balance)): the least r with r·r·balance >= T, by
     // bisection over [0, 2^16] (T < 2^31), in integers so that every target
     // computes the same q.
@@ -156,12 +225,14 @@ struct PlanBuilder {
     }
     return maxIdx(ib, q, hi);
   }
-  /// Request-aligned chunks of request `req`: max(1, ceil(T_b / q)).
-  Value requestChunks(ImplicitLocOpBuilder &ib, Value req) const {
-    return maxIdx(
-        ib,
-        arith::CeilDivSIOp::create(ib, tilesOf(ib, req), cell(ib, kChunkTiles)),
-        indexConst(ib, 1));
+  /// Request-aligned chunks of request `req`: max(1, ceil(T_b / q)), q
+  /// from its cell or given.
+  Value requestChunks(ImplicitLocOpBuilder &ib, Value req,
+                      Value q = nullptr) const {
+    if (!q)
+      q = cell(ib, kChunkTiles);
+    return maxIdx(ib, arith::CeilDivSIOp::create(ib, tilesOf(ib, req), q),
+                  indexConst(ib, 1));
   }
   /// P_b, request `req`'s first tile in the batch (the plan's row 2 until
   /// an adaptive plan that chose request-aligned chunks rewrites it).
@@ -288,7 +359,10 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   ScanTiles t{
       memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32)),
       memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32)),
-      memref::AllocaOp::create(g, MemRefType::get({adaptive ? 4 : 3}, i32))};
+      memref::AllocaOp::create(
+          g, MemRefType::get(
+                 {adaptive ? kCandidates + rt::schedule::kAdaptiveSearch : 3},
+                 i32))};
   PlanBuilder pb{op, g, t, dimValue(g, op.getSeqLens(), 0), op.getPlan()};
   Value batch = pb.batch, plan = pb.plan;
   Value c0 = indexConst(g, 0);
@@ -309,10 +383,39 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
     i32Store(ib, pb.chunkTiles(ib, op.getChunks()), t.cells, cQ);
   });
-  // 2. With refine > 1: K at that q; more than `chunks` (more than one
-  // wave of the workgroups aimed at) takes q for refine · chunks. Adaptive:
-  // more than `chunks` request-aligned chunks take windows instead.
-  if (op.getRefine() > 1 || adaptive) {
+  // 2. Adaptive: the request-aligned chunks of q + j tiles for each j of
+  // the search; the least q + j whose chunks fit one wave (at most
+  // `chunks`) is taken, and when none fits the windows of q.
+  if (adaptive) {
+    constexpr int64_t n = rt::schedule::kAdaptiveSearch;
+    Value search = memref::AllocaOp::create(
+        g, MemRefType::get({n, kScanBlock}, i32));
+    sumCounts(g, search, t.cells, batch, kCandidates, n,
+              [&](ImplicitLocOpBuilder &ib, Value req, int64_t j) {
+                Value q = arith::AddIOp::create(ib, pb.cell(ib, kChunkTiles),
+                                                indexConst(ib, j));
+                return pb.requestChunks(ib, req, q);
+              });
+    parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+      Value q0 = pb.cell(ib, kChunkTiles), q = q0;
+      Value windowsCut = indexConst(ib, 1);
+      for (int64_t j = n - 1; j >= 0; --j) {
+        Value fits = arith::CmpIOp::create(
+            ib, arith::CmpIPredicate::sle,
+            pb.cell(ib, static_cast<Cell>(kCandidates + j)),
+            indexConst(ib, op.getChunks()));
+        q = arith::SelectOp::create(
+            ib, fits, arith::AddIOp::create(ib, q0, indexConst(ib, j)), q);
+        windowsCut =
+            arith::SelectOp::create(ib, fits, indexConst(ib, 0), windowsCut);
+      }
+      i32Store(ib, q, t.cells, cQ);
+      i32Store(ib, windowsCut, t.cells, indexConst(ib, kWindowsChosen));
+    });
+  }
+  // 2. Otherwise, with refine > 1: K at that q; more than `chunks` (more
+  // than one wave of the workgroups aimed at) takes q for refine · chunks.
+  if (op.getRefine() > 1) {
     scanCounts(
         g, t, batch, kChunkCount,
         [&](ImplicitLocOpBuilder &ib, Value req) {
@@ -323,11 +426,6 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
       Value over = arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt,
                                          pb.cell(ib, kChunkCount),
                                          indexConst(ib, op.getChunks()));
-      if (adaptive) {
-        i32Store(ib, arith::IndexCastOp::create(ib, ib.getIndexType(), over),
-                 t.cells, indexConst(ib, kWindowsChosen));
-        return;
-      }
       Value q = arith::SelectOp::create(
           ib, over, pb.chunkTiles(ib, op.getRefine() * op.getChunks()),
           pb.cell(ib, kChunkTiles));

@@ -2,11 +2,12 @@
 //
 // Each case compiles a decode package with mla-compile, runs it through the
 // runtime's host backend on random data (never zeros) in a random paged
-// layout, and compares o and lse with a float64 reference.
+// layout, and compares o and lse with a float64 reference. The harness
+// (DecodeHarness.h) is defined here; DecodeChunksTest.cpp has the tests of
+// the length-aware schedule beyond the matrix of cases.
 //
 //===----------------------------------------------------------------------===//
-#include "HostPackages.h"
-#include "mla/runtime/Runtime.h"
+#include "DecodeHarness.h"
 
 #include <gtest/gtest.h>
 
@@ -17,34 +18,14 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
-#include <optional>
 #include <pthread.h>
 #include <random>
-#include <string>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <vector>
 
-using namespace mla::rt;
-
+namespace mla::e2e {
 namespace {
 
-struct Case {
-  std::string name;
-  int64_t heads, latent, rope, pageSize, qLen;
-  std::string dtype;
-  std::vector<int32_t> lens;
-  std::string perfConfig = "";
-  /// The random inputs' seed (default: the name), so that cases that
-  /// differ only in their config can share inputs.
-  std::string inputs = "";
-};
-
-constexpr float kScale = 0.1352f;
-
-std::ostream &operator<<(std::ostream &os, const Case &c) {
-  return os << c.name;
-}
 
 std::string tempDir() {
   static std::string dir = [] {
@@ -73,12 +54,6 @@ std::string compile(const Case &c) {
   return out;
 }
 
-/// Rounds through the kernel dtype and stores it there.
-struct Buffer {
-  DType dtype;
-  std::vector<uint8_t> bytes;
-  std::vector<double> exact; // the rounded values, as the kernel sees them
-};
 
 Buffer makeFloat(DType dtype, size_t n, std::mt19937 &rng) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -113,15 +88,7 @@ double readFloat(DType dtype, const uint8_t *p) {
   return dtype == DType::BF16 ? bf16ToFloat(bits) : f16ToFloat(bits);
 }
 
-/// One launch: its inputs (the values as the kernel sees them) and outputs.
-struct DecodeRun {
-  DType dt;
-  int64_t batch, d, page, maxPages;
-  Buffer q, kv;
-  std::vector<int32_t> table, lens;
-  std::vector<uint8_t> o;
-  std::vector<float> lse;
-};
+} // namespace
 
 /// Compiles `c` and loads its kernel on the test device.
 void loadDecode(const Case &c, std::optional<Kernel> &out) {
@@ -135,26 +102,6 @@ void loadDecode(const Case &c, std::optional<Kernel> &out) {
   out = *kernel;
 }
 
-/// A caller workspace: `bytes` at a MLA_WORKSPACE_ALIGNMENT boundary.
-struct Workspace {
-  std::vector<uint8_t> storage;
-  uint8_t *data = nullptr;
-  size_t bytes = 0;
-  void allocate(size_t n) {
-    storage.assign(n + kWorkspaceAlignment, 0);
-    uintptr_t at = reinterpret_cast<uintptr_t>(storage.data());
-    data = storage.data() + (kWorkspaceAlignment - at % kWorkspaceAlignment) %
-                                kWorkspaceAlignment;
-    bytes = n;
-  }
-};
-
-/// Launches `kernel` (compiled from `c`) on random inputs (seeded by
-/// c.inputs, else c.name) in a random paged layout, with `options`; with
-/// `workspace`, in that caller workspace (allocated, zeroed, at the first
-/// use).
-void runDecodeWith(const Kernel &kernel, const Case &c, DecodeRun &r,
-                   LaunchOptions options = {}, Workspace *workspace = nullptr);
 
 /// Compiles `c`, launches it on random inputs in a random paged layout.
 void runDecode(const Case &c, DecodeRun &r) {
@@ -270,6 +217,16 @@ void checkReference(const Case &c, const DecodeRun &r) {
   std::printf("[ %s ] rel. error o %.2e, lse %.2e\n", c.name.c_str(), relO,
               relL);
 }
+
+void expectSameBits(const DecodeRun &r, const DecodeRun &base,
+                    const std::string &what) {
+  EXPECT_EQ(r.o, base.o) << "o differs: " << what;
+  EXPECT_EQ(0, std::memcmp(r.lse.data(), base.lse.data(),
+                           base.lse.size() * sizeof(float)))
+      << "lse differs: " << what;
+}
+
+namespace {
 
 /// Why case `c` cannot run on the AMD emulation targets ("" if it can):
 /// what does not fit an AMD chip's 64 KiB of LDS.
@@ -569,135 +526,6 @@ const Case kCases[] = {
      "stages=3,tile_kv=16,head_group=32"},
 };
 
-/// Expects `r` to hold the same bits as `base` (o and lse); `what` names
-/// the difference in the message.
-void expectSameBits(const DecodeRun &r, const DecodeRun &base,
-                    const std::string &what) {
-  EXPECT_EQ(r.o, base.o) << "o differs: " << what;
-  EXPECT_EQ(0, std::memcmp(r.lse.data(), base.lse.data(),
-                           base.lse.size() * sizeof(float)))
-      << "lse differs: " << what;
-}
-
-// The length-aware schedule's result depends on the lengths alone: the
-// same inputs give the same bits whatever the number of workgroups that
-// take the chunks in turn (one per possible chunk, one, three, many), for
-// request-aligned chunks and for windows (one workgroup per window, or
-// workgroups that take the windows in turn).
-TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
-  const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 0, 129};
-  for (std::string cut : {"", ",chunk_windows=1"}) {
-    const std::string prefix = cut.empty() ? "grid_wg" : "grid_windows_wg";
-    DecodeRun base;
-    Case c{prefix + "0",         16,    512, 64, 16, 2, "bf16", lens,
-           "kv_chunks=10" + cut, "grid"};
-    ASSERT_NO_FATAL_FAILURE(runDecode(c, base));
-    checkReference(c, base);
-    for (int64_t wg : {1, 3, 64}) {
-      Case w = c;
-      w.name = prefix + std::to_string(wg);
-      w.perfConfig += ",workgroups=" + std::to_string(wg);
-      DecodeRun r;
-      ASSERT_NO_FATAL_FAILURE(runDecode(w, r));
-      expectSameBits(r, base, w.perfConfig);
-    }
-  }
-}
-
-// Adaptive plans (chunk_windows=2) write the chunks of one of the two cuts,
-// with the same q: where request-aligned chunks fit one wave (K <= kv_chunks
-// for one head group, no refinement), the same bits as chunk_windows=0;
-// where they do not, the same bits as chunk_windows=1.
-TEST(DecodeChunks, AdaptiveMatchesTheCutItChooses) {
-  struct Choice {
-    std::vector<int32_t> lens;
-    std::string chunks, same;
-  };
-  // 32 chunks aimed at: q = max(ceil(T / 32), ceil(sqrt(T / 16))); the
-  // first batch's request-aligned chunks fit (24 on the host, 29 with the
-  // GPU's 32-key tiles), the second's (one long request among 40 of one
-  // key: 56, 61) do not.
-  std::vector<int32_t> manyShort(40, 1);
-  manyShort.push_back(4000);
-  const std::vector<Choice> choices = {
-      {{0, 1, 700, 64, 1300, 5, 0, 129}, "kv_chunks=32", "chunk_windows=0"},
-      {manyShort, "kv_chunks=32", "chunk_windows=1"}};
-  int index = 0;
-  for (const Choice &ch : choices) {
-    const std::string tag = std::to_string(index++);
-    Case a{"adaptive_choice" + tag,
-           16,
-           512,
-           64,
-           16,
-           1,
-           "bf16",
-           ch.lens,
-           ch.chunks + ",chunk_windows=2",
-           "adaptive_choice" + tag};
-    Case same = a;
-    same.name = "adaptive_same" + tag;
-    same.perfConfig = ch.chunks + "," + ch.same;
-    DecodeRun ra, rs;
-    ASSERT_NO_FATAL_FAILURE(runDecode(a, ra));
-    checkReference(a, ra);
-    ASSERT_NO_FATAL_FAILURE(runDecode(same, rs));
-    expectSameBits(ra, rs, "adaptive against " + ch.same);
-  }
-}
-
-// Decode's plan of chunks depends on seq_lens alone: the layers of a decode
-// step can share it (LaunchOptions::reusePlan, as FlashMLA's callers share
-// one scheduler metadata). Layer 0 computes it in a caller workspace; the
-// later layers, with other q, cache and block table but the same lengths,
-// skip the plan launch and match the reference and a full launch bit for
-// bit. A kernel without a plan (fixed split-KV) ignores the option.
-TEST(DecodeChunks, ReusedPlanAcrossLayers) {
-  const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 129};
-  Case c{"reuse_layer0", 16, 512, 64, 16, 1, "bf16", lens, "kv_chunks=10"};
-  std::optional<Kernel> kernel;
-  ASSERT_NO_FATAL_FAILURE(loadDecode(c, kernel));
-  EXPECT_EQ(kernel->planLaunches(), 1u);
-  Workspace workspace;
-  LaunchOptions reuse;
-  reuse.reusePlan = true;
-  // A workspace that holds no plan yet (zeros: no chunks): the plan launch
-  // is skipped, so every request merges no part (o 0, lse -inf).
-  DecodeRun unplanned;
-  ASSERT_NO_FATAL_FAILURE(
-      runDecodeWith(*kernel, c, unplanned, reuse, &workspace));
-  for (float lse : unplanned.lse)
-    ASSERT_EQ(lse, -INFINITY) << "a launch reusing no plan found chunks";
-  DecodeRun layer0;
-  ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, c, layer0, {}, &workspace));
-  checkReference(c, layer0);
-  for (int layer = 1; layer <= 2; ++layer) {
-    Case l = c;
-    l.name = "reuse_layer" + std::to_string(layer);
-    DecodeRun reused, full;
-    ASSERT_NO_FATAL_FAILURE(
-        runDecodeWith(*kernel, l, reused, reuse, &workspace));
-    checkReference(l, reused);
-    ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, l, full));
-    expectSameBits(reused, full, "layer " + std::to_string(layer));
-  }
-  // The host's pooled workspace holds no earlier plan: it is computed.
-  DecodeRun pooled;
-  ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, c, pooled, reuse));
-  checkReference(c, pooled);
-
-  Case fixed = c;
-  fixed.name = "reuse_fixed";
-  fixed.perfConfig = "kv_chunks=0,kv_splits=3";
-  std::optional<Kernel> split;
-  ASSERT_NO_FATAL_FAILURE(loadDecode(fixed, split));
-  EXPECT_EQ(split->planLaunches(), 0u);
-  Workspace splitWorkspace;
-  DecodeRun r;
-  ASSERT_NO_FATAL_FAILURE(
-      runDecodeWith(*split, fixed, r, reuse, &splitWorkspace));
-  checkReference(fixed, r);
-}
 
 // Host workgroups keep their tiles on the stack. A launch from a thread
 // with a small stack (here 256 KiB, an application's choice) runs on the
@@ -747,3 +575,4 @@ INSTANTIATE_TEST_SUITE_P(Matrix, DecodeHost, ::testing::ValuesIn(kCases),
                          caseName);
 
 } // namespace
+} // namespace mla::e2e

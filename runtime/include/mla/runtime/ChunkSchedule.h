@@ -59,6 +59,25 @@ inline constexpr int64_t planRows(bool windows) { return windows ? 4 : 2; }
 /// of the merge), more, shorter ones for large ragged ones (balance).
 inline constexpr int64_t kChunkBalance = 16;
 
+/// The adaptive plan (#mla.config chunk_windows = 2) in place of the
+/// balance: chunks of at least ceil(T / (B · kMergeChunks)) tiles for B
+/// requests, so that a small batch's requests are cut into at most about
+/// this many chunks each (the merge of a request reads its chunks in rounds;
+/// measured on the H200, docs/Performance.md "Windows": B=1 L=8192 took
+/// 25.9 us in 64 chunks and 39.2 us in 256), while a batch of several
+/// requests may still take short chunks (B=8 L=2048: 2-tile chunks 30.2 us,
+/// 6-tile chunks 31.9 us).
+inline constexpr int64_t kMergeChunks = 64;
+
+/// The adaptive plan's search: from the least q (the windows' size), the
+/// request-aligned chunks of q, q + 1, ..., q + kAdaptiveSearch - 1 tiles
+/// are counted (in one pass over the lengths), and the least of them that
+/// fits one wave (at most chunkTarget chunks) is taken; when none fits, the
+/// windows of q. Measured on the H200 (docs/Performance.md "Windows"): the
+/// production batch took 64.1 us in request-aligned chunks of 14-15 tiles
+/// and 67.6-70.2 us in windows of 12-13.
+inline constexpr int64_t kAdaptiveSearch = 8;
+
 } // namespace mla::rt::schedule
 
 #endif // MLA_RUNTIME_CHUNKSCHEDULE_H

@@ -1,0 +1,267 @@
+//===- DecodeChunksTest.cpp - decode's length-aware schedule ---------------===//
+//
+// The length-aware schedule (#mla.config kv_chunks) beyond the numerics of
+// the case matrix (DecodeHostTest.cpp): the same bits whatever the grid,
+// adaptive plans against their rule and the cut they choose, and the plan
+// reused across the layers of a decode step.
+//
+//===----------------------------------------------------------------------===//
+#include "DecodeHarness.h"
+
+#include <gtest/gtest.h>
+
+#include "mla/runtime/ChunkSchedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace mla::e2e {
+namespace {
+
+
+// The length-aware schedule's result depends on the lengths alone: the
+// same inputs give the same bits whatever the number of workgroups that
+// take the chunks in turn (one per possible chunk, one, three, many), for
+// request-aligned chunks and for windows (one workgroup per window, or
+// workgroups that take the windows in turn).
+TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
+  const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 0, 129};
+  for (std::string cut : {"", ",chunk_windows=1"}) {
+    const std::string prefix = cut.empty() ? "grid_wg" : "grid_windows_wg";
+    DecodeRun base;
+    Case c{prefix + "0",         16,    512, 64, 16, 2, "bf16", lens,
+           "kv_chunks=10" + cut, "grid"};
+    ASSERT_NO_FATAL_FAILURE(runDecode(c, base));
+    checkReference(c, base);
+    for (int64_t wg : {1, 3, 64}) {
+      Case w = c;
+      w.name = prefix + std::to_string(wg);
+      w.perfConfig += ",workgroups=" + std::to_string(wg);
+      DecodeRun r;
+      ASSERT_NO_FATAL_FAILURE(runDecode(w, r));
+      expectSameBits(r, base, w.perfConfig);
+    }
+  }
+}
+
+// Adaptive plans (chunk_windows=2) write the chunks of one of the two cuts,
+// with the same q: where request-aligned chunks fit one wave (K <= kv_chunks
+// for one head group, no refinement), the same bits as chunk_windows=0;
+// where they do not, the same bits as chunk_windows=1.
+TEST(DecodeChunks, AdaptiveMatchesTheCutItChooses) {
+  struct Choice {
+    std::vector<int32_t> lens;
+    std::string chunks, same;
+  };
+  // 32 chunks aimed at: q = max(ceil(T / 32), ceil(sqrt(T / 16))); the
+  // first batch's request-aligned chunks fit (24 on the host, 29 with the
+  // GPU's 32-key tiles), the second's (one long request among 40 of one
+  // key: 56, 61) do not.
+  std::vector<int32_t> manyShort(40, 1);
+  manyShort.push_back(4000);
+  const std::vector<Choice> choices = {
+      {{0, 1, 700, 64, 1300, 5, 0, 129}, "kv_chunks=32", "chunk_windows=0"},
+      {manyShort, "kv_chunks=32", "chunk_windows=1"}};
+  int index = 0;
+  for (const Choice &ch : choices) {
+    const std::string tag = std::to_string(index++);
+    Case a{"adaptive_choice" + tag,
+           16,
+           512,
+           64,
+           16,
+           1,
+           "bf16",
+           ch.lens,
+           ch.chunks + ",chunk_windows=2",
+           "adaptive_choice" + tag};
+    Case same = a;
+    same.name = "adaptive_same" + tag;
+    same.perfConfig = ch.chunks + "," + ch.same;
+    DecodeRun ra, rs;
+    ASSERT_NO_FATAL_FAILURE(runDecode(a, ra));
+    checkReference(a, ra);
+    ASSERT_NO_FATAL_FAILURE(runDecode(same, rs));
+    expectSameBits(ra, rs, "adaptive against " + ch.same);
+  }
+}
+
+/// What an adaptive plan (chunk_windows=2) holds for `lens` by its rule
+/// (mla.chunk_plan in MLAOps.td; kMergeChunks and kAdaptiveSearch in
+/// ChunkSchedule.h), computed here apart from the compiler: the least q
+/// of the search whose request-aligned chunks number at most `chunks`,
+/// else the windows of the least q.
+struct AdaptivePlan {
+  int64_t q = 0, k = 0;
+  bool windows = false;
+  std::vector<int64_t> firstChunk; ///< C_b for b = 0..B (row 0 from 2)
+  std::vector<int64_t> row2;       ///< C_b·q (request-aligned) or P_b
+};
+
+AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
+                          int64_t chunks) {
+  using namespace mla::rt::schedule;
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const int64_t batch = static_cast<int64_t>(lens.size());
+  std::vector<int64_t> tiles;
+  int64_t total = 0;
+  for (int32_t len : lens) {
+    tiles.push_back(ceilDiv(std::max<int32_t>(len, 0), tileKv));
+    total += tiles.back();
+  }
+  const int64_t q0 =
+      std::max({int64_t{1}, ceilDiv(total, chunks),
+                ceilDiv(total, std::max<int64_t>(batch, 1) * kMergeChunks)});
+  AdaptivePlan plan;
+  auto fill = [&](auto chunksOf, auto row2Of) {
+    int64_t first = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      plan.firstChunk.push_back(first);
+      plan.row2.push_back(row2Of(b, first));
+      first += chunksOf(b);
+    }
+    plan.firstChunk.push_back(first);
+    plan.k = first;
+  };
+  for (int64_t q = q0; q < q0 + kAdaptiveSearch; ++q) {
+    int64_t k = 0;
+    for (int64_t t : tiles)
+      k += std::max<int64_t>(1, ceilDiv(t, q));
+    if (k > chunks)
+      continue;
+    plan.q = q;
+    fill([&](int64_t b) { return std::max<int64_t>(1, ceilDiv(tiles[b], q)); },
+         [&](int64_t, int64_t first) { return first * q; });
+    return plan;
+  }
+  plan.q = q0;
+  plan.windows = true;
+  std::vector<int64_t> start(batch, 0);
+  for (int64_t b = 1; b < batch; ++b)
+    start[b] = start[b - 1] + tiles[b - 1];
+  fill(
+      [&](int64_t b) {
+        if (tiles[b] == 0)
+          return int64_t{1};
+        return (start[b] + tiles[b] - 1) / q0 - start[b] / q0 + 1;
+      },
+      [&](int64_t b, int64_t) { return start[b]; });
+  return plan;
+}
+
+// Adaptive plans (chunk_windows=2) follow their rule: the plan a launch
+// leaves in a caller workspace (the plan is the first workspace: K, q, each
+// request's first chunk, and row 2) against adaptiveRule, on batches where
+// the merge's bound sets q (one long request), where the search takes a
+// larger q than the least, where no q of the search fits (windows), with
+// no keys at all, and with more requests than chunks; every result against
+// the float64 reference.
+TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
+  constexpr int64_t kTileKv = 16;
+  struct Rule {
+    std::string name;
+    int64_t page, qLen, chunks;
+    std::vector<int32_t> lens;
+    int64_t q;
+    bool windows;
+  };
+  std::vector<int32_t> oneLong(40, 1);
+  oneLong.push_back(2000);
+  const std::vector<Rule> rules = {
+      {"merge_bound", 16, 1, 200, {2000}, 2, false},
+      {"searched", 3, 2, 16, std::vector<int32_t>(10, 80), 5, false},
+      {"windows", 1, 1, 16, oneLong, 11, true},
+      {"no_keys", 64, 1, 16, {0, 0, 0}, 1, false},
+      {"many_requests", 16, 1, 16, std::vector<int32_t>(20, 16), 2, true},
+  };
+  for (const Rule &rule : rules) {
+    Case c{"adaptive_rule_" + rule.name,
+           16,
+           512,
+           64,
+           rule.page,
+           rule.qLen,
+           "bf16",
+           rule.lens,
+           "chunk_windows=2,head_group=16,tile_kv=" + std::to_string(kTileKv) +
+               ",kv_chunks=" + std::to_string(rule.chunks)};
+    SCOPED_TRACE(c.name);
+    const AdaptivePlan want = adaptiveRule(rule.lens, kTileKv, rule.chunks);
+    // The rule as this test states it, so that the cases keep covering
+    // each branch.
+    ASSERT_EQ(want.q, rule.q);
+    ASSERT_EQ(want.windows, rule.windows);
+    std::optional<Kernel> kernel;
+    ASSERT_NO_FATAL_FAILURE(loadDecode(c, kernel));
+    Workspace workspace;
+    DecodeRun r;
+    ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, c, r, {}, &workspace));
+    checkReference(c, r);
+    const auto *plan = reinterpret_cast<const int32_t *>(workspace.data);
+    const int64_t batch = static_cast<int64_t>(rule.lens.size());
+    const int64_t row = batch + rule.chunks + mla::rt::schedule::kPlanHeader;
+    ASSERT_GE(workspace.bytes, sizeof(int32_t) * 4 * row);
+    EXPECT_EQ(plan[0], want.k) << "K";
+    EXPECT_EQ(plan[1], want.q) << "q";
+    for (int64_t b = 0; b <= batch; ++b)
+      EXPECT_EQ(plan[2 + b], want.firstChunk[b]) << "C_b, b = " << b;
+    for (int64_t b = 0; b < batch; ++b)
+      EXPECT_EQ(plan[2 * row + b], want.row2[b]) << "row 2, b = " << b;
+  }
+}
+
+// Decode's plan of chunks depends on seq_lens alone: the layers of a decode
+// step can share it (LaunchOptions::reusePlan, as FlashMLA's callers share
+// one scheduler metadata). Layer 0 computes it in a caller workspace; the
+// later layers, with other q, cache and block table but the same lengths,
+// skip the plan launch and match the reference and a full launch bit for
+// bit. A kernel without a plan (fixed split-KV) ignores the option.
+TEST(DecodeChunks, ReusedPlanAcrossLayers) {
+  const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 129};
+  Case c{"reuse_layer0", 16, 512, 64, 16, 1, "bf16", lens, "kv_chunks=10"};
+  std::optional<Kernel> kernel;
+  ASSERT_NO_FATAL_FAILURE(loadDecode(c, kernel));
+  EXPECT_EQ(kernel->planLaunches(), 1u);
+  Workspace workspace;
+  LaunchOptions reuse;
+  reuse.reusePlan = true;
+  // A workspace that holds no plan yet (zeros: no chunks): the plan launch
+  // is skipped, so every request merges no part (o 0, lse -inf).
+  DecodeRun unplanned;
+  ASSERT_NO_FATAL_FAILURE(
+      runDecodeWith(*kernel, c, unplanned, reuse, &workspace));
+  for (float lse : unplanned.lse)
+    ASSERT_EQ(lse, -INFINITY) << "a launch reusing no plan found chunks";
+  DecodeRun layer0;
+  ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, c, layer0, {}, &workspace));
+  checkReference(c, layer0);
+  for (int layer = 1; layer <= 2; ++layer) {
+    Case l = c;
+    l.name = "reuse_layer" + std::to_string(layer);
+    DecodeRun reused, full;
+    ASSERT_NO_FATAL_FAILURE(
+        runDecodeWith(*kernel, l, reused, reuse, &workspace));
+    checkReference(l, reused);
+    ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, l, full));
+    expectSameBits(reused, full, "layer " + std::to_string(layer));
+  }
+  // The host's pooled workspace holds no earlier plan: it is computed.
+  DecodeRun pooled;
+  ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, c, pooled, reuse));
+  checkReference(c, pooled);
+
+  Case fixed = c;
+  fixed.name = "reuse_fixed";
+  fixed.perfConfig = "kv_chunks=0,kv_splits=3";
+  std::optional<Kernel> split;
+  ASSERT_NO_FATAL_FAILURE(loadDecode(fixed, split));
+  EXPECT_EQ(split->planLaunches(), 0u);
+  Workspace splitWorkspace;
+  DecodeRun r;
+  ASSERT_NO_FATAL_FAILURE(
+      runDecodeWith(*split, fixed, r, reuse, &splitWorkspace));
+  checkReference(fixed, r);
+}
+} // namespace
+} // namespace mla::e2e
