@@ -132,28 +132,30 @@ void sumCounts(
       // Past the batch: 0, without reading the lengths.
       Value clamped = arith::SelectOp::create(ib, in, bIdx, at(ib, 0));
       for (int64_t j = 0; j < n; ++j)
-        i32Store(ib,
-                 arith::SelectOp::create(ib, in, count(ib, clamped, j),
-                                         at(ib, 0)),
-                 buf, {at(ib, j), iv[0]});
+        i32Store(
+            ib,
+            arith::SelectOp::create(ib, in, count(ib, clamped, j), at(ib, 0)),
+            buf, {at(ib, j), iv[0]});
     });
     for (int64_t d = kScanBlock / 2; d >= 1; d /= 2) {
-      parallelFor(lb, {at(lb, d)}, [&](ImplicitLocOpBuilder &ib,
-                                       ValueRange iv) {
-        Value other = arith::AddIOp::create(ib, iv[0], at(ib, d));
-        for (int64_t j = 0; j < n; ++j)
-          i32Store(ib,
-                   arith::AddIOp::create(ib, i32Load(ib, buf, {at(ib, j), iv[0]}),
-                                         i32Load(ib, buf, {at(ib, j), other})),
-                   buf, {at(ib, j), iv[0]});
-      });
+      parallelFor(lb, {at(lb, d)},
+                  [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                    Value other = arith::AddIOp::create(ib, iv[0], at(ib, d));
+                    for (int64_t j = 0; j < n; ++j)
+                      i32Store(ib,
+                               arith::AddIOp::create(
+                                   ib, i32Load(ib, buf, {at(ib, j), iv[0]}),
+                                   i32Load(ib, buf, {at(ib, j), other})),
+                               buf, {at(ib, j), iv[0]});
+                  });
     }
     parallelFor(lb, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
       for (int64_t j = 0; j < n; ++j)
-        i32Store(ib,
-                 arith::AddIOp::create(ib, i32Load(ib, cells, at(ib, cell + j)),
-                                       i32Load(ib, buf, {at(ib, j), at(ib, 0)})),
-                 cells, at(ib, cell + j));
+        i32Store(
+            ib,
+            arith::AddIOp::create(ib, i32Load(ib, cells, at(ib, cell + j)),
+                                  i32Load(ib, buf, {at(ib, j), at(ib, 0)})),
+            cells, at(ib, cell + j));
     });
   });
 }
@@ -202,9 +204,9 @@ struct PlanBuilder {
         ib, arith::CeilDivSIOp::create(ib, total, indexConst(ib, chunks)),
         indexConst(ib, 1));
     if (op.getAdaptive()) {
-      Value perMerge = arith::MulIOp::create(
-          ib, maxIdx(ib, batch, indexConst(ib, 1)),
-          indexConst(ib, rt::schedule::kMergeChunks));
+      Value perMerge =
+          arith::MulIOp::create(ib, maxIdx(ib, batch, indexConst(ib, 1)),
+                                indexConst(ib, rt::schedule::kMergeChunks));
       return maxIdx(ib, q, arith::CeilDivSIOp::create(ib, total, perMerge));
     }
     // ceil(sqrt(T / balance)): the least r with r·r·balance >= T, by
@@ -388,8 +390,8 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   // `chunks`) is taken, and when none fits the windows of q.
   if (adaptive) {
     constexpr int64_t n = rt::schedule::kAdaptiveSearch;
-    Value search = memref::AllocaOp::create(
-        g, MemRefType::get({n, kScanBlock}, i32));
+    Value search =
+        memref::AllocaOp::create(g, MemRefType::get({n, kScanBlock}, i32));
     sumCounts(g, search, t.cells, batch, kCandidates, n,
               [&](ImplicitLocOpBuilder &ib, Value req, int64_t j) {
                 Value q = arith::AddIOp::create(ib, pb.cell(ib, kChunkTiles),

@@ -19,7 +19,6 @@
 namespace mla::e2e {
 namespace {
 
-
 // The length-aware schedule's result depends on the lengths alone: the
 // same inputs give the same bits whatever the number of workgroups that
 // take the chunks in turn (one per possible chunk, one, three, many), for

@@ -56,7 +56,6 @@ struct DecodeRun {
   std::vector<float> lse;
 };
 
-
 /// Compiles `c` and loads its kernel on the test device.
 void loadDecode(const Case &c, std::optional<Kernel> &out);
 
@@ -74,7 +73,6 @@ struct Workspace {
   }
 };
 
-
 /// Launches `kernel` (compiled from `c`) on random inputs (seeded by
 /// c.inputs, else c.name) in a random paged layout, with `options`; with
 /// `workspace`, in that caller workspace (allocated, zeroed, at the first
@@ -84,7 +82,6 @@ void runDecodeWith(const Kernel &kernel, const Case &c, DecodeRun &r,
 
 /// Compiles `c`, launches it on random inputs in a random paged layout.
 void runDecode(const Case &c, DecodeRun &r);
-
 
 /// Compares a run's o and lse with a float64 reference.
 void checkReference(const Case &c, const DecodeRun &r);

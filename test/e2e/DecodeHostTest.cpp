@@ -26,7 +26,6 @@
 namespace mla::e2e {
 namespace {
 
-
 std::string tempDir() {
   static std::string dir = [] {
     char tmpl[] = "/tmp/mla-e2e-XXXXXX";
@@ -53,7 +52,6 @@ std::string compile(const Case &c) {
   EXPECT_EQ(rc, 0) << cmd;
   return out;
 }
-
 
 Buffer makeFloat(DType dtype, size_t n, std::mt19937 &rng) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -101,7 +99,6 @@ void loadDecode(const Case &c, std::optional<Kernel> &out) {
   ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
   out = *kernel;
 }
-
 
 /// Compiles `c`, launches it on random inputs in a random paged layout.
 void runDecode(const Case &c, DecodeRun &r) {
@@ -525,7 +522,6 @@ const Case kCases[] = {
      {150, 2},
      "stages=3,tile_kv=16,head_group=32"},
 };
-
 
 // Host workgroups keep their tiles on the stack. A launch from a thread
 // with a small stack (here 256 KiB, an application's choice) runs on the
