@@ -266,36 +266,83 @@ struct PlanBuilder {
     return arith::CmpIOp::create(ib, arith::CmpIPredicate::ne,
                                  cell(ib, kWindowsChosen), indexConst(ib, 0));
   }
-  /// n_b of the plan's cut.
+  /// n_b of the plan's cut (adaptive: only the chosen cut's count is
+  /// computed, so that request-aligned chunks read no window position).
   Value chunksOf(ImplicitLocOpBuilder &ib, Value req) const {
     if (!op.getWindows())
       return requestChunks(ib, req);
-    Value w = windowChunks(ib, req);
     if (!op.getAdaptive())
-      return w;
-    return arith::SelectOp::create(ib, windowsChosen(ib), w,
-                                   requestChunks(ib, req));
+      return windowChunks(ib, req);
+    auto ifWindows = scf::IfOp::create(ib, TypeRange{ib.getIndexType()},
+                                       windowsChosen(ib), /*withElse=*/true);
+    ImplicitLocOpBuilder tb(ib.getLoc(), ifWindows.thenBlock(),
+                            ifWindows.thenBlock()->end());
+    scf::YieldOp::create(tb, windowChunks(tb, req));
+    ImplicitLocOpBuilder eb(ib.getLoc(), ifWindows.elseBlock(),
+                            ifWindows.elseBlock()->end());
+    scf::YieldOp::create(eb, requestChunks(eb, req));
+    return ifWindows.getResult(0);
   }
-  /// With windows, chunk j of request `req` (chunk k) records k as its
-  /// window's first when it starts the window: j > 0, or P_b on a window's
-  /// first tile with keys.
-  void recordWindowStart(ImplicitLocOpBuilder &jb, Value req, Value j,
-                         Value k) const {
-    Value q = cell(jb, kChunkTiles), p = firstTile(jb, req);
-    Value aligned = arith::CmpIOp::create(jb, arith::CmpIPredicate::eq,
-                                          arith::RemUIOp::create(jb, p, q),
-                                          indexConst(jb, 0));
-    Value keys = arith::CmpIOp::create(jb, arith::CmpIPredicate::sgt,
-                                       tilesOf(jb, req), indexConst(jb, 0));
+  /// What recording the window starts of request `req`'s chunks needs,
+  /// read once before its chunk loop: its first window P_b / q, and
+  /// whether its first chunk starts that window (P_b on a window's first
+  /// tile, with keys).
+  struct WindowStart {
+    Value window, firstOpens;
+  };
+  WindowStart windowStartOf(ImplicitLocOpBuilder &ib, Value req) const {
+    Value q = cell(ib, kChunkTiles), p = firstTile(ib, req);
+    Value aligned = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq,
+                                          arith::RemUIOp::create(ib, p, q),
+                                          indexConst(ib, 0));
+    Value keys = arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt,
+                                       tilesOf(ib, req), indexConst(ib, 0));
+    return {arith::DivUIOp::create(ib, p, q),
+            arith::AndIOp::create(ib, aligned, keys)};
+  }
+  /// Chunk j of a request (chunk k) records k as its window's first when
+  /// it starts the window: j > 0, or the request's first chunk when
+  /// `ws.firstOpens`.
+  void recordWindowStart(ImplicitLocOpBuilder &jb, const WindowStart &ws,
+                         Value j, Value k) const {
     Value later = arith::CmpIOp::create(jb, arith::CmpIPredicate::sgt, j,
                                         indexConst(jb, 0));
-    Value opens = arith::OrIOp::create(
-        jb, arith::AndIOp::create(jb, aligned, keys), later);
-    opens = arith::AndIOp::create(jb, opens, windowsChosen(jb));
-    auto ifOpens = scf::IfOp::create(jb, opens, /*withElseRegion=*/false);
+    auto ifOpens =
+        scf::IfOp::create(jb, arith::OrIOp::create(jb, ws.firstOpens, later),
+                          /*withElseRegion=*/false);
     ImplicitLocOpBuilder ob(jb.getLoc(), ifOpens.thenBlock()->getTerminator());
-    Value w = arith::AddIOp::create(ob, arith::DivUIOp::create(ob, p, q), j);
-    i32Store(ob, k, plan, {indexConst(ob, 3), w});
+    i32Store(ob, k, plan,
+             {indexConst(ob, 3), arith::AddIOp::create(ob, ws.window, j)});
+  }
+  /// Request `req`'s chunks [first, first + n): their request in row 1
+  /// and, where the plan cut windows, their windows' first chunks in row
+  /// 3 (adaptive: only when it chose windows).
+  void writeChunks(ImplicitLocOpBuilder &ib, Value req, Value first,
+                   Value n) const {
+    auto loop = [&](ImplicitLocOpBuilder &lb, const WindowStart *ws) {
+      forLoop(lb, indexConst(lb, 0), n, indexConst(lb, 1),
+              [&](ImplicitLocOpBuilder &jb, Value j) {
+                Value k = arith::AddIOp::create(jb, first, j);
+                i32Store(jb, req, plan, {indexConst(jb, 1), k});
+                if (ws)
+                  recordWindowStart(jb, *ws, j, k);
+              });
+    };
+    if (!op.getWindows())
+      return loop(ib, nullptr);
+    if (!op.getAdaptive()) {
+      WindowStart ws = windowStartOf(ib, req);
+      return loop(ib, &ws);
+    }
+    auto ifWindows =
+        scf::IfOp::create(ib, windowsChosen(ib), /*withElseRegion=*/true);
+    ImplicitLocOpBuilder tb(ib.getLoc(),
+                            ifWindows.thenBlock()->getTerminator());
+    WindowStart ws = windowStartOf(tb, req);
+    loop(tb, &ws);
+    ImplicitLocOpBuilder eb(ib.getLoc(),
+                            ifWindows.elseBlock()->getTerminator());
+    loop(eb, nullptr);
   }
   /// Row 3's other entries, for w in [0, chunks]: windows: window 0 starts
   /// at chunk 0 (with the requests without keys before the first key) and
@@ -441,13 +488,7 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
                i32Store(
                    ib, first, plan,
                    {c0, arith::AddIOp::create(ib, req, indexConst(ib, 2))});
-               forLoop(ib, c0, n, indexConst(ib, 1),
-                       [&](ImplicitLocOpBuilder &jb, Value j) {
-                         Value k = arith::AddIOp::create(jb, first, j);
-                         i32Store(jb, req, plan, {indexConst(jb, 1), k});
-                         if (windows)
-                           pb.recordWindowStart(jb, req, j, k);
-                       });
+               pb.writeChunks(ib, req, first, n);
              });
   // 4. The header: K, q, and C_B = K.
   parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
