@@ -316,7 +316,8 @@ struct PlanBuilder {
   }
   /// Request `req`'s chunks [first, first + n): their request in row 1
   /// and, where the plan cut windows, their windows' first chunks in row
-  /// 3 (adaptive: only when it chose windows).
+  /// 3 (adaptive: only when it chose windows; when it did not, C_b·q in
+  /// row 2 in place of P_b).
   void writeChunks(ImplicitLocOpBuilder &ib, Value req, Value first,
                    Value n) const {
     auto loop = [&](ImplicitLocOpBuilder &lb, const WindowStart *ws) {
@@ -343,13 +344,16 @@ struct PlanBuilder {
     ImplicitLocOpBuilder eb(ib.getLoc(),
                             ifWindows.elseBlock()->getTerminator());
     loop(eb, nullptr);
+    // Request-aligned chunks in the windows' layout: row 2 holds C_b·q.
+    i32Store(eb, arith::MulIOp::create(eb, first, cell(eb, kChunkTiles)),
+             plan, {indexConst(eb, 2), req});
   }
   /// Row 3's other entries, for w in [0, chunks]: windows: window 0 starts
   /// at chunk 0 (with the requests without keys before the first key) and
   /// the windows past the last (w >= ceil(T / q)) at K; request-aligned
   /// chunks (adaptive): window w is chunk min(w, K), and row 2 holds C_b·q
-  /// in place of P_b, so that window w's range in the batch is chunk w's in
-  /// its request.
+  /// in place of P_b (writeChunks), so that window w's range in the batch
+  /// is chunk w's in its request.
   void finishWindows() {
     parallelFor(
         g, {indexConst(g, op.getChunks() + 1)},
@@ -377,21 +381,6 @@ struct PlanBuilder {
               minIdx(sb, w, k));
           i32Store(sb, v, plan, {indexConst(sb, 3), w});
         });
-    if (!op.getAdaptive())
-      return;
-    parallelFor(g, {batch}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-      auto ifReq = scf::IfOp::create(
-          ib,
-          arith::XOrIOp::create(ib, windowsChosen(ib),
-                                arith::ConstantIntOp::create(ib, 1, 1)),
-          /*withElseRegion=*/false);
-      ImplicitLocOpBuilder rb(ib.getLoc(), ifReq.thenBlock()->getTerminator());
-      Value cb = i32Load(rb, plan,
-                         {indexConst(rb, 0),
-                          arith::AddIOp::create(rb, iv[0], indexConst(rb, 2))});
-      i32Store(rb, arith::MulIOp::create(rb, cb, cell(rb, kChunkTiles)), plan,
-               {indexConst(rb, 2), iv[0]});
-    });
   }
 };
 } // namespace
@@ -498,8 +487,7 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
     i32Store(ib, k, plan,
              {c0, arith::AddIOp::create(ib, batch, indexConst(ib, 2))});
   });
-  // 5. With windows: the rest of row 3 (and row 2 of adaptive plans that
-  // chose request-aligned chunks).
+  // 5. With windows: the rest of row 3.
   if (windows)
     pb.finishWindows();
   op.erase();
