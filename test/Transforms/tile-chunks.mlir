@@ -84,19 +84,21 @@
 // WINDOWS: memref.dealloc %[[PLAN]]
 // chunk_windows = 2: the windows' plan layout and grid; the least q is
 // also bounded by the merge (T / (B · 64)); the plan sums the
-// request-aligned chunks of its 8 candidates q + j (cells 4..11, a tree
-// reduction over an 8 x 256 buffer), takes the least that fits 8 chunks
+// request-aligned chunks of its 4 candidates q + j (cells 4..7, a tree
+// reduction over a 4 x 256 buffer; unsigned 32-bit divisions), takes the
+// least that fits 8 chunks
 // (the choice in cell 3: none fits takes windows), and where it keeps them
 // rewrites row 2 as C_b·q.
 // ADAPTIVE-LABEL: func @chunks
 // ADAPTIVE-SAME: kv_chunks=8 chunk_windows=2"
 // ADAPTIVE: %[[PLAN:.*]] = memref.alloc(%{{.*}}) : memref<4x?xi32>
 // ADAPTIVE: mla.grid in (%c1, %c1, %c1) {
-// ADAPTIVE: %[[CELLS:.*]] = memref.alloca() : memref<12xi32>
+// ADAPTIVE: %[[CELLS:.*]] = memref.alloca() : memref<8xi32>
 // ADAPTIVE: arith.muli %{{.*}}, %c64
-// ADAPTIVE: %[[SEARCH:.*]] = memref.alloca() : memref<8x256xi32>
-// ADAPTIVE: memref.store %{{.*}}, %[[CELLS]][%c11
-// ADAPTIVE: memref.store %{{.*}}, %[[SEARCH]][%c7
+// ADAPTIVE: %[[SEARCH:.*]] = memref.alloca() : memref<4x256xi32>
+// ADAPTIVE: memref.store %{{.*}}, %[[CELLS]][%c7
+// ADAPTIVE: arith.divui %{{.*}} : i32
+// ADAPTIVE: memref.store %{{.*}}, %[[SEARCH]][%c3
 // ADAPTIVE: arith.cmpi sle, %{{.*}}, %c8
 // ADAPTIVE: memref.store %{{.*}}, %[[CELLS]][%c3
 // ADAPTIVE: arith.muli

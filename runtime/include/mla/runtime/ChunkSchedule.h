@@ -73,10 +73,15 @@ inline constexpr int64_t kMergeChunks = 64;
 /// request-aligned chunks of q, q + 1, ..., q + kAdaptiveSearch - 1 tiles
 /// are counted (in one pass over the lengths), and the least of them that
 /// fits one wave (at most chunkTarget chunks) is taken; when none fits, the
-/// windows of q. Measured on the H200 (docs/Performance.md "Windows"): the
-/// production batch took 64.1 us in request-aligned chunks of 14-15 tiles
-/// and 67.6-70.2 us in windows of 12-13.
-inline constexpr int64_t kAdaptiveSearch = 8;
+/// windows of q. Additive, not a factor of q: a window that a request
+/// starts inside costs a second chunk (about 2-3 tiles' time), so
+/// request-aligned chunks a few tiles longer than the windows are still
+/// the faster cut. Measured on an H100 (docs/Performance.md "Adaptive
+/// plan"): the production batch's chunks kernel took 60.8 us in
+/// request-aligned chunks of 14 tiles and 70.0 us in windows of 12; the
+/// plan kernel 8.9 us with 8 candidates, 6.6 with 1 (6.9 the default
+/// plan's), hence 4.
+inline constexpr int64_t kAdaptiveSearch = 4;
 
 } // namespace mla::rt::schedule
 
