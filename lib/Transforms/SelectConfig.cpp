@@ -63,6 +63,16 @@ ConfigFields lengthAwareSchedule(ConfigFields cfg, const ArchInfo &arch) {
 /// it keeps 1.
 constexpr int64_t kOneHeadGroupMergeGroups = 4;
 
+/// The adaptive plan (#mla.config chunk_windows = 2) on GPUs: request-aligned
+/// chunks where they fit one wave, windows where they do not, the least
+/// chunk bounded by the merge. Measured on an H100 (docs/Performance.md,
+/// "Adaptive plan"), with the plan reused: ragged batches 1.8 % (H=16) and
+/// 5.9 % (H=128) faster, B=1 and B=8 3-4 %, H=128 Sq=2 8-10 %, no other row
+/// slower by more than 0.3 us; with the plan computed in each launch one row
+/// (H=128 B=64 L=4096) 2.2 % slower (its plan kernel 7.3 us, the
+/// refinement's 6.8-7.2). The host (not timed with it) keeps 0.
+constexpr int64_t kGpuChunkWindows = 2;
+
 /// Largest divisor of `n` that is <= `cap`.
 int64_t largestDivisorAtMost(int64_t n, int64_t cap) {
   for (int64_t d = std::min(n, cap); d > 1; --d)
@@ -629,6 +639,20 @@ struct SelectConfigPass
     if (!existing && cfg.kvChunks == 0 &&
         !specHasField(perfConfig, "merge_groups"))
       cfg.mergeGroups = 1;
+    // So are the windows.
+    if (!existing && cfg.kvChunks == 0 &&
+        !specHasField(perfConfig, "chunk_windows"))
+      cfg.chunkWindows = 0;
+    // The adaptive plan bounds q by the merge, not by chunk_balance: asked
+    // for together, it is an error rather than a value silently unread.
+    if (!existing && cfg.chunkWindows == 2 &&
+        specHasField(perfConfig, "chunk_balance")) {
+      op->emitError() << "perf-config: chunk_balance applies to chunk_windows "
+                         "0 and 1 (the adaptive plan, chunk_windows=2, bounds "
+                         "its chunks by the merge instead); add "
+                         "chunk_windows=0 or 1";
+      return {};
+    }
     // chunk_balance has a default on every config (the verifier cannot
     // tell it was asked for): asked together with fixed split-KV
     // (kv_chunks=0), it is an error as workgroups and merge_groups are,
@@ -710,6 +734,8 @@ struct SelectConfigPass
         arch);
     if (arch.kind != TargetKind::Host && cfg.headGroup >= op.getNumHeads())
       cfg.mergeGroups = kOneHeadGroupMergeGroups;
+    if (arch.kind != TargetKind::Host)
+      cfg.chunkWindows = kGpuChunkWindows;
     ConfigAttr attr = selectConfig(op, cfg, op.getConfigAttr(), arch);
     if (!attr)
       return failure();

@@ -16,6 +16,8 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_80" | FileCheck %s --check-prefix=SM80
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=wgmma=0" | FileCheck %s --check-prefix=SM90SYNC
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=kv_chunks=0,kv_splits=8" | FileCheck %s --check-prefix=SM90FIXED
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=chunk_balance=64" 2>&1 | FileCheck %s --check-prefix=SM90BALANCE
+// RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=chunk_windows=0,chunk_balance=64" | FileCheck %s --check-prefix=SM90BALANCE0
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
@@ -23,16 +25,22 @@
 // 16-row block), 32-key tiles, two pipeline stages, balanced splits; one
 // head group, so the merge's part groups (merge_groups = 4).
 // SM90-LABEL: func @deepseek_tp8
-// SM90: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 2, stages = 2, kv_chunks = 256, merge_groups = 4>
+// SM90: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 2, stages = 2, kv_chunks = 256, merge_groups = 4, chunk_windows = 2>
 // Fixed splits (kv_chunks = 0) have no chunk merge: the part groups'
 // default goes with the length-aware schedule.
 // SM90FIXED-LABEL: func @deepseek_tp8
 // SM90FIXED: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 2, stages = 2>}
+// GPU targets take the adaptive plan (chunk_windows = 2), which bounds its
+// chunks by the merge: chunk_balance with it is an error naming the field;
+// with chunk_windows = 0 it is the square root's balance as before.
+// SM90BALANCE: error: perf-config: chunk_balance applies to chunk_windows 0 and 1
+// SM90BALANCE0-LABEL: func @deepseek_tp8
+// SM90BALANCE0: config = #mla.config<{{.*}}kv_chunks = 256, chunk_balance = 64, merge_groups = 4>}
 // With wgmma=0 the heuristics keep the mma.sync shapes (32-key tiles).
 // SM90SYNC-LABEL: func @heads128_mtp4
-// SM90SYNC: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, wgmma = 0, kv_chunks = 256>
+// SM90SYNC: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, wgmma = 0, kv_chunks = 256, chunk_windows = 2>
 // SM80-LABEL: func @heads128_mtp4
-// SM80: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 216>
+// SM80: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 216, chunk_windows = 2>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>
 // OVERRIDE-LABEL: func @deepseek_tp8
 // OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 16, warps = 1, stages = 1>
@@ -60,7 +68,7 @@ func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>,
 // sm_90a: 64 rows = one warpgroup per value half (warpgroup MMA): 64-key
 // tiles; eight head groups: one merge part group (the default, not printed).
 // SM90-LABEL: func @heads128_mtp4
-// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256>
+// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>
 func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x128x512xbf16>, %lse: memref<?x4x128xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x4x128x576xbf16>, memref<?x1x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x128x512xbf16>, memref<?x4x128xf32>
@@ -73,7 +81,7 @@ func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>
 // CHECK-LABEL: func @heads7
 // f32 (no fused step): 4 warps, one stage, up to 16 rows.
 // SM90-LABEL: func @heads7
-// SM90: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 7, warps = 4, stages = 1, kv_chunks = 256, merge_groups = 4>
+// SM90: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 7, warps = 4, stages = 1, kv_chunks = 256, merge_groups = 4, chunk_windows = 2>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 7, warps = 1, stages = 1, kv_chunks = 32>
 func.func @heads7(%q: memref<?x1x7x288xf32>, %kv: memref<?x3x288xf32>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x7x256xf32>, %lse: memref<?x1x7xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x7x288xf32>, memref<?x3x288xf32>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x7x256xf32>, memref<?x1x7xf32>

@@ -151,16 +151,18 @@ static cl::opt<std::string>
                         "default; kv_chunks=0 with kv_splits=N selects fixed "
                         "split-KV),workgroups=N (with kv_chunks: workgroups "
                         "that take the chunks in turn),chunk_balance=N "
-                        "(with kv_chunks: chunks of at least "
-                        "sqrt(tiles / N) tiles, default 16),merge_groups=N "
+                        "(with kv_chunks and chunk_windows 0 or 1: chunks of "
+                        "at least sqrt(tiles / N) tiles, default 16),"
+                        "merge_groups=N "
                         "(with kv_chunks: groups of threads that split each "
                         "request's chunks in the merge, 1-16, default 4 on "
                         "GPUs where one workgroup takes every head, else 1),"
                         "chunk_windows=0|1|2 (with kv_chunks: 1 cuts the "
                         "batch's key tiles into equal windows, one "
-                        "workgroup per window; 2 lets the plan choose "
+                        "workgroup per window; 2, the default on GPU "
+                        "targets (0 on the host), lets the plan choose "
                         "request-aligned chunks when they fit one wave, "
-                        "else windows)"),
+                        "else windows, the chunks bounded by the merge)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

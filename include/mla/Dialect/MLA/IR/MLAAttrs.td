@@ -45,7 +45,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       chunks w, w + workgroups, ...); 0: one workgroup per possible chunk
       (`batch + max(1, kv_chunks / G)`), each running at most one.
     * `chunk_balance` (optional, default 16, `kChunkBalance` in
-      `mla/runtime/ChunkSchedule.h`): with `kv_chunks`, chunks are
+      `mla/runtime/ChunkSchedule.h`): with `kv_chunks` and `chunk_windows`
+      0 or 1 (asked for with 2 it is an error), chunks are
       also at least `ceil(sqrt(T / chunk_balance))` tiles long, so that a
       small batch is cut into fewer, longer chunks (each chunk costs its
       partial result and a share of the merge). 1..2^20; larger values give
@@ -64,10 +65,14 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       request's piece of one window, and one workgroup takes every piece
       of its window in turn, so every workgroup holds at most `q` tiles
       (a request that starts inside a window costs that window a second
-      chunk). 2 chooses at run time, in the plan: the request-aligned
-      chunks of the same `q` when they number at most
-      `max(1, kv_chunks / G)` (one wave), else the windows (a ragged
-      batch), in place of the refinement. 0, 1 or 2.
+      chunk). 2 chooses at run time, in the plan (the default on GPU
+      targets; the host keeps 0): the least `q` is bounded by the merge
+      (`ceil(T / (B·kMergeChunks))`, not by `chunk_balance`), and of `q` ..
+      `q + kAdaptiveSearch - 1` (`mla/runtime/ChunkSchedule.h`) the least
+      whose request-aligned chunks number at most `max(1, kv_chunks / G)`
+      (one wave) is taken, else the windows of `q` (a ragged batch), in
+      place of the refinement. 0, 1 or 2; kv_chunks = 0 turns a default of
+      2 off.
     * `tile_q` (optional, default 0): query rows per workgroup of
       `mla.prefill` (a power of two, 16..256; 0 on decode, whose rows are
       `head_group` heads times the query length).

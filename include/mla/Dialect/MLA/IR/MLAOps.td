@@ -227,11 +227,14 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     - 1) / q - P_b / q + 1` (1 when `T_b = 0`), chunk `j` holding its
     tiles `[max(0, (P_b / q + j)·q - P_b), min(T_b, (P_b / q + j + 1)·q -
     P_b))`. A window's chunks are consecutive: `K <= W + B`. `refine` must
-    be 1. With `adaptive` (needs `windows`), the plan chooses at run time:
-    when the request-aligned chunks of the same `q` number at most
-    `chunks` (one wave), it writes them in the windows' layout (chunk `k`
-    as window `k`: `plan[2][b] = C_b·q`, `plan[3][w] = min(w, K)`), else
-    the windows.
+    be 1. With `adaptive` (needs `windows`), the plan chooses at run time,
+    and `balance` is not read: the least `q` is `q0 = max(1, ceil(T /
+    chunks), ceil(T / (max(B, 1)·kMergeChunks)))` (ChunkSchedule.h); of
+    `q0, ..., q0 + kAdaptiveSearch - 1` the least whose request-aligned
+    chunks number at most `chunks` (one wave) is taken and they are
+    written in the windows' layout (chunk `k` as window `k`: `plan[2][b] =
+    C_b·q`, `plan[3][w] = min(w, K)`); when none fits, the windows of
+    `q0`.
 
     `plan` is `memref<R x N x i32>` with `N >= B + refine · chunks + 2`:
     `plan[0][0] = K`, `plan[0][1] = q`, `plan[0][2 + b] = C_b` for
