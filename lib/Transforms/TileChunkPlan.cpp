@@ -227,19 +227,17 @@ struct PlanBuilder {
     }
     return maxIdx(ib, q, hi);
   }
-  /// Request-aligned chunks of request `req`: max(1, ceil(T_b / q)), q
-  /// from its cell or given.
-  Value requestChunks(ImplicitLocOpBuilder &ib, Value req,
-                      Value q = nullptr) const {
-    if (!q)
-      q = cell(ib, kChunkTiles);
-    return maxIdx(ib, arith::CeilDivSIOp::create(ib, tilesOf(ib, req), q),
-                  indexConst(ib, 1));
+  /// Request-aligned chunks of request `req`: max(1, ceil(T_b / q)).
+  Value requestChunks(ImplicitLocOpBuilder &ib, Value req) const {
+    return maxIdx(
+        ib,
+        arith::CeilDivSIOp::create(ib, tilesOf(ib, req), cell(ib, kChunkTiles)),
+        indexConst(ib, 1));
   }
-  /// requestChunks in unsigned 32-bit arithmetic, max(1, (T_b + q - 1) /
-  /// q) (T_b, q >= 1 and their sum below 2^31): the search's counts, where
-  /// a 64-bit signed ceiling division per candidate made the plan kernel
-  /// slower.
+  /// The request-aligned chunks of request `req` for chunks of `q` tiles,
+  /// in unsigned 32-bit arithmetic: max(1, (T_b + q - 1) / q) (T_b >= 0,
+  /// q >= 1, both below 2^31 as T is): the search's counts, where a 64-bit
+  /// signed ceiling division per candidate made the plan kernel slower.
   Value requestChunks32(ImplicitLocOpBuilder &ib, Value req, Value q) const {
     Type i32 = ib.getI32Type();
     auto to32 = [&](Value v) {
