@@ -1,0 +1,54 @@
+//===- ConfigOverrides.h - mla-select-config's fields and checks -*- C++ -*-===//
+//
+// Library-private: the fields of #mla.config as mla-select-config chooses
+// them (ConfigFields), the --perf-config overrides by field name, and the
+// checks of a chosen config and of the functions around the kernel ops
+// (ConfigOverrides.cpp). The per-target heuristics and the pass are in
+// SelectConfig.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_LIB_TRANSFORMS_CONFIGOVERRIDES_H
+#define MLA_LIB_TRANSFORMS_CONFIGOVERRIDES_H
+
+#include "mla/Dialect/MLA/IR/MLA.h"
+#include "mla/Target/Arch.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mla {
+
+/// The fields of #mla.config while mla-select-config chooses them.
+struct ConfigFields {
+  int64_t tileKv, kvSplits, headGroup, warps, stages,
+      minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0,
+      chunkBalance = rt::schedule::kChunkBalance, mergeGroups = 1,
+      chunkWindows = 0;
+};
+
+/// Whether the perf-config `spec` names `field` (its syntax is checked by
+/// applyOverrides).
+bool specHasField(llvm::StringRef spec, llvm::StringRef field);
+
+/// Whether `op` (a decode or prefill) has a mask variant.
+bool hasMaskRegion(mlir::Operation *op);
+
+/// Applies `field=value,...` overrides to `cfg`; reports errors (an empty
+/// or repeated field, a value that is not an integer, an unknown field,
+/// with the list of fields) at `op`.
+mlir::LogicalResult applyOverrides(mlir::Operation *op, llvm::StringRef spec,
+                                   ConfigFields &cfg);
+
+/// The config fields whose lowering on `arch` takes fewer values than
+/// #mla.config allows (warps on the host and past the GPU's block size):
+/// an error at `op`.
+mlir::LogicalResult checkConfigForTarget(mlir::Operation *op, ConfigAttr cfg,
+                                         const ArchInfo &arch);
+
+/// Kernel ops nested in another op's region, or side effects beside the
+/// kernel ops of a function, are errors located at the op (a compiled
+/// package would drop them).
+mlir::LogicalResult checkKernelFunctions(mlir::ModuleOp module);
+
+} // namespace mla
+
+#endif // MLA_LIB_TRANSFORMS_CONFIGOVERRIDES_H
