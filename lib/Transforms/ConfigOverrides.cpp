@@ -37,8 +37,8 @@ bool hasMaskRegion(Operation *op) {
 }
 
 /// The fields of #mla.config by name, as --perf-config spells them.
-static constexpr std::pair<const char *, int64_t ConfigFields::*> kConfigFieldNames[] =
-    {
+static constexpr std::pair<const char *, int64_t ConfigFields::*>
+    kConfigFieldNames[] = {
         {"tile_kv", &ConfigFields::tileKv},
         {"kv_splits", &ConfigFields::kvSplits},
         {"head_group", &ConfigFields::headGroup},
