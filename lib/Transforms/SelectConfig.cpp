@@ -61,8 +61,9 @@ constexpr int64_t kOneHeadGroupMergeGroups = 4;
 /// "Adaptive plan"), with the plan reused: ragged batches 1.8 % (H=16) and
 /// 5.9 % (H=128) faster, B=1 and B=8 3-4 %, H=128 Sq=2 8-10 %, no other row
 /// slower by more than 0.3 us; with the plan computed in each launch one row
-/// (H=128 B=64 L=4096) 2.2 % slower (its plan kernel 7.3 us, the
-/// refinement's 6.8-7.2). The host (not timed with it) keeps 0.
+/// (H=128 B=64 L=4096) 2.2 % slower, not explained further (the adaptive
+/// plan kernel takes 7.3 us, the refinement's 6.8-7.2). The host (2 cores:
+/// both schedules within 1.5 %) keeps 0.
 constexpr int64_t kGpuChunkWindows = 2;
 
 /// Largest divisor of `n` that is <= `cap`.
