@@ -40,7 +40,8 @@ int64_t mla::paddedTileBytes(int64_t rows, int64_t cols, int64_t elemBytes) {
 }
 
 int64_t mla::WorkgroupTiles::bytes() const {
-  const bool wgmma = lowering == StepLowering::Wgmma;
+  const bool wgmma = lowering == StepLowering::Wgmma ||
+                     lowering == StepLowering::WgmmaTransposed;
   auto operand = [&](int64_t r, int64_t c) {
     return wgmma ? swizzledTileBytes(r * c * elemBytes)
                  : paddedTileBytes(r, c, elemBytes);
@@ -70,6 +71,11 @@ int64_t mla::WorkgroupTiles::bytes() const {
                               alignedBytes(2 * rows * 4)
                         : 0) +
            4 * row + pages;
+  case StepLowering::WgmmaTransposed:
+    // The probability tile (rows x keys, swizzled) and the four warps'
+    // per-row values; m, l, the row scratch and the correction; pages.
+    return std::max(q + kv, acc) + swizzledTileBytes(rows * keys * elemBytes) +
+           alignedBytes(4 * rows * 4) + 4 * row + pages;
   case StepLowering::Register: {
     int64_t a = accTile ? acc : 0;
     int64_t operands = stages == 1 ? std::max({q, kv, a}) : q + kv + a;

@@ -57,6 +57,9 @@ enum class StepLowering {
   MmaSync,
   /// NVIDIA's fused step on warpgroup MMA: operands in the swizzled layout.
   Wgmma,
+  /// NVIDIA's transposed step (keys as warpgroup MMA's M): operands in the
+  /// swizzled layout, a swizzled probability tile, the warps' exchange.
+  WgmmaTransposed,
   /// The register step (GPU/RegisterStep.cpp; AMD).
   Register,
 };

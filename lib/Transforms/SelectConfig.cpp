@@ -268,6 +268,26 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
       return fusedPlan(op, elem, rows, op.getHeadDim(), tileKv,
                        op.getLatentDim(), 2 * rows / 16, wgmma);
     };
+    // sm_90a, at most 16 rows (decode's head group at Sq = 1): the
+    // transposed step (keys as warpgroup MMA's M), one warpgroup, 64-key
+    // tiles, one stage: two workgroups per SM. On an H100 against the
+    // mma.sync step below (docs/Performance.md, "The transposed step"):
+    // H=16 B=128 L=8192 3 % faster, B=1 10 %, the production batch and
+    // B=8 equal; two stages (one workgroup per SM) were slower on the
+    // large batches. 32 rows (Sq = 2) measured slower than mma.sync, so
+    // they keep it; 8 rows were not measured.
+    if (wgmmaOk && rows <= 16) {
+      ConfigFields cfg{/*tileKv=*/64,
+                       /*kvSplits=*/8, group,
+                       /*warps=*/4,
+                       /*stages=*/1,   arch.minWorkgroups};
+      FailureOr<nvidia::StepPlan> one =
+          fusedPlan(op, elem, rows, op.getHeadDim(), 64, op.getLatentDim(),
+                    cfg.warps, true);
+      if (succeeded(one) && one->transposed &&
+          workgroupBytes(op, cfg, arch) <= arch.sharedBytes)
+        return cfg;
+    }
     // Warpgroup MMA (sm_90a) where the fused step takes it (whole
     // warpgroups of 64 rows, value halves of 64-column blocks): 64-key
     // tiles, two stages. H=128 on the H200: 313 TFLOP/s against 233 with

@@ -89,7 +89,9 @@ FailureOr<WorkgroupTiles> mla::workgroupTiles(Operation *op, ConfigAttr config,
         s->shape, arch.hasWarpgroupMma() && config.getWgmma() != 0,
         op->getLoc());
     if (succeeded(plan)) {
-      t.lowering = plan->wgmma ? StepLowering::Wgmma : StepLowering::MmaSync;
+      t.lowering = plan->transposed ? StepLowering::WgmmaTransposed
+                   : plan->wgmma    ? StepLowering::Wgmma
+                                    : StepLowering::MmaSync;
       t.splitScores = plan->splitScores;
       return t;
     }

@@ -1,6 +1,7 @@
-// RUN: mla-opt %s --mla-select-config="target=sm_90a" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SPLIT
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=warps=2,tile_kv=32,stages=2" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SPLIT
 
-// Decode, 16 rows, 2 warps: the two warps of the row block split the key
+// Decode, 16 rows, 2 warps (the mma.sync step, sm_90a's default before the
+// transposed step: distribute-transposed-step.mlir): the two warps of the row block split the key
 // columns (16 each): row maxima meet in a 2 x 16 buffer, each half of P is
 // stored and both warps read all of P as the A operand; after the loop the
 // second half's row sums join the first's.

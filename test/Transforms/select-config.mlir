@@ -21,15 +21,19 @@
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
-// NVIDIA, 16-bit floats: rows for the register-fused step (two warps per
-// 16-row block), 32-key tiles, two pipeline stages, balanced splits; one
-// head group, so the merge's part groups (merge_groups = 4).
+// sm_90a, 16 rows: the transposed step (keys as warpgroup MMA's M), one
+// warpgroup, 64-key tiles, one stage; one head group, so the merge's part
+// groups (merge_groups = 4). Without warpgroup MMA (wgmma=0): the
+// register-fused mma.sync step (two warps per 16-row block), 32-key tiles,
+// two pipeline stages.
 // SM90-LABEL: func @deepseek_tp8
-// SM90: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 2, stages = 2, kv_chunks = 256, merge_groups = 4, chunk_windows = 2>
+// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 4, stages = 1, kv_chunks = 256, merge_groups = 4, chunk_windows = 2>
+// SM90SYNC-LABEL: func @deepseek_tp8
+// SM90SYNC: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 2, stages = 2, wgmma = 0, kv_chunks = 256, merge_groups = 4, chunk_windows = 2>
 // Fixed splits (kv_chunks = 0) have no chunk merge: the part groups'
 // default goes with the length-aware schedule.
 // SM90FIXED-LABEL: func @deepseek_tp8
-// SM90FIXED: config = #mla.config<tile_kv = 32, kv_splits = 8, head_group = 16, warps = 2, stages = 2>}
+// SM90FIXED: config = #mla.config<tile_kv = 64, kv_splits = 8, head_group = 16, warps = 4, stages = 1>}
 // GPU targets take the adaptive plan (chunk_windows = 2), which bounds its
 // chunks by the merge: chunk_balance with it is an error naming the field;
 // with chunk_windows = 0 it is the square root's balance as before.

@@ -160,3 +160,9 @@ prefetchWaits(ArrayRef<scf::ParallelOp> pars,
   return waits;
 }
 } // namespace mla::nvidia
+
+void mla::nvidia::waitAllAsyncCopies(ImplicitLocOpBuilder &b) {
+  Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+  nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
+}

@@ -72,22 +72,6 @@ LogicalResult refuse(AttentionStepOp op, const Twine &why) {
   return refuse(op.getLoc(), why);
 }
 
-/// Whether the query, key and value tiles can move to the swizzled layout
-/// warpgroup MMA reads (whole 64-column blocks at 8-row aligned offsets).
-bool canUseSwizzledOperands(AttentionStepOp op,
-                            SmallVectorImpl<memref::AllocaOp> &roots) {
-  for (Value v : {op.getQ(), op.getK(), op.getV()}) {
-    ViewInfo info = analyzeView(v);
-    if (!info.root || !info.rowsAligned || info.col0 % 64 != 0)
-      return false;
-    if (!llvm::is_contained(roots, info.root))
-      roots.push_back(info.root);
-  }
-  SmallVector<Operation *> fused = {op};
-  return llvm::all_of(
-      roots, [&](memref::AllocaOp root) { return canSwizzle(root, fused); });
-}
-
 /// The emitter of one fused step: the products through the emitters of
 /// the plan's instructions (`mma`: the product's, mma.sync or warpgroup
 /// MMA; `frag`: the warp's, whose fragments hold the state), every
@@ -177,23 +161,7 @@ private:
 };
 
 void FusedStep::swizzleOperands(ArrayRef<memref::AllocaOp> roots) {
-  ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(), loop->getBlock());
-  int64_t id = 0;
-  top.getBlock()->walk([&](memref::AllocaOp a) {
-    if (a->hasAttr(MLADialect::kSwizzleDstAttrName))
-      ++id;
-  });
-  for (memref::AllocaOp root : roots) {
-    MemRefType t = root.getType();
-    auto a = memref::AllocaOp::create(
-        top, MemRefType::get({swizzledCols(root) / 64, t.getDimSize(0), 64},
-                             t.getElementType()));
-    a->setAttr(a.getAlignmentAttrName(), top.getI64IntegerAttr(kSwizzleAlign));
-    a->setAttr(MLADialect::kSwizzleDstAttrName, top.getI64IntegerAttr(id));
-    root->setAttr(MLADialect::kSwizzleSrcAttrName, top.getI64IntegerAttr(id));
-    swizzled[root] = a.getResult();
-    ++id;
-  }
+  swizzled = nvidia::swizzleOperands(loop, roots);
 }
 
 /// Lanes, this warp's rows and value columns, and (split scores) the
@@ -589,8 +557,11 @@ void FusedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
   const int64_t nAcc = p.nAcc();
   // The accumulator tile shares memory with the operand tiles (placed by
   // mla-outline-gpu-kernels once a barrier separates their uses): a loop
-  // ending in a tile skip ends in no barrier of its own.
-  if (inTileSkip)
+  // ending in a tile skip ends in no barrier of its own, and a pipelined
+  // one may leave copies in flight (waitAllAsyncCopies).
+  if (op.getStages() > 1)
+    waitAllAsyncCopies(ab);
+  if (inTileSkip || op.getStages() > 1)
     gpu::BarrierOp::create(ab);
   for (int64_t blk = 0; blk < p.vBlocks; ++blk)
     for (int64_t i = 0; i < ci.elems; ++i)
@@ -679,6 +650,12 @@ FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
       *whyNot = why.str();
     return ::refuse(loc, why);
   };
+  // Fewer than 64 rows on one warpgroup: both products transposed.
+  std::string whyNotTransposed;
+  if (FailureOr<StepPlan> t =
+          planTransposedStep(shape, wgmmaAllowed, &whyNotTransposed);
+      succeeded(t))
+    return t;
   StepPlan p;
   p.elem = shape.elem;
   p.rows = shape.rows;
@@ -733,10 +710,13 @@ FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
             (p.colSplit == 1 || p.splitScores) && p.dim % 64 == 0 &&
             (p.dv / p.colSplit) % 64 == 0 && p.tile <= 256;
   if (wgmmaAllowed && !p.wgmma) {
-    StringRef why = "needs whole warpgroups of 64 rows, 64-column head and "
-                    "value blocks and at most 256 keys";
+    std::string why = "needs whole warpgroups of 64 rows, 64-column head "
+                      "and value blocks and at most 256 keys";
+    if (p.rows < 64)
+      why +=
+          ", or for fewer rows the transposed step, which " + whyNotTransposed;
     if (whyNot)
-      *whyNot = why.str();
+      *whyNot = why;
     LLVM_DEBUG(llvm::dbgs() << "mla-distribute: no warpgroup MMA at " << loc
                             << ": " << why << "\n");
   }
@@ -752,6 +732,8 @@ LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
   SmallVector<Operation *> pure;
   if (failed(plan))
     return failure();
+  if (plan->transposed)
+    return fuseTransposedStep(op, ti, *plan);
   // A mask's tile-skipping scf.if around the step carries the state.
   if (std::string why; failed(checkStepLoop(op, pure, why, /*tileSkip=*/true)))
     return refuse(op, why);

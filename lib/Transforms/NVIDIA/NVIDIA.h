@@ -30,6 +30,12 @@ prefetchWaits(llvm::ArrayRef<mlir::scf::ParallelOp> pars,
               const llvm::DenseMap<mlir::Operation *, bool> &async,
               const llvm::DenseMap<mlir::Operation *, int64_t> &ahead);
 
+/// Waits for every cp.async group this thread has in flight (an empty
+/// group committed, then waited for with none pending). After a pipelined
+/// key loop the copies of the tiles past its end may still be in flight
+/// while the accumulator tile, which shares their bytes, is written.
+void waitAllAsyncCopies(mlir::ImplicitLocOpBuilder &b);
+
 /// Marks 16-byte aligned vector loads and stores of global memory.
 void markGlobalVectorAlignment(GridOp grid);
 
@@ -50,6 +56,10 @@ struct StepPlan {
   int64_t sBlocks;             ///< a warp's m x n score fragments
   int64_t vBlocks;             ///< a warp's m x n accumulator fragments
   bool wgmma;                  ///< both products by warpgroup MMA
+  /// Both products transposed (TransposedStep.cpp): the key tile and the
+  /// value columns are warpgroup MMA's M, the query rows its N (fewer than
+  /// 64 rows: decode's head groups); one warpgroup, 64-key tiles.
+  bool transposed = false;
   int64_t nAcc() const { return vBlocks * frag->c.elems; }
   /// The instruction of both products (warpgroup MMA or `frag`).
   const MatrixInstr &productInstr() const;
@@ -70,6 +80,20 @@ mlir::FailureOr<StepPlan> planFusedStep(const StepShape &shape,
 /// any IR, when no fused strategy is feasible; -debug-only=mla-distribute
 /// says why.
 mlir::LogicalResult fuseAttentionStep(AttentionStepOp op, const ThreadInfo &ti);
+
+/// The transposed strategy (StepPlan::transposed) for `shape` where it
+/// applies (warpgroup MMA allowed, 16-bit floats, fewer than 64 rows in
+/// steps of 8, one warpgroup, 64-key tiles, 64-column head and value
+/// blocks); failure with the reason in `whyNot` otherwise.
+mlir::FailureOr<StepPlan> planTransposedStep(const StepShape &shape,
+                                             bool wgmmaAllowed,
+                                             std::string *whyNot = nullptr);
+
+/// The lowering of one mla.attention_step on a transposed plan
+/// (TransposedStep.cpp); fails before changing any IR where the step's loop
+/// or tiles do not take it.
+mlir::LogicalResult fuseTransposedStep(AttentionStepOp op, const ThreadInfo &ti,
+                                       const StepPlan &plan);
 
 /// After distribution: copies into the tiles the warpgroup-MMA step moved
 /// to the swizzled layout write the swizzled buffers; proxy fences before

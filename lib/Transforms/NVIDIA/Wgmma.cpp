@@ -89,7 +89,6 @@ bool canSwizzle(memref::AllocaOp root, ArrayRef<Operation *> fused) {
   });
 }
 
-namespace {
 /// The swizzled column position (block, row, column in the block) of
 /// element (r, c) of a swizzled tile.
 SmallVector<Value> swizzledIndex(ImplicitLocOpBuilder &b, Value r, Value c) {
@@ -103,7 +102,42 @@ SmallVector<Value> swizzledIndex(ImplicitLocOpBuilder &b, Value r, Value c) {
   return {block, r, col};
 }
 
-} // namespace
+bool canUseSwizzledOperands(AttentionStepOp op,
+                            SmallVectorImpl<memref::AllocaOp> &roots) {
+  for (Value v : {op.getQ(), op.getK(), op.getV()}) {
+    ViewInfo info = analyzeView(v);
+    if (!info.root || !info.rowsAligned || info.col0 % 64 != 0)
+      return false;
+    if (!llvm::is_contained(roots, info.root))
+      roots.push_back(info.root);
+  }
+  SmallVector<Operation *> fused = {op};
+  return llvm::all_of(
+      roots, [&](memref::AllocaOp root) { return canSwizzle(root, fused); });
+}
+
+DenseMap<Operation *, Value> swizzleOperands(scf::ForOp loop,
+                                             ArrayRef<memref::AllocaOp> roots) {
+  DenseMap<Operation *, Value> swizzled;
+  ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(), loop->getBlock());
+  int64_t id = 0;
+  top.getBlock()->walk([&](memref::AllocaOp a) {
+    if (a->hasAttr(MLADialect::kSwizzleDstAttrName))
+      ++id;
+  });
+  for (memref::AllocaOp root : roots) {
+    MemRefType t = root.getType();
+    auto a = memref::AllocaOp::create(
+        top, MemRefType::get({swizzledCols(root) / 64, t.getDimSize(0), 64},
+                             t.getElementType()));
+    a->setAttr(a.getAlignmentAttrName(), top.getI64IntegerAttr(kSwizzleAlign));
+    a->setAttr(MLADialect::kSwizzleDstAttrName, top.getI64IntegerAttr(id));
+    root->setAttr(MLADialect::kSwizzleSrcAttrName, top.getI64IntegerAttr(id));
+    swizzled[root] = a.getResult();
+    ++id;
+  }
+  return swizzled;
+}
 
 /// After distribution: the copies into each tile marked `mla.swizzle_src`
 /// (cp.async or vector stores of its views) write the buffer marked with
@@ -250,7 +284,8 @@ SmallVector<Value> registerFence(ImplicitLocOpBuilder &b,
 /// empty `acc`, D is not read (scale-d = 0).
 SmallVector<Value> wgmma(ImplicitLocOpBuilder &b, Type elem, int64_t n,
                          ArrayRef<Value> acc, Value aDesc,
-                         ArrayRef<Value> aRegs, Value bDesc, bool transB) {
+                         ArrayRef<Value> aRegs, Value bDesc, bool transB,
+                         bool transA) {
   const int64_t nd = n / 2;
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -280,8 +315,9 @@ SmallVector<Value> wgmma(ImplicitLocOpBuilder &b, Type elem, int64_t n,
      << " {";
   for (int64_t i = 0; i < nd; ++i)
     os << (i ? ", $" : "$") << i;
-  os << "}, " << aText << ", $" << bIdx << ", p, 1, 1" << (aDesc ? ", 0" : "")
-     << ", " << (transB ? 1 : 0) << ";\n}";
+  os << "}, " << aText << ", $" << bIdx << ", p, 1, 1"
+     << (aDesc ? (transA ? ", 1" : ", 0") : "") << ", " << (transB ? 1 : 0)
+     << ";\n}";
   SmallVector<Value> operands(acc.begin(), acc.end());
   if (aDesc)
     operands.push_back(aDesc);

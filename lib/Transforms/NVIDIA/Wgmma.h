@@ -11,6 +11,8 @@
 #include "../AttentionLayout.h"
 #include "../GPU/MatrixEmitter.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 namespace mla::nvidia {
 
 /// wgmma reads its shared-memory operands through descriptors, in one of a
@@ -51,6 +53,23 @@ int64_t swizzledCols(mlir::memref::AllocaOp root);
 bool canSwizzle(mlir::memref::AllocaOp root,
                 llvm::ArrayRef<mlir::Operation *> fused);
 
+/// The swizzled position (column block, row, column in the block) of
+/// element (r, c) of a tile in the 128-byte-swizzled layout.
+llvm::SmallVector<mlir::Value> swizzledIndex(mlir::ImplicitLocOpBuilder &b,
+                                             mlir::Value r, mlir::Value c);
+
+/// Whether the query, key and value tiles of `op` can move to the swizzled
+/// layout (whole 64-column blocks at 8-row aligned offsets); their root
+/// buffers are added to `roots`.
+bool canUseSwizzledOperands(
+    AttentionStepOp op, llvm::SmallVectorImpl<mlir::memref::AllocaOp> &roots);
+
+/// Gives each of `roots` a swizzled replacement at the top of the grid
+/// holding `loop` (marked for applySwizzle): the map from root to it.
+llvm::DenseMap<mlir::Operation *, mlir::Value>
+swizzleOperands(mlir::scf::ForOp loop,
+                llvm::ArrayRef<mlir::memref::AllocaOp> roots);
+
 /// A wgmma shared-memory matrix descriptor for an operand whose first
 /// element is at shared byte address `addr` (i64), 128-byte swizzle.
 mlir::Value wgmmaDescriptor(mlir::ImplicitLocOpBuilder &b, mlir::Value addr,
@@ -68,11 +87,13 @@ llvm::SmallVector<mlir::Value> registerFence(mlir::ImplicitLocOpBuilder &b,
                                              llvm::ArrayRef<mlir::Value> vals);
 
 /// One `wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<t>.<t>` as inline PTX
-/// (Wgmma.cpp says which operand comes from where).
+/// (Wgmma.cpp says which operand comes from where; `transA`: A from its
+/// descriptor MN-major).
 llvm::SmallVector<mlir::Value>
 wgmma(mlir::ImplicitLocOpBuilder &b, mlir::Type elem, int64_t n,
       llvm::ArrayRef<mlir::Value> acc, mlir::Value aDesc,
-      llvm::ArrayRef<mlir::Value> aRegs, mlir::Value bDesc, bool transB);
+      llvm::ArrayRef<mlir::Value> aRegs, mlir::Value bDesc, bool transB,
+      bool transA = false);
 
 /// The MatrixEmitter of warpgroup MMA (bf16 or f16): asynchronous products
 /// from shared-memory descriptors (and A from registers), for the fused
