@@ -143,10 +143,10 @@ StepScratch mla::allocateStepScratch(AttentionStepOp op, bool scores,
   return s;
 }
 
-void mla::stageStepQueries(AttentionStepOp op) {
+scf::ParallelOp mla::stageStepQueries(AttentionStepOp op) {
   Value q = op.getQ();
   if (stateBuffer(q))
-    return;
+    return nullptr;
   const int64_t rows = op.getRows(), dim = op.getHeadDim();
   Type elem = op.getElementType();
   ImplicitLocOpBuilder top = builderAtGridTop(op.getLoc(), op->getBlock());
@@ -165,7 +165,7 @@ void mla::stageStepQueries(AttentionStepOp op) {
   if (view && !llvm::all_of(view.getStaticStrides(),
                             [](int64_t st) { return st == 1; }))
     view = nullptr;
-  parallelFor(
+  scf::ParallelOp copy = parallelFor(
       b, {indexConst(b, rows), indexConst(b, dim / vw)},
       [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
         Value d = arith::MulIOp::create(ib, iv[1], cVw);
@@ -197,6 +197,7 @@ void mla::stageStepQueries(AttentionStepOp op) {
       });
   op.getQMutable().assign(tile);
   op.removeQueryGroupsAttr(); // the tile's rows are the step's
+  return copy;
 }
 
 Value mla::stepQueryRow(ImplicitLocOpBuilder &b, AttentionStepOp op,

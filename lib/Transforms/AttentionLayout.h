@@ -12,6 +12,7 @@
 #include "mla/Dialect/MLA/IR/MLA.h"
 #include "mla/Target/Arch.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mla {
@@ -132,7 +133,8 @@ bool prefillQueriesInPlace(const ArchInfo *arch, bool masked);
 /// padded tile at the top of the grid, filled by a parallel copy right
 /// after the view is made (where mla-tile's staging would be), in the
 /// step's row order (its `query_groups`, then dropped).
-void stageStepQueries(AttentionStepOp op);
+/// Returns the copy (null when the queries are a tile already).
+mlir::scf::ParallelOp stageStepQueries(AttentionStepOp op);
 
 /// The row of `op`'s Q that step row `row` reads: `row`, or with
 /// `query_groups = [G, stride]` (row / G) * stride + row % G.

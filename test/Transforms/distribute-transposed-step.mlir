@@ -12,13 +12,20 @@
 // shuffles for each of a lane's four query rows), through the exchange buffer and a barrier; P stored as bf16
 // to the swizzled tile, a barrier, then O^T += V^T.P^T as 8 x 4 wgmma
 // with A MN-major (trans-a 1); a barrier ends the iteration. After the
-// loop the sums meet through the exchange buffer again.
+// loop every copy is waited for (the accumulator tile shares the operand
+// tiles' bytes) and the sums meet through the exchange buffer again.
 // CHECK-LABEL: func @decode
 // CHECK: memref.alloca() {alignment = 1024 : i64} : memref<1x16x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.alloca() : memref<4x16xf32, #gpu.address_space<workgroup>>
 // CHECK: memref.alloca() {alignment = 1024 : i64, mla.swizzle_dst = 0 : i64} : memref<9x16x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.alloca() {alignment = 1024 : i64, mla.swizzle_dst = 1 : i64} : memref<9x64x64xbf16, #gpu.address_space<workgroup>>
+// The queries' copy: cp.async left in flight (no wait, no barrier of its
+// own; the key tile's wait takes its group).
+// CHECK: nvgpu.device_async_copy %arg0{{.*}} to memref<9x16x64xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: nvgpu.device_async_wait
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.for {{.*}} iter_args(
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-36: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
@@ -37,6 +44,8 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: gpu.barrier
 // CHECK: scf.yield
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK: gpu.barrier
 // CHECK-COUNT-64: memref.store %{{.*}} : memref<16x512xf32, strided<[516, 1]>, #gpu.address_space<workgroup>>
 // CHECK: memref.store %{{.*}} : memref<4x16xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier

@@ -274,9 +274,19 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       // memory into registers); the other lowerings stage them in a tile.
       for (AttentionStepOp step : steps) {
         if (arch->hasRegisterFusedStep()) {
-          stageStepQueries(step);
-          if (succeeded(nvidia::fuseAttentionStep(step, ti)))
+          scf::ParallelOp queries = stageStepQueries(step);
+          if (succeeded(nvidia::fuseAttentionStep(step, ti))) {
+            // The queries' copy may stay in flight until the step's first
+            // key tile has landed: the key copy's wait takes every group
+            // of the thread and its barrier orders them, and a fused step
+            // waits for all copies before its accumulator tile, which may
+            // share the query tile's bytes, is written. Its global
+            // latency then overlaps the page lookups and the key copy.
+            if (queries && arch->hasAsyncCopies())
+              queries->setAttr(MLADialect::kUnsynchronizedAttrName,
+                               b.getUnitAttr());
             continue;
+          }
         }
         if (succeeded(registerAttentionStep(step, ti, arch->matrixInstrs,
                                             arch->sharedBytes)))
@@ -322,7 +332,9 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
           pars.end(), [&](scf::ParallelOp p) { return nextTile.contains(p); });
       for (scf::ParallelOp p : pars) {
         ThreadLoopOptions options;
-        options.waitAsyncCopies = async[p];
+        // An unsynchronized copy's group is taken by a later wait.
+        options.waitAsyncCopies =
+            async[p] && !p->hasAttr(MLADialect::kUnsynchronizedAttrName);
         options.pending = pending.lookup(p);
         options.unroll = arch->unrollsThreadLoops();
         options.prefetch = copies.contains(p) || nextTile.contains(p);

@@ -20,9 +20,39 @@
 using namespace mlir;
 using namespace mla;
 
+namespace {
+/// `tile[...] = global[...]` (a vector load of global memory stored to
+/// workgroup memory, 16-byte multiples) as cp.async of 16 bytes each.
+LogicalResult unmaskedAsyncCopy(vector::StoreOp store) {
+  auto load = store.getValueToStore().getDefiningOp<vector::LoadOp>();
+  VectorType vt = store.getVectorType();
+  int64_t bytes = vt.getNumElements() * vt.getElementTypeBitWidth() / 8;
+  if (!load || bytes % 16 != 0 ||
+      cast<MemRefType>(load.getBase().getType()).getMemorySpace() ||
+      !load->hasOneUse())
+    return failure();
+  ImplicitLocOpBuilder b(store.getLoc(), store);
+  int64_t perCopy = 16 * 8 / vt.getElementTypeBitWidth();
+  for (int64_t piece = 0; piece < vt.getNumElements() / perCopy; ++piece) {
+    SmallVector<Value> src(load.getIndices());
+    SmallVector<Value> dst(store.getIndices());
+    Value off = indexConst(b, piece * perCopy);
+    src.back() = arith::AddIOp::create(b, src.back(), off);
+    dst.back() = arith::AddIOp::create(b, dst.back(), off);
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), store.getBase(),
+        dst, load.getBase(), src, b.getIndexAttr(perCopy), Value(),
+        b.getUnitAttr());
+  }
+  store.erase();
+  load.erase();
+  return success();
+}
+} // namespace
+
 namespace mla::nvidia {
-/// NVIDIA: a parallel copy `tile[...] = cond ? global[...] : 0` of 16-byte
-/// multiples becomes cp.async (global -> shared without registers, all of a
+/// NVIDIA: a parallel copy `tile[...] = cond ? global[...] : 0`, or
+/// unmasked `tile[...] = global[...]`, of 16-byte multiples becomes cp.async (global -> shared without registers, all of a
 /// thread's copies in flight at once; a masked copy reads 0 bytes and
 /// zero-fills). The source indices are still computed under `cond` (the
 /// page lookup must not read past the block table); masked copies read from
@@ -33,6 +63,8 @@ bool asyncCopies(scf::ParallelOp par) {
   auto store = dyn_cast<vector::StoreOp>(body->getTerminator()->getPrevNode());
   if (!store || !isWorkgroup(store.getBase()))
     return false;
+  if (succeeded(unmaskedAsyncCopy(store)))
+    return true;
   auto ifOp = store.getValueToStore().getDefiningOp<scf::IfOp>();
   if (!ifOp || ifOp.getNumResults() != 1 || ifOp.getElseRegion().empty())
     return false;

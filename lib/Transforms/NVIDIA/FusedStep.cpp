@@ -557,12 +557,11 @@ void FusedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
   const int64_t nAcc = p.nAcc();
   // The accumulator tile shares memory with the operand tiles (placed by
   // mla-outline-gpu-kernels once a barrier separates their uses): a loop
-  // ending in a tile skip ends in no barrier of its own, and a pipelined
-  // one may leave copies in flight (waitAllAsyncCopies).
-  if (op.getStages() > 1)
-    waitAllAsyncCopies(ab);
-  if (inTileSkip || op.getStages() > 1)
-    gpu::BarrierOp::create(ab);
+  // ending in a tile skip ends in no barrier of its own, and copies may
+  // still be in flight (a pipelined loop's past its end; the queries' copy
+  // where the loop ran no iteration): waitAllAsyncCopies.
+  waitAllAsyncCopies(ab);
+  gpu::BarrierOp::create(ab);
   for (int64_t blk = 0; blk < p.vBlocks; ++blk)
     for (int64_t i = 0; i < ci.elems; ++i)
       memref::StoreOp::create(ab, fin[blk * ci.elems + i], acc,

@@ -158,14 +158,14 @@ void TransposedStep::setUp(ImplicitLocOpBuilder &b) {
     keys.push_back(arith::AddIOp::create(b, keyBase, indexConst(b, off)));
   for (int64_t j = 0; j < nBlocks; ++j)
     for (int64_t off : colOffsets)
-      rows.push_back(arith::AddIOp::create(
-          b, frag.cColLane, indexConst(b, j * p.frag->n + off)));
+      rows.push_back(arith::AddIOp::create(b, frag.cColLane,
+                                           indexConst(b, j * p.frag->n + off)));
   colLead = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, frag.cRowLane,
                                   indexConst(b, 0));
-  owner = arith::AndIOp::create(
-      b, colLead,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp,
-                            indexConst(b, 0)));
+  owner =
+      arith::AndIOp::create(b, colLead,
+                            arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                  warp, indexConst(b, 0)));
   negInf = f32Const(b, -std::numeric_limits<double>::infinity());
 }
 
@@ -208,8 +208,7 @@ LogicalResult TransposedStep::emit() {
 }
 
 Value TransposedStep::operandAddr(ImplicitLocOpBuilder &ib, Value view,
-                                  ViewInfo info, Value extraRows,
-                                  int64_t col) {
+                                  ViewInfo info, Value extraRows, int64_t col) {
   Value root = swizzled.lookup(info.root);
   int64_t c = info.col0 + col;
   int64_t off = c / 64 * info.root.getType().getDimSize(0) * 128 + c % 64 * 2;
@@ -228,13 +227,11 @@ SmallVector<Value> TransposedStep::scores(ImplicitLocOpBuilder &ib) {
   SmallVector<Value> s;
   NVVM::WgmmaFenceAlignedOp::create(ib);
   for (int64_t k0 = 0; k0 < p.dim; k0 += 16)
-    s = wgmma(ib, p.elem, p.rows, s,
-              wgmmaDescriptor(ib, operandAddr(ib, k, kInfo, zero, k0), 16,
-                              1024),
-              {},
-              wgmmaDescriptor(ib, operandAddr(ib, q, qInfo, zero, k0), 16,
-                              1024),
-              /*transB=*/false);
+    s = wgmma(
+        ib, p.elem, p.rows, s,
+        wgmmaDescriptor(ib, operandAddr(ib, k, kInfo, zero, k0), 16, 1024), {},
+        wgmmaDescriptor(ib, operandAddr(ib, q, qInfo, zero, k0), 16, 1024),
+        /*transB=*/false);
   NVVM::WgmmaGroupSyncAlignedOp::create(ib);
   NVVM::WgmmaWaitGroupSyncOp::create(ib, 0);
   return registerFence(ib, s);
@@ -254,9 +251,11 @@ SmallVector<Value> TransposedStep::acrossKeys(ImplicitLocOpBuilder &ib,
   gpu::BarrierOp::create(ib);
   SmallVector<Value> out;
   for (Value r : rows) {
-    Value acc = memref::LoadOp::create(ib, xBuf, ValueRange{indexConst(ib, 0), r});
+    Value acc =
+        memref::LoadOp::create(ib, xBuf, ValueRange{indexConst(ib, 0), r});
     for (int64_t w = 1; w < kWarps; ++w) {
-      Value o = memref::LoadOp::create(ib, xBuf, ValueRange{indexConst(ib, w), r});
+      Value o =
+          memref::LoadOp::create(ib, xBuf, ValueRange{indexConst(ib, w), r});
       acc = isMax ? arith::MaximumFOp::create(ib, acc, o).getResult()
                   : arith::AddFOp::create(ib, acc, o).getResult();
     }
@@ -313,8 +312,7 @@ SmallVector<Value> TransposedStep::step(ImplicitLocOpBuilder &ib,
     for (int64_t j = 0; j < nBlocks; ++j)
       for (int64_t e = 0; e < ce; ++e) {
         int64_t a = (mb * nBlocks + j) * ce + e;
-        state.push_back(
-            arith::MulFOp::create(ib, args[a], corr[rowIdx(j, e)]));
+        state.push_back(arith::MulFOp::create(ib, args[a], corr[rowIdx(j, e)]));
       }
   values(ib, state);
   for (int64_t r = 0; r < nRows(); ++r)
@@ -346,7 +344,8 @@ void TransposedStep::values(ImplicitLocOpBuilder &ib,
       Value aAddr =
           operandAddr(ib, v, vInfo, indexConst(ib, kk * 16), mb * kTileKeys);
       Value bAddr = arith::AddIOp::create(
-          ib, pAddr, arith::ConstantIntOp::create(ib, ib.getI64Type(), kk * 32));
+          ib, pAddr,
+          arith::ConstantIntOp::create(ib, ib.getI64Type(), kk * 32));
       blk = wgmma(ib, p.elem, p.rows, blk,
                   wgmmaDescriptor(ib, aAddr, vRootRows * 128, 1024), {},
                   wgmmaDescriptor(ib, bAddr, 16, 1024), /*transB=*/false,
@@ -366,19 +365,18 @@ void TransposedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
   const int64_t na = nAcc();
   // The accumulator tile shares memory with the operand tiles (placed by
   // mla-outline-gpu-kernels once a barrier separates their uses): a loop
-  // ending in a tile skip ends in no barrier of its own, and a pipelined
-  // one may leave copies in flight (waitAllAsyncCopies).
-  if (op.getStages() > 1)
-    waitAllAsyncCopies(ab);
-  if (inTileSkip || op.getStages() > 1)
-    gpu::BarrierOp::create(ab);
+  // ending in a tile skip ends in no barrier of its own, and copies may
+  // still be in flight (a pipelined loop's past its end; the queries' copy
+  // where the loop ran no iteration): waitAllAsyncCopies.
+  waitAllAsyncCopies(ab);
+  gpu::BarrierOp::create(ab);
   for (int64_t mb = 0; mb < mBlocks; ++mb)
     for (int64_t j = 0; j < nBlocks; ++j)
       for (int64_t e = 0; e < ci.elems; ++e) {
         Value col = arith::AddIOp::create(ab, keys[elemKey[e]],
                                           indexConst(ab, mb * kTileKeys));
-        memref::StoreOp::create(ab, fin[(mb * nBlocks + j) * ci.elems + e],
-                                acc, ValueRange{rows[rowIdx(j, e)], col});
+        memref::StoreOp::create(ab, fin[(mb * nBlocks + j) * ci.elems + e], acc,
+                                ValueRange{rows[rowIdx(j, e)], col});
       }
   SmallVector<Value> lPart(fin.begin() + na + nRows(),
                            fin.begin() + na + 2 * nRows());
