@@ -62,8 +62,10 @@ def MLA_Dialect : Dialect {
     /// scf.parallel: nothing reads what it writes, nor writes what it
     /// reads, before a later barrier of the code around it orders them (the
     /// next key tile's page numbers, staged by mla-expand-paging while the
-    /// current tile's copy reads the other slot; unit attribute).
-    /// mla-distribute emits no barrier after it.
+    /// current tile's copy reads the other slot; the queries' copy of an
+    /// NVIDIA fused step, mla-distribute; unit attribute). mla-distribute
+    /// emits no barrier after it and, for asynchronous copies, no wait: a
+    /// later wait of the thread's copies takes them.
     static constexpr ::llvm::StringLiteral kUnsynchronizedAttrName =
         "mla.unsynchronized";
     /// scf.parallel in a key loop's body: it writes only what the loop's
