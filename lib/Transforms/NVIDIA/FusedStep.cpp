@@ -31,6 +31,9 @@
 // accumulatorsAsA says the layouts allow it. NVIDIA-specific here: the
 // 128-byte swizzle and its descriptors, the warpgroups' named barriers.
 //
+// Fewer than 64 rows on one warpgroup with 64-key tiles take the
+// transposed step instead (TransposedStep.cpp: keys as wgmma's M).
+//
 // Strategy: planFusedStep decides from the shapes, the warps and the target
 // (every refusal says why under -debug-only=mla-distribute); checkStepLoop
 // that the step can keep its state in registers across its loop.

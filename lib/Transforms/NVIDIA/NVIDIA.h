@@ -65,8 +65,9 @@ struct StepPlan {
   const MatrixInstr &productInstr() const;
 };
 
-/// The register-fused strategy for `shape` (warpgroup MMA where
-/// `wgmmaAllowed` and the shape takes it), or failure with the reason under
+/// The register-fused strategy for `shape` (the transposed step where
+/// planTransposedStep takes it, else warpgroup MMA where `wgmmaAllowed`
+/// and the shape takes it), or failure with the reason under
 /// -debug-only=mla-distribute (at `loc`) and in `whyNot`, which also says
 /// why an allowed warpgroup MMA was not taken. mla-select-config asks it to
 /// pick configs the fused step takes and to refuse infeasible requests; the
@@ -76,9 +77,9 @@ mlir::FailureOr<StepPlan> planFusedStep(const StepShape &shape,
                                         std::string *whyNot = nullptr);
 
 /// The register-resident lowering of one mla.attention_step (mma.sync or
-/// wgmma, whole or split scores; FusedStep.cpp). Fails, before changing
-/// any IR, when no fused strategy is feasible; -debug-only=mla-distribute
-/// says why.
+/// wgmma, whole or split scores; FusedStep.cpp; on a transposed plan
+/// fuseTransposedStep). Fails, before changing any IR, when no fused
+/// strategy is feasible; -debug-only=mla-distribute says why.
 mlir::LogicalResult fuseAttentionStep(AttentionStepOp op, const ThreadInfo &ti);
 
 /// The transposed strategy (StepPlan::transposed) for `shape` where it
