@@ -270,12 +270,13 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
     };
     // sm_90a, at most 16 rows (decode's head group at Sq = 1): the
     // transposed step (keys as warpgroup MMA's M), one warpgroup, 64-key
-    // tiles, one stage: two workgroups per SM. On an H100 against the
-    // mma.sync step below (docs/Performance.md, "The transposed step"):
-    // H=16 B=128 L=8192 3 % faster, B=1 10 %, the production batch and
-    // B=8 equal; two stages (one workgroup per SM) were slower on the
-    // large batches. 32 rows (Sq = 2) measured slower than mma.sync, so
-    // they keep it; 8 rows were not measured.
+    // tiles, one stage: two workgroups per SM. On an H100 beside the
+    // mma.sync step below and FlashMLA (docs/Performance.md, "The
+    // transposed step"): H=16 B=128 L=8192 4 % faster, page 1 6 %, the
+    // ragged batch 8 %, B=1 7-9 %, B=8 and the production batch within
+    // 1-2 %; two stages (one workgroup per SM) were slower on the large
+    // batches. 32 rows (Sq = 2) measured slower than mma.sync, so they
+    // keep it; 8 rows ran the CUDA tests but were not timed.
     if (wgmmaOk && rows <= 16) {
       ConfigFields cfg{/*tileKv=*/64,
                        /*kvSplits=*/8, group,
