@@ -89,8 +89,7 @@ public:
         frag(*fragEm), mma(mmaEm ? *mmaEm : *fragEm),
         loop(stepKeyLoop(op, /*tileSkip=*/true)), q(op.getQ()), k(op.getK()),
         v(op.getV()), acc(op.getAcc()), mBuf(op.getM()), lBuf(op.getL()),
-        qInfo(analyzeView(q)), kInfo(analyzeView(k)), vInfo(analyzeView(v)),
-        inTileSkip(stepTileSkip(op)) {
+        qInfo(analyzeView(q)), kInfo(analyzeView(k)), vInfo(analyzeView(v)) {
     // The rows of a fragment: the distinct row offsets of its elements.
     for (int64_t e = 0; e < ci.elems; ++e) {
       int64_t r = MatrixEmitter::elemCoord(ci.row, e);
@@ -150,9 +149,6 @@ private:
   scf::ForOp loop;
   Value q, k, v, acc, mBuf, lBuf;
   ViewInfo qInfo, kInfo, vInfo;
-  /// The step sits in a mask's tile skip: the loop's body ends in the
-  /// skip, not in the step's barrier.
-  bool inTileSkip;
   DenseMap<Operation *, Value> swizzled; // operand root -> swizzled buffer
   Value pTile, corrBuf, halfMax;         // split scores only
   /// Row offsets of a fragment's elements, and each element's.

@@ -62,8 +62,7 @@ public:
         fragEm(createMatrixEmitter(*p.frag, ti)), frag(*fragEm),
         loop(stepKeyLoop(op, /*tileSkip=*/true)), q(op.getQ()), k(op.getK()),
         v(op.getV()), acc(op.getAcc()), mBuf(op.getM()), lBuf(op.getL()),
-        qInfo(analyzeView(q)), kInfo(analyzeView(k)), vInfo(analyzeView(v)),
-        inTileSkip(stepTileSkip(op)) {
+        qInfo(analyzeView(q)), kInfo(analyzeView(k)), vInfo(analyzeView(v)) {
     // A fragment's elements: their row (key) and column (query row)
     // offsets, each element's index among them.
     for (int64_t e = 0; e < ci.elems; ++e) {
@@ -127,7 +126,6 @@ private:
   scf::ForOp loop;
   Value q, k, v, acc, mBuf, lBuf;
   ViewInfo qInfo, kInfo, vInfo;
-  bool inTileSkip;
   int64_t nBlocks = 0, mBlocks = 0;
   SmallVector<int64_t> keyOffsets, colOffsets, elemKey, elemCol;
   DenseMap<Operation *, Value> swizzled;
