@@ -21,6 +21,26 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
+/// `store`'s vector as cp.async of 16 bytes each from `src` at `srcIdx`
+/// (the innermost index stepping with the pieces), reading `srcElems`
+/// elements of each (null: all of them); `store` is erased.
+void asyncCopyPieces(ImplicitLocOpBuilder &b, vector::StoreOp store, Value src,
+                     ValueRange srcIdx, Value srcElems) {
+  VectorType vt = store.getVectorType();
+  const int64_t perCopy = 16 * 8 / vt.getElementTypeBitWidth();
+  for (int64_t piece = 0; piece < vt.getNumElements() / perCopy; ++piece) {
+    SmallVector<Value> from(srcIdx);
+    SmallVector<Value> dst(store.getIndices());
+    Value off = indexConst(b, piece * perCopy);
+    from.back() = arith::AddIOp::create(b, from.back(), off);
+    dst.back() = arith::AddIOp::create(b, dst.back(), off);
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), store.getBase(),
+        dst, src, from, b.getIndexAttr(perCopy), srcElems, b.getUnitAttr());
+  }
+  store.erase();
+}
+
 /// `tile[...] = global[...]` (a vector load of global memory stored to
 /// workgroup memory, 16-byte multiples) as cp.async of 16 bytes each.
 LogicalResult unmaskedAsyncCopy(vector::StoreOp store) {
@@ -32,19 +52,7 @@ LogicalResult unmaskedAsyncCopy(vector::StoreOp store) {
       !load->hasOneUse())
     return failure();
   ImplicitLocOpBuilder b(store.getLoc(), store);
-  int64_t perCopy = 16 * 8 / vt.getElementTypeBitWidth();
-  for (int64_t piece = 0; piece < vt.getNumElements() / perCopy; ++piece) {
-    SmallVector<Value> src(load.getIndices());
-    SmallVector<Value> dst(store.getIndices());
-    Value off = indexConst(b, piece * perCopy);
-    src.back() = arith::AddIOp::create(b, src.back(), off);
-    dst.back() = arith::AddIOp::create(b, dst.back(), off);
-    nvgpu::DeviceAsyncCopyOp::create(
-        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), store.getBase(),
-        dst, load.getBase(), src, b.getIndexAttr(perCopy), Value(),
-        b.getUnitAttr());
-  }
-  store.erase();
+  asyncCopyPieces(b, store, load.getBase(), load.getIndices(), Value());
   load.erase();
   return success();
 }
@@ -52,12 +60,14 @@ LogicalResult unmaskedAsyncCopy(vector::StoreOp store) {
 
 namespace mla::nvidia {
 /// NVIDIA: a parallel copy `tile[...] = cond ? global[...] : 0`, or
-/// unmasked `tile[...] = global[...]`, of 16-byte multiples becomes cp.async (global -> shared without registers, all of a
-/// thread's copies in flight at once; a masked copy reads 0 bytes and
-/// zero-fills). The source indices are still computed under `cond` (the
-/// page lookup must not read past the block table); masked copies read from
-/// index 0. Returns true when the loop was rewritten; the caller then waits
-/// for the copies before the barrier.
+/// unmasked `tile[...] = global[...]`, of 16-byte multiples becomes
+/// cp.async (global -> shared without registers, all of a thread's copies
+/// in flight at once; a masked copy reads 0 bytes and zero-fills). The
+/// source indices are still computed under `cond` (the page lookup must not
+/// read past the block table); masked copies read from index 0. Returns
+/// true when the loop was rewritten; the caller then waits for the copies
+/// before the barrier, or for an mla.unsynchronized phase leaves them to a
+/// later wait.
 bool asyncCopies(scf::ParallelOp par) {
   Block *body = par.getBody();
   auto store = dyn_cast<vector::StoreOp>(body->getTerminator()->getPrevNode());
@@ -96,22 +106,10 @@ bool asyncCopies(scf::ParallelOp par) {
     SmallVector<Value> zeros(idxTypes.size(), indexConst(eb, 0));
     scf::YieldOp::create(eb, zeros);
   }
-  int64_t perCopy = 16 * 8 / vt.getElementTypeBitWidth();
-  Value full = indexConst(b, perCopy);
+  Value full = indexConst(b, 16 * 8 / vt.getElementTypeBitWidth());
   Value srcElems =
       arith::SelectOp::create(b, ifOp.getCondition(), full, indexConst(b, 0));
-  for (int64_t piece = 0; piece < vt.getNumElements() / perCopy; ++piece) {
-    SmallVector<Value> src(idxIf.getResults());
-    SmallVector<Value> dst(store.getIndices());
-    Value off = indexConst(b, piece * perCopy);
-    src.back() = arith::AddIOp::create(b, src.back(), off);
-    dst.back() = arith::AddIOp::create(b, dst.back(), off);
-    nvgpu::DeviceAsyncCopyOp::create(
-        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), store.getBase(),
-        dst, load.getBase(), src, b.getIndexAttr(perCopy), srcElems,
-        b.getUnitAttr());
-  }
-  store.erase();
+  asyncCopyPieces(b, store, load.getBase(), idxIf.getResults(), srcElems);
   ifOp.erase();
   return true;
 }

@@ -222,11 +222,7 @@ SmallVector<Value> FusedStep::initialState(ImplicitLocOpBuilder &b) {
             b, acc, ValueRange{rowOf(i), accCol(b, blk, i)}));
   }
   negInf = f32Const(b, -std::numeric_limits<double>::infinity());
-  for (Value r : rows)
-    init.push_back(memref::LoadOp::create(b, mBuf, ValueRange{r}));
-  for (Value r : rows)
-    init.push_back(arith::SelectOp::create(
-        b, owner, memref::LoadOp::create(b, lBuf, ValueRange{r}), zeroF));
+  appendRowState(b, mBuf, lBuf, rows, owner, init);
   return init;
 }
 
@@ -311,17 +307,12 @@ FusedStep::softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
           ib, mx[r],
           memref::LoadOp::create(ib, halfMax, ValueRange{other, rows[r]}));
   }
-  SmallVector<Value> ref;
-  for (int64_t r = 0; r < nRows(); ++r) {
-    Value mOld = args[nAcc + r];
-    mNew.push_back(arith::MaximumFOp::create(ib, mOld, mx[r]));
-    Value isEmpty =
-        arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, mNew[r], negInf);
-    ref.push_back(
-        arith::SelectOp::create(ib, isEmpty, f32Const(ib, 0.0), mNew[r]));
-    corr.push_back(
-        math::Exp2Op::create(ib, arith::SubFOp::create(ib, mOld, ref[r])));
-  }
+  RowUpdate u = updateRows(
+      ib, ValueRange(ArrayRef<BlockArgument>(args).slice(nAcc, nRows())), mx,
+      negInf);
+  mNew.assign(u.mNew.begin(), u.mNew.end());
+  corr.assign(u.corr.begin(), u.corr.end());
+  const SmallVector<Value> &ref = u.ref;
   SmallVector<Value> prob(nS);
   sum.assign(nRows(), f32Const(ib, 0.0));
   for (int64_t e = 0; e < nS; ++e) {
@@ -611,27 +602,46 @@ Value FusedStep::accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t e) {
 /// Bytes from the start of a swizzled operand to row `extraRows` of `view`.
 Value FusedStep::rowBytes(ImplicitLocOpBuilder &ib, Value view,
                           Value extraRows) {
-  Value r = arith::AddIOp::create(ib, viewRow(ib, view), extraRows);
-  return arith::IndexCastUIOp::create(
-      ib, ib.getI64Type(), arith::MulIOp::create(ib, r, indexConst(ib, 128)));
+  return swizzledRowBytes(ib, view, extraRows);
 }
 
 /// The descriptor of element (row 0, column `col`) of a swizzled operand
 /// view plus `rowBytes`.
 Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
                              Value rowBytes, int64_t col, int64_t lbo) {
-  Value root = swizzled.lookup(info.root);
-  int64_t c = info.col0 + col;
-  int64_t off = c / 64 * info.root.getType().getDimSize(0) * 128 + c % 64 * 2;
-  Value addr = arith::AddIOp::create(
-      ib, sharedAddress(ib, root),
-      arith::AddIOp::create(
-          ib, rowBytes,
-          arith::ConstantIntOp::create(ib, ib.getI64Type(), off)));
+  Value addr =
+      swizzledAddress(ib, swizzled.lookup(info.root), info, rowBytes, col);
   return mma.descriptor(ib, addr, lbo, 1024);
 }
 
 } // namespace
+
+RowUpdate mla::nvidia::updateRows(ImplicitLocOpBuilder &b, ValueRange mOld,
+                                  ArrayRef<Value> mx, Value negInf) {
+  RowUpdate u;
+  for (auto [old, m] : llvm::zip(mOld, mx)) {
+    Value mNew = arith::MaximumFOp::create(b, old, m);
+    Value isEmpty =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
+    Value ref = arith::SelectOp::create(b, isEmpty, f32Const(b, 0.0), mNew);
+    u.mNew.push_back(mNew);
+    u.ref.push_back(ref);
+    u.corr.push_back(
+        math::Exp2Op::create(b, arith::SubFOp::create(b, old, ref)));
+  }
+  return u;
+}
+
+void mla::nvidia::appendRowState(ImplicitLocOpBuilder &b, Value mBuf,
+                                 Value lBuf, ArrayRef<Value> rows, Value owner,
+                                 SmallVectorImpl<Value> &init) {
+  for (Value r : rows)
+    init.push_back(memref::LoadOp::create(b, mBuf, ValueRange{r}));
+  for (Value r : rows)
+    init.push_back(arith::SelectOp::create(
+        b, owner, memref::LoadOp::create(b, lBuf, ValueRange{r}),
+        f32Const(b, 0.0)));
+}
 
 const MatrixInstr &StepPlan::productInstr() const {
   if (!wgmma)

@@ -76,6 +76,25 @@ mlir::FailureOr<StepPlan> planFusedStep(const StepShape &shape,
                                         bool wgmmaAllowed, mlir::Location loc,
                                         std::string *whyNot = nullptr);
 
+/// The online softmax's update of rows whose maxima were `mOld`, given
+/// this key tile's maxima `mx`, shared by the fused steps: the new maxima,
+/// the references the exponentials subtract (0 for a row that has seen no
+/// key, whose maximum is still `negInf`) and the corrections of the old
+/// state, exp2(mOld - ref).
+struct RowUpdate {
+  llvm::SmallVector<mlir::Value> mNew, ref, corr;
+};
+RowUpdate updateRows(mlir::ImplicitLocOpBuilder &b, mlir::ValueRange mOld,
+                     llvm::ArrayRef<mlir::Value> mx, mlir::Value negInf);
+
+/// A fused step's row state before its key loop, appended to `init`: m of
+/// each of `rows` from `mBuf`, then l from `lBuf` where `owner` (the lane
+/// that starts a row's per-lane partial sums) and 0 elsewhere.
+void appendRowState(mlir::ImplicitLocOpBuilder &b, mlir::Value mBuf,
+                    mlir::Value lBuf, llvm::ArrayRef<mlir::Value> rows,
+                    mlir::Value owner,
+                    llvm::SmallVectorImpl<mlir::Value> &init);
+
 /// The register-resident lowering of one mla.attention_step (mma.sync or
 /// wgmma, whole or split scores; FusedStep.cpp; on a transposed plan
 /// fuseTransposedStep). Fails, before changing any IR, when no fused

@@ -111,11 +111,6 @@ private:
   /// view plus `extraRows` rows.
   Value operandAddr(ImplicitLocOpBuilder &ib, Value view, ViewInfo info,
                     Value extraRows, int64_t col);
-  Value rowsToBytes(ImplicitLocOpBuilder &ib, Value rows) {
-    return arith::IndexCastUIOp::create(
-        ib, ib.getI64Type(),
-        arith::MulIOp::create(ib, rows, indexConst(ib, 128)));
-  }
 
   AttentionStepOp op;
   const ThreadInfo &ti;
@@ -186,11 +181,7 @@ SmallVector<Value> TransposedStep::initialState(ImplicitLocOpBuilder &b) {
               b, acc, ValueRange{rows[rowIdx(j, e)], col}));
         }
   }
-  for (Value r : rows)
-    init.push_back(memref::LoadOp::create(b, mBuf, ValueRange{r}));
-  for (Value r : rows)
-    init.push_back(arith::SelectOp::create(
-        b, owner, memref::LoadOp::create(b, lBuf, ValueRange{r}), zeroF));
+  appendRowState(b, mBuf, lBuf, rows, owner, init);
   return init;
 }
 
@@ -207,15 +198,8 @@ LogicalResult TransposedStep::emit() {
 
 Value TransposedStep::operandAddr(ImplicitLocOpBuilder &ib, Value view,
                                   ViewInfo info, Value extraRows, int64_t col) {
-  Value root = swizzled.lookup(info.root);
-  int64_t c = info.col0 + col;
-  int64_t off = c / 64 * info.root.getType().getDimSize(0) * 128 + c % 64 * 2;
-  Value r = arith::AddIOp::create(ib, viewRow(ib, view), extraRows);
-  return arith::AddIOp::create(
-      ib, sharedAddress(ib, root),
-      arith::AddIOp::create(
-          ib, rowsToBytes(ib, r),
-          arith::ConstantIntOp::create(ib, ib.getI64Type(), off)));
+  return swizzledAddress(ib, swizzled.lookup(info.root), info,
+                         swizzledRowBytes(ib, view, extraRows), col);
 }
 
 /// Sᵀ = K·Qᵀ: dim / 16 wgmma m64n<rows>k16 in one group, A the key tile
@@ -280,17 +264,10 @@ SmallVector<Value> TransposedStep::step(ImplicitLocOpBuilder &ib,
           ib, mx[r], arith::SelectOp::create(ib, vis[i], x[i], negInf));
     }
   mx = acrossKeys(ib, mx, /*isMax=*/true);
-  SmallVector<Value> mNew, ref, corr;
-  for (int64_t r = 0; r < nRows(); ++r) {
-    Value mOld = args[na + r];
-    mNew.push_back(arith::MaximumFOp::create(ib, mOld, mx[r]));
-    Value isEmpty =
-        arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, mNew[r], negInf);
-    ref.push_back(
-        arith::SelectOp::create(ib, isEmpty, f32Const(ib, 0.0), mNew[r]));
-    corr.push_back(
-        math::Exp2Op::create(ib, arith::SubFOp::create(ib, mOld, ref[r])));
-  }
+  RowUpdate u = updateRows(
+      ib, ValueRange(ArrayRef<BlockArgument>(args).slice(na, nRows())), mx,
+      negInf);
+  const SmallVector<Value> &mNew = u.mNew, &ref = u.ref, &corr = u.corr;
   SmallVector<Value> sum(nRows(), f32Const(ib, 0.0));
   for (int64_t j = 0; j < nBlocks; ++j)
     for (int64_t e = 0; e < ce; ++e) {
@@ -447,8 +424,6 @@ LogicalResult mla::nvidia::fuseTransposedStep(AttentionStepOp op,
   if (!canUseSwizzledOperands(op, roots))
     return refuse(op, "the query, key or value tile cannot take the swizzled "
                       "layout");
-  if (ti.warps() != kWarps)
-    return refuse(op, "the workgroup is not one warpgroup");
   TransposedStep step(op, ti, plan);
   step.moveOperands(roots);
   for (Operation *pureOp : pure)

@@ -229,6 +229,22 @@ Value wgmmaDescriptor(ImplicitLocOpBuilder &b, Value addr, int64_t lbo,
       b, start, c(((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1LL << 62)));
 }
 
+Value swizzledRowBytes(ImplicitLocOpBuilder &b, Value view, Value extraRows) {
+  Value r = arith::AddIOp::create(b, viewRow(b, view), extraRows);
+  return arith::IndexCastUIOp::create(
+      b, b.getI64Type(), arith::MulIOp::create(b, r, indexConst(b, 128)));
+}
+
+Value swizzledAddress(ImplicitLocOpBuilder &b, Value swizzledRoot,
+                      ViewInfo info, Value rowBytes, int64_t col) {
+  int64_t c = info.col0 + col;
+  int64_t off = c / 64 * info.root.getType().getDimSize(0) * 128 + c % 64 * 2;
+  return arith::AddIOp::create(
+      b, sharedAddress(b, swizzledRoot),
+      arith::AddIOp::create(
+          b, rowBytes, arith::ConstantIntOp::create(b, b.getI64Type(), off)));
+}
+
 /// The shared-memory byte address of a buffer, as i64.
 Value sharedAddress(ImplicitLocOpBuilder &b, Value mem) {
   Value p = memref::ExtractAlignedPointerAsIndexOp::create(b, mem);

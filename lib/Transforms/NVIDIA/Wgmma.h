@@ -70,6 +70,18 @@ llvm::DenseMap<mlir::Operation *, mlir::Value>
 swizzleOperands(mlir::scf::ForOp loop,
                 llvm::ArrayRef<mlir::memref::AllocaOp> roots);
 
+/// Bytes (i64) from the start of a swizzled operand to row `extraRows` of
+/// `view` (rows of 128 bytes).
+mlir::Value swizzledRowBytes(mlir::ImplicitLocOpBuilder &b, mlir::Value view,
+                             mlir::Value extraRows);
+
+/// The shared byte address (i64) of element (row 0, column `col`) of the
+/// swizzled operand view `info` plus `rowBytes`, in `swizzledRoot`, the
+/// replacement of `info.root`.
+mlir::Value swizzledAddress(mlir::ImplicitLocOpBuilder &b,
+                            mlir::Value swizzledRoot, ViewInfo info,
+                            mlir::Value rowBytes, int64_t col);
+
 /// A wgmma shared-memory matrix descriptor for an operand whose first
 /// element is at shared byte address `addr` (i64), 128-byte swizzle.
 mlir::Value wgmmaDescriptor(mlir::ImplicitLocOpBuilder &b, mlir::Value addr,
