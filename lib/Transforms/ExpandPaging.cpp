@@ -9,7 +9,9 @@
 // copy (on GPUs: a barrier per tile). Where the target stages pages ahead
 // (ArchInfo::stagesPagesAhead) and the tile is the key loop's (its start is
 // the loop's induction variable, the other operands loop-invariant), the
-// buffer has two slots: the first tile's pages are staged before the loop,
+// buffer has two slots: the first tile's pages are staged before the loop
+// (when it runs a tile, on targets whose block table is no bounds-checked
+// buffer),
 // and each iteration stages the next tile's pages into the slot its copy
 // does not read, in a phase marked mla.unsynchronized: the copy's and the
 // step's barriers order it, so the loop has no barrier of its own for the
@@ -19,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Utils.h"
+#include "WorkgroupTiles.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,12 +39,25 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-/// The key loop whose next tile `op` may stage pages for, or null (with the
-/// reason under -debug-only=mla-expand-paging).
-scf::ForOp stagingLoop(LoadKVTileOp op) {
+/// The stages of the attention step in `loop`'s body (1 without one).
+int64_t loopStages(scf::ForOp loop) {
+  for (AttentionStepOp step : loop.getBody()->getOps<AttentionStepOp>())
+    return step.getStages();
+  return 1;
+}
+
+/// The key loop whose next tile `op` may stage pages for on `arch`, or null
+/// (with the reason under -debug-only=mla-expand-paging).
+scf::ForOp stagingLoop(LoadKVTileOp op, const ArchInfo &arch) {
   auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
   const char *why =
       !loop ? "not directly in an scf.for"
+      : !arch.stagesPagesAhead(
+            loopStages(loop),
+            pagesPerKeyTile(op.getKv().getType(),
+                            op.getTile().getType().getDimSize(0)))
+          ? "the target stages no pages ahead for its step's stages and "
+            "its tile's pages"
       : op.getStart() != loop.getInductionVar()
           ? "its start is not the loop's induction variable"
       : !llvm::all_of(ValueRange{op.getKv(), op.getBlockTable(), op.getBatch(),
@@ -57,7 +73,7 @@ scf::ForOp stagingLoop(LoadKVTileOp op) {
   return loop;
 }
 
-void expand(LoadKVTileOp op, bool stageAhead) {
+void expand(LoadKVTileOp op, const ArchInfo *arch) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto tileType = op.getTile().getType();
   auto kvType = op.getKv().getType();
@@ -65,7 +81,7 @@ void expand(LoadKVTileOp op, bool stageAhead) {
   const int64_t vw = vectorWidthFor(width);
   auto vecType = VectorType::get({vw}, tileType.getElementType());
   Value cVw = indexConst(b, vw);
-  scf::ForOp loop = stageAhead ? stagingLoop(op) : nullptr;
+  scf::ForOp loop = arch ? stagingLoop(op, *arch) : nullptr;
   // The page size: a constant (divisions become shifts for powers of two) or
   // the pool's run-time dim 1.
   auto pageSizeAt = [&](ImplicitLocOpBuilder &pb) -> Value {
@@ -112,10 +128,18 @@ void expand(LoadKVTileOp op, bool stageAhead) {
   Value slot = indexConst(b, 0);
   if (loop) {
     // The first tile's pages, before the loop, into slot 0; tile i's in
-    // slot i % 2. (They are read even when the loop runs no tile: on AMD,
-    // the only target that stages ahead, the block table is a
-    // bounds-checked buffer, so a table without columns reads zeros.)
+    // slot i % 2. Where the block table is a bounds-checked buffer (AMD) they
+    // are read even when the loop runs no tile (a table without columns
+    // reads zeros); elsewhere only when it runs one.
     ImplicitLocOpBuilder pb(loop.getLoc(), loop);
+    if (!arch->hasBufferOps()) {
+      auto runs = scf::IfOp::create(
+          pb,
+          arith::CmpIOp::create(pb, arith::CmpIPredicate::slt,
+                                loop.getLowerBound(), loop.getUpperBound()),
+          /*withElseRegion=*/false);
+      pb.setInsertionPoint(runs.thenBlock()->getTerminator());
+    }
     Value ps = pageSizeAt(pb);
     parallelFor(pb, {indexConst(pb, rows)},
                 [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
@@ -188,11 +212,10 @@ struct ExpandPagingPass
         return signalPassFailure();
       arch = *target;
     }
-    const bool stageAhead = arch && arch->stagesPagesAhead();
     SmallVector<LoadKVTileOp> ops;
     getOperation().walk([&](LoadKVTileOp op) { ops.push_back(op); });
     for (LoadKVTileOp op : ops)
-      expand(op, stageAhead);
+      expand(op, arch);
   }
 };
 } // namespace

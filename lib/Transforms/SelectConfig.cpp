@@ -169,9 +169,13 @@ FailureOr<RegisterStepPlan> registerPlan(const ArchInfo &arch, StepShape shape,
       shape, arch.matrixInstrs, arch.warpSize, arch.sharedBytes, whyNot);
   if (failed(p))
     return failure();
-  // Decode's keys are paged (its V is the first columns of K).
+  // Decode's keys are paged (its V is the first columns of K); the page
+  // size is not asked here, so the slots are counted as for a run-time one
+  // (an upper bound).
   *bytes = registerStepTiles(*p, queryTile,
-                             values ? 0 : keyPageSlots(/*stages=*/1, arch))
+                             values ? 0
+                                    : keyPageSlots(/*stages=*/1,
+                                                   /*pagesPerTile=*/0, arch))
                .bytes();
   if (*bytes > arch.sharedBytes) {
     if (whyNot)

@@ -197,7 +197,8 @@ struct PlanBuilder {
   /// q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from its
   /// cell (final after the first scan; read inside parallel loops only).
   /// Adaptive: max(1, ceil(T / chunks), ceil(T / (max(B, 1) ·
-  /// kMergeChunks))), the least q of its search.
+  /// kMergeChunks)), ceil(kMinChunkKeys / tile_kv)), the least q of its
+  /// search.
   Value chunkTiles(ImplicitLocOpBuilder &ib, int64_t chunks) const {
     Value total = cell(ib, kTotalTiles);
     Value q = maxIdx(
@@ -207,7 +208,10 @@ struct PlanBuilder {
       Value perMerge =
           arith::MulIOp::create(ib, maxIdx(ib, batch, indexConst(ib, 1)),
                                 indexConst(ib, rt::schedule::kMergeChunks));
-      return maxIdx(ib, q, arith::CeilDivSIOp::create(ib, total, perMerge));
+      const int64_t least =
+          llvm::divideCeil(rt::schedule::kMinChunkKeys, op.getTileKv());
+      return maxIdx(ib, maxIdx(ib, q, indexConst(ib, least)),
+                    arith::CeilDivSIOp::create(ib, total, perMerge));
     }
     // ceil(sqrt(T / balance)): the least r with r·r·balance >= T, by
     // bisection over [0, 2^16] (T < 2^31), in integers so that every target

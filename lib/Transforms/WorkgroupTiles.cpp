@@ -5,8 +5,15 @@
 using namespace mlir;
 using namespace mla;
 
-int64_t mla::keyPageSlots(int64_t stages, const ArchInfo &arch) {
-  return stages * (arch.stagesPagesAhead() ? 2 : 1);
+int64_t mla::keyPageSlots(int64_t stages, int64_t pagesPerTile,
+                          const ArchInfo &arch) {
+  return stages * (arch.stagesPagesAhead(stages, pagesPerTile) ? 2 : 1);
+}
+
+int64_t mla::pagesPerKeyTile(MemRefType kvType, int64_t tileRows) {
+  if (kvType.isDynamicDim(1))
+    return 0;
+  return llvm::divideCeil(tileRows, kvType.getDimSize(1));
 }
 
 WorkgroupTiles mla::registerStepTiles(const RegisterStepPlan &plan,
@@ -65,8 +72,9 @@ FailureOr<StepOf> stepOf(Operation *op, ConfigAttr config,
   t.tileSkip = s.masked;
   t.keys = config.getTileKv();
   t.stages = config.getStages();
-  if (isa<DecodeOp>(op))
-    t.pageSlots = keyPageSlots(t.stages, arch);
+  if (auto decode = dyn_cast<DecodeOp>(op))
+    t.pageSlots = keyPageSlots(
+        t.stages, pagesPerKeyTile(decode.getKv().getType(), t.keys), arch);
   t.elemBytes = elem.getIntOrFloatBitWidth() / 8;
   s.shape = {
       elem, t.rows, t.dim, t.keys, t.dv, config.getWarps(), t.separateValues};

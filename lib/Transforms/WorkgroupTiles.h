@@ -16,8 +16,16 @@
 namespace mla {
 
 /// The key tiles whose page numbers a paged key loop of `stages` keeps on
-/// `arch` (WorkgroupTiles::pageSlots; mla-expand-paging).
-int64_t keyPageSlots(int64_t stages, const ArchInfo &arch);
+/// `arch` when one key tile's rows come from `pagesPerTile` pages (0: the
+/// page size is known at run time only; WorkgroupTiles::pageSlots;
+/// mla-expand-paging).
+int64_t keyPageSlots(int64_t stages, int64_t pagesPerTile,
+                     const ArchInfo &arch);
+
+/// How many pages one key tile of `tileRows` rows comes from in a pool of
+/// type `kvType` (`[pages, page_size, dim]`); 0 where the page size is
+/// dynamic.
+int64_t pagesPerKeyTile(mlir::MemRefType kvType, int64_t tileRows);
 
 /// The tiles of a one-stage register step on `plan` (`plan.shape`), with a
 /// query tile where `queryTile` (the queries not read in place) and the

@@ -90,3 +90,27 @@ func.func @key_loop(%kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %b: index, 
   return
 }
 }
+
+// -----
+
+// NVIDIA (sm_90a): pages are staged ahead in single-stage key loops only,
+// and the first tile's only when the loop runs a tile (the block table is
+// no bounds-checked buffer: a table without columns must not be read).
+// AHEAD-LABEL: func @nvidia_key_loop
+// AHEAD: %[[PAGES:.*]] = memref.alloca() : memref<2x8xi32>
+// AHEAD: %[[RUNS:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
+// AHEAD: scf.if %[[RUNS]] {
+// AHEAD:   scf.parallel
+// AHEAD:     memref.store %{{.*}}, %[[PAGES]][%c0{{.*}}, %{{.*}}]
+// AHEAD: scf.for
+// AHEAD:   } {mla.next_tile, mla.unsynchronized}
+// AHEAD:   memref.load %[[PAGES]]
+module attributes {mla.target = #mla.target<"sm_90a">} {
+func.func @nvidia_key_loop(%kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %b: index, %lb: index, %end: index, %tile: memref<8x576xbf16>) {
+  %c8 = arith.constant 8 : index
+  scf.for %t = %lb to %end step %c8 {
+    mla.load_kv_tile %kv[%bt, %b, %t, %end] into %tile : memref<?x1x576xbf16>, memref<?x?xi32>, memref<8x576xbf16>
+  }
+  return
+}
+}

@@ -53,14 +53,15 @@ TEST(DecodeChunks, AdaptiveMatchesTheCutItChooses) {
     std::vector<int32_t> lens;
     std::string chunks, same;
   };
-  // 32 chunks aimed at: q = max(ceil(T / 32), ceil(sqrt(T / 16))); the
-  // first batch's request-aligned chunks fit (24 on the host, 29 with the
-  // GPU's 32-key tiles), the second's (one long request among 40 of one
-  // key: 56, 61) do not.
+  // 32 chunks aimed at: q = max(ceil(T / 32), ceil(sqrt(T / 16))), at
+  // least the adaptive plan's 128 keys (kMinChunkKeys; ceil(T / 32) binds
+  // here); the first batch's request-aligned chunks fit (32 on the host,
+  // 32 with the GPU's 32-key tiles), the second's (one long request among
+  // 40 of one key: 56, 61) do not.
   std::vector<int32_t> manyShort(40, 1);
   manyShort.push_back(4000);
   const std::vector<Choice> choices = {
-      {{0, 1, 700, 64, 1300, 5, 0, 129}, "kv_chunks=32", "chunk_windows=0"},
+      {{0, 1, 1050, 96, 1950, 7, 0, 193}, "kv_chunks=32", "chunk_windows=0"},
       {manyShort, "kv_chunks=32", "chunk_windows=1"}};
   int index = 0;
   for (const Choice &ch : choices) {
@@ -87,7 +88,8 @@ TEST(DecodeChunks, AdaptiveMatchesTheCutItChooses) {
 }
 
 /// What an adaptive plan (chunk_windows=2) holds for `lens` by its rule
-/// (mla.chunk_plan in MLAOps.td; kMergeChunks and kAdaptiveSearch in
+/// (mla.chunk_plan in MLAOps.td; kMergeChunks, kMinChunkKeys and
+/// kAdaptiveSearch in
 /// ChunkSchedule.h), computed here apart from the compiler: the least q
 /// of the search whose request-aligned chunks number at most `chunks`,
 /// else the windows of the least q.
@@ -111,7 +113,8 @@ AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
   }
   const int64_t q0 =
       std::max({int64_t{1}, ceilDiv(total, chunks),
-                ceilDiv(total, std::max<int64_t>(batch, 1) * kMergeChunks)});
+                ceilDiv(total, std::max<int64_t>(batch, 1) * kMergeChunks),
+                ceilDiv(kMinChunkKeys, tileKv)});
   AdaptivePlan plan;
   auto fill = [&](auto chunksOf, auto row2Of) {
     int64_t first = 0;
@@ -154,8 +157,9 @@ AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
 // request's first chunk, and row 2) against adaptiveRule, on batches where
 // the merge's bound sets q (one long request), where the search takes a
 // larger q than the least, where no q of the search fits (windows), with
-// no keys at all, and with more requests than chunks; every result against
-// the float64 reference.
+// no keys at all and with more requests than chunks (both at the least
+// chunk, 128 keys = 8 tiles of 16); every result against the float64
+// reference.
 TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
   constexpr int64_t kTileKv = 16;
   struct Rule {
@@ -168,11 +172,11 @@ TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
   std::vector<int32_t> oneLong(40, 1);
   oneLong.push_back(2000);
   const std::vector<Rule> rules = {
-      {"merge_bound", 16, 1, 200, {2000}, 2, false},
-      {"searched", 3, 2, 16, std::vector<int32_t>(10, 80), 5, false},
+      {"merge_bound", 16, 1, 200, {9000}, 9, false},
+      {"searched", 3, 2, 12, std::vector<int32_t>(10, 160), 10, false},
       {"windows", 1, 1, 16, oneLong, 11, true},
-      {"no_keys", 64, 1, 16, {0, 0, 0}, 1, false},
-      {"many_requests", 16, 1, 16, std::vector<int32_t>(20, 16), 2, true},
+      {"no_keys", 64, 1, 16, {0, 0, 0}, 8, false},
+      {"many_requests", 16, 1, 16, std::vector<int32_t>(20, 16), 8, true},
   };
   for (const Rule &rule : rules) {
     Case c{"adaptive_rule_" + rule.name,

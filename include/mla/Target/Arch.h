@@ -53,12 +53,23 @@ struct ArchInfo {
   bool hasAsyncCopies() const { return kind == TargetKind::NVIDIA; }
   /// Global memory through buffer descriptors (AMD buffer_load/store).
   bool hasBufferOps() const { return kind == TargetKind::AMD; }
-  /// Whether a key loop's KV copy stages the next tile's page numbers
-  /// (mla-expand-paging), so that the loop needs no staging phase and its
-  /// barrier. AMD only: proven in the emulator; NVIDIA keeps the per-tile
-  /// phase until an A/B on the H200 measures it, the host has no barriers
-  /// to save.
-  bool stagesPagesAhead() const { return kind == TargetKind::AMD; }
+  /// Whether a key loop's KV copy of a step with `stages` stages stages the
+  /// next tile's page numbers (mla-expand-paging), so that the loop needs
+  /// no staging phase and its barrier; `pagesPerTile` is how many pages one
+  /// key tile's rows come from (0: the page size is known at run time only).
+  /// AMD: proven in the emulator. NVIDIA: single-stage loops whose tiles
+  /// may span several pages, the next tile's page numbers copied by a
+  /// 4-byte cp.async that lands with the tile's copies (measured on an
+  /// H100, docs/Performance.md "Where the chunks kernel's time goes": page
+  /// 1 B=128 L=8192 1.3-1.8 % faster; with one page per tile, page 64, the
+  /// medium rows were 1-2 % slower, so those keep the per-tile phase); in
+  /// pipelined loops the staging stays a phase of its own (staged ahead
+  /// synchronously, the H=128 default was 30 % slower). The host has no
+  /// barriers to save.
+  bool stagesPagesAhead(int64_t stages, int64_t pagesPerTile) const {
+    return kind == TargetKind::AMD ||
+           (kind == TargetKind::NVIDIA && stages == 1 && pagesPerTile != 1);
+  }
   /// Whether mla-distribute writes out a parallel loop's few iterations
   /// per thread instead of looping (so that a copy's loads are all in
   /// flight at once). AMD only: NVIDIA's copies are asynchronous already

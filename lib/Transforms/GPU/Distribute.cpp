@@ -308,8 +308,14 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       SmallVector<scf::ParallelOp> pars;
       grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
       DenseMap<Operation *, bool> async;
+      // A pipelined loop's next-tile pages stay synchronous: an
+      // unsynchronized copy commits no group of its own, so its pages would
+      // land with a tile the loop waits for only later.
       for (scf::ParallelOp p : pars)
-        async[p] = arch->hasAsyncCopies() && nvidia::asyncCopies(p);
+        async[p] =
+            arch->hasAsyncCopies() &&
+            !(p->hasAttr(MLADialect::kNextTileAttrName) && ahead.count(p)) &&
+            nvidia::asyncCopies(p);
       DenseMap<Operation *, int64_t> pending =
           nvidia::prefetchWaits(pars, async, ahead);
       // Without asynchronous copies (whose waits and barriers pipeline

@@ -9,6 +9,7 @@
 #include "NVIDIA.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 
@@ -56,6 +57,27 @@ LogicalResult unmaskedAsyncCopy(vector::StoreOp store) {
   load.erase();
   return success();
 }
+/// `tile[...] = global[...]` of one 4-byte scalar (a page number staged
+/// for the next key tile) as one cp.async of 4 bytes (through L1: `.cg`
+/// copies only 16).
+bool scalarAsyncCopy(Block *body) {
+  auto store = dyn_cast<memref::StoreOp>(body->getTerminator()->getPrevNode());
+  if (!store || !isWorkgroup(store.getMemRef()))
+    return false;
+  auto load = store.getValueToStore().getDefiningOp<memref::LoadOp>();
+  if (!load || !load->hasOneUse() ||
+      load.getType().getIntOrFloatBitWidth() != 32 ||
+      cast<MemRefType>(load.getMemRef().getType()).getMemorySpace())
+    return false;
+  ImplicitLocOpBuilder b(store.getLoc(), store);
+  nvgpu::DeviceAsyncCopyOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), store.getMemRef(),
+      store.getIndices(), load.getMemRef(), load.getIndices(),
+      b.getIndexAttr(1), Value(), UnitAttr());
+  store.erase();
+  load.erase();
+  return true;
+}
 } // namespace
 
 namespace mla::nvidia {
@@ -64,12 +86,17 @@ namespace mla::nvidia {
 /// cp.async (global -> shared without registers, all of a thread's copies
 /// in flight at once; a masked copy reads 0 bytes and zero-fills). The
 /// source indices are still computed under `cond` (the page lookup must not
-/// read past the block table); masked copies read from index 0. Returns
-/// true when the loop was rewritten; the caller then waits for the copies
-/// before the barrier, or for an mla.unsynchronized phase leaves them to a
-/// later wait.
+/// read past the block table); masked copies read from index 0. A phase
+/// staging the next key tile's page numbers (mla.next_tile) becomes one
+/// 4-byte cp.async per number: unsynchronized, it commits no group of its
+/// own and lands with the key tile's copies after it, whose wait the next
+/// iteration's copy is behind. Returns true when the loop was rewritten; the
+/// caller then waits for the copies before the barrier, or for an
+/// mla.unsynchronized phase leaves them to a later wait.
 bool asyncCopies(scf::ParallelOp par) {
   Block *body = par.getBody();
+  if (par->hasAttr(MLADialect::kNextTileAttrName))
+    return scalarAsyncCopy(body);
   auto store = dyn_cast<vector::StoreOp>(body->getTerminator()->getPrevNode());
   if (!store || !isWorkgroup(store.getBase()))
     return false;

@@ -18,8 +18,10 @@
 namespace mla::nvidia {
 
 /// A parallel masked copy `tile[...] = cond ? global[...] : 0` of 16-byte
-/// multiples becomes cp.async; returns true when `par` was rewritten (the
-/// caller then waits for the copies before the barrier).
+/// multiples, or the next key tile's page numbers (mla.next_tile), becomes
+/// cp.async; returns true when `par` was rewritten (the caller then waits
+/// for the copies before the barrier, or leaves an unsynchronized phase's
+/// to a later wait).
 bool asyncCopies(mlir::scf::ParallelOp par);
 
 /// How many cp.async groups each asynchronous prefetch copy in `pars` may

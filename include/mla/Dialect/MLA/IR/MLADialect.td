@@ -73,7 +73,8 @@ def MLA_Dialect : Dialect {
     /// (the next key tile's page numbers, staged by mla-expand-paging into
     /// the other slot; unit attribute). mla-distribute may then move the
     /// next iteration's copy reads to just after the barrier that follows
-    /// it (ArchInfo::prefetchesThroughRegisters).
+    /// it (ArchInfo::prefetchesThroughRegisters); on NVIDIA the phase
+    /// becomes 4-byte cp.async that land with the key tile's copies.
     static constexpr ::llvm::StringLiteral kNextTileAttrName = "mla.next_tile";
   }];
   let dependentDialects = [
