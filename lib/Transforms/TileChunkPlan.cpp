@@ -197,8 +197,8 @@ struct PlanBuilder {
   /// q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from its
   /// cell (final after the first scan; read inside parallel loops only).
   /// Adaptive: max(1, ceil(T / chunks), ceil(T / (max(B, 1) ·
-  /// kMergeChunks)), ceil(kMinChunkKeys / tile_kv)), the least q of its
-  /// search.
+  /// kMergeChunks)), 2·T > chunks ? ceil(kMinChunkKeys / tile_kv) : 1),
+  /// the least q of its search.
   Value chunkTiles(ImplicitLocOpBuilder &ib, int64_t chunks) const {
     Value total = cell(ib, kTotalTiles);
     Value q = maxIdx(
@@ -208,9 +208,16 @@ struct PlanBuilder {
       Value perMerge =
           arith::MulIOp::create(ib, maxIdx(ib, batch, indexConst(ib, 1)),
                                 indexConst(ib, rt::schedule::kMergeChunks));
-      const int64_t least =
-          llvm::divideCeil(rt::schedule::kMinChunkKeys, op.getTileKv());
-      return maxIdx(ib, maxIdx(ib, q, indexConst(ib, least)),
+      Value crowded = arith::CmpIOp::create(
+          ib, arith::CmpIPredicate::sgt,
+          arith::MulIOp::create(ib, total, indexConst(ib, 2)),
+          indexConst(ib, chunks));
+      Value least = arith::SelectOp::create(
+          ib, crowded,
+          indexConst(ib, llvm::divideCeil(rt::schedule::kMinChunkKeys,
+                                          op.getTileKv())),
+          indexConst(ib, 1));
+      return maxIdx(ib, maxIdx(ib, q, least),
                     arith::CeilDivSIOp::create(ib, total, perMerge));
     }
     // ceil(sqrt(T / balance)): the least r with r·r·balance >= T, by

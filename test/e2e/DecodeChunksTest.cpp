@@ -54,8 +54,8 @@ TEST(DecodeChunks, AdaptiveMatchesTheCutItChooses) {
     std::string chunks, same;
   };
   // 32 chunks aimed at: q = max(ceil(T / 32), ceil(sqrt(T / 16))), at
-  // least the adaptive plan's 128 keys (kMinChunkKeys; ceil(T / 32) binds
-  // here); the first batch's request-aligned chunks fit (32 on the host,
+  // least the adaptive plan's 128 keys (kMinChunkKeys, 2·T > 32 here;
+  // ceil(T / 32) binds); the first batch's request-aligned chunks fit (32 on the host,
   // 32 with the GPU's 32-key tiles), the second's (one long request among
   // 40 of one key: 56, 61) do not.
   std::vector<int32_t> manyShort(40, 1);
@@ -111,10 +111,10 @@ AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
     tiles.push_back(ceilDiv(std::max<int32_t>(len, 0), tileKv));
     total += tiles.back();
   }
-  const int64_t q0 =
-      std::max({int64_t{1}, ceilDiv(total, chunks),
-                ceilDiv(total, std::max<int64_t>(batch, 1) * kMergeChunks),
-                ceilDiv(kMinChunkKeys, tileKv)});
+  const int64_t q0 = std::max(
+      {int64_t{1}, ceilDiv(total, chunks),
+       ceilDiv(total, std::max<int64_t>(batch, 1) * kMergeChunks),
+       2 * total > chunks ? ceilDiv(kMinChunkKeys, tileKv) : int64_t{1}});
   AdaptivePlan plan;
   auto fill = [&](auto chunksOf, auto row2Of) {
     int64_t first = 0;
@@ -157,9 +157,9 @@ AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
 // request's first chunk, and row 2) against adaptiveRule, on batches where
 // the merge's bound sets q (one long request), where the search takes a
 // larger q than the least, where no q of the search fits (windows), with
-// no keys at all and with more requests than chunks (both at the least
-// chunk, 128 keys = 8 tiles of 16); every result against the float64
-// reference.
+// no keys at all (no least chunk: 2·T <= chunks) and with more requests
+// than chunks (at the least chunk, 128 keys = 8 tiles of 16); every result
+// against the float64 reference.
 TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
   constexpr int64_t kTileKv = 16;
   struct Rule {
@@ -175,7 +175,7 @@ TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
       {"merge_bound", 16, 1, 200, {9000}, 9, false},
       {"searched", 3, 2, 12, std::vector<int32_t>(10, 160), 10, false},
       {"windows", 1, 1, 16, oneLong, 11, true},
-      {"no_keys", 64, 1, 16, {0, 0, 0}, 8, false},
+      {"no_keys", 64, 1, 16, {0, 0, 0}, 1, false},
       {"many_requests", 16, 1, 16, std::vector<int32_t>(20, 16), 8, true},
   };
   for (const Rule &rule : rules) {

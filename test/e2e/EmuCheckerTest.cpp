@@ -102,11 +102,7 @@ TEST(EmuChecker, AllBarriersPass) {
 }
 
 // Five of the 8 barriers of decode_k1 whose removal the checker reports:
-// 2 (the key tile's copy before the register step reads it; it also orders
-// the next tile's staged pages before the next copy reads them, so that in
-// this batch's chunks of several tiles, kMinChunkKeys, a lane may first
-// read an unwritten page index: reported as the negative buffer offset it
-// leads to, as for barrier 1 below), 3 (the step's
+// 2 (the key tile's copy before the register step reads it), 3 (the step's
 // end, before the next tile's copy overwrites it), 4 (the two key waves'
 // m and l in the combine buffer), 5 and 6 (the waves' accumulators added
 // into the accumulator tile one after the other). Barrier 1 guards the
@@ -127,9 +123,7 @@ TEST(EmuChecker, ADroppedBarrierIsReportedAsARace) {
     ASSERT_FALSE(s.ok()) << "barrier " << n << " dropped, no report";
     const std::string &m = s.message();
     EXPECT_TRUE(m.find("LDS race at <--kernel=decode>:") != std::string::npos ||
-                m.find("relies on wave-synchronous LDS") != std::string::npos ||
-                (k == 2 && m.find("does not fit the instruction's 32-bit") !=
-                               std::string::npos))
+                m.find("relies on wave-synchronous LDS") != std::string::npos)
         << "barrier " << n << ": " << m;
   }
 }

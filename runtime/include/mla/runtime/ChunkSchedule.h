@@ -69,15 +69,19 @@ inline constexpr int64_t kChunkBalance = 16;
 /// 6-tile chunks 31.9 us).
 inline constexpr int64_t kMergeChunks = 64;
 
-/// The adaptive plan's least chunk, in keys: q0 is at least
-/// ceil(kMinChunkKeys / tile_kv) tiles. A chunk's fixed cost (its plan and
-/// page lookups before the first key, its partial result and a share of the
-/// merge after the last) outweighs a second SM's bandwidth for one tile of
-/// 64 keys: measured on an H100 (docs/Performance.md, "Where the chunks
-/// kernel's time goes"), H=16 B=8 L=2048 took 30.1 us in 256 chunks of one
-/// 64-key tile, 23.1 in 128 of two, 25.9 in 64 of four. Batches of more
-/// than 2 · kv_chunks tiles (the production batch, every large one) have
-/// longer chunks anyway.
+/// The adaptive plan's least chunk, in keys: where the batch has more key
+/// tiles T than half the chunks aimed at (one-tile chunks would put two
+/// workgroups on many SMs), q0 is at least ceil(kMinChunkKeys / tile_kv)
+/// tiles. A chunk's fixed cost (its plan and page lookups before the first
+/// key, its partial result and a share of the merge after the last) then
+/// outweighs the second workgroup's share of its SM for one 64-key tile;
+/// where one-tile chunks leave SMs to themselves, a second tile per chunk
+/// only halves the SMs at work. Measured on an H100 (docs/Performance.md,
+/// "Where the chunks kernel's time goes"), H=16 at 256 chunks aimed at:
+/// B=8 L=2048 (T = 256) took 30.1 us in 256 chunks of one 64-key tile,
+/// 23.8 in 128 of two; B=4 L=2048 (T = 128) 18.8-20.2 in 128 of one,
+/// 20.3-20.5 in 64 of two. Batches of more than 2 · kv_chunks tiles (the
+/// production batch, every large one) have longer chunks anyway.
 inline constexpr int64_t kMinChunkKeys = 128;
 
 /// The adaptive plan's search: from the least q (the windows' size), the

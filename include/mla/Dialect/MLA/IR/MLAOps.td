@@ -229,8 +229,8 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     P_b))`. A window's chunks are consecutive: `K <= W + B`. `refine` must
     be 1. With `adaptive` (needs `windows`), the plan chooses at run time,
     and `balance` is not read: the least `q` is `q0 = max(1, ceil(T /
-    chunks), ceil(T / (max(B, 1)·kMergeChunks)), ceil(kMinChunkKeys /
-    tile_kv))` (ChunkSchedule.h); of
+    chunks), ceil(T / (max(B, 1)·kMergeChunks)), 2·T > chunks ?
+    ceil(kMinChunkKeys / tile_kv) : 1)` (ChunkSchedule.h); of
     `q0, ..., q0 + kAdaptiveSearch - 1` the least whose request-aligned
     chunks number at most `chunks` (one wave) is taken and they are
     written in the windows' layout (chunk `k` as window `k`: `plan[2][b] =
