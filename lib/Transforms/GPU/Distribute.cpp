@@ -204,6 +204,56 @@ void lowerGPUMath(GridOp grid, const ArchInfo &arch) {
   }
 }
 
+/// The phases of `grid` (its scf.parallel ops) as thread loops of `ti`:
+/// global -> shared copies asynchronous where `arch` has them (`ahead`: the
+/// copies of pipelined key loops and how many stages ahead they run), the
+/// key loops' copies (`copies`) and next-tile page phases read an iteration
+/// early where `arch` prefetches through registers.
+void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
+                      const DenseMap<Operation *, int64_t> &ahead,
+                      const DenseSet<Operation *> &copies) {
+  SmallVector<scf::ParallelOp> pars;
+  grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
+  DenseMap<Operation *, bool> async;
+  // A pipelined loop's next-tile pages stay synchronous: an
+  // unsynchronized copy commits no group of its own, so its pages would
+  // land with a tile the loop waits for only later.
+  for (scf::ParallelOp p : pars)
+    async[p] = arch.hasAsyncCopies() &&
+               !(p->hasAttr(MLADialect::kNextTileAttrName) && ahead.count(p)) &&
+               nvidia::asyncCopies(p);
+  DenseMap<Operation *, int64_t> pending =
+      nvidia::prefetchWaits(pars, async, ahead);
+  // Without asynchronous copies (whose waits and barriers pipeline
+  // them), adjacent independent phases share one barrier.
+  if (!arch.hasAsyncCopies())
+    elideBarriersBetweenIndependentPhases(pars);
+  DenseSet<Operation *> nextTile;
+  // The phases staging the next tile's pages (mla.next_tile) read an
+  // iteration early too. The copies first: whether one may be rotated
+  // depends on those phases, which must still be scf.parallel ops.
+  if (arch.prefetchesThroughRegisters())
+    for (scf::ParallelOp p : pars)
+      if (p->hasAttr(MLADialect::kNextTileAttrName))
+        nextTile.insert(p);
+  std::stable_partition(pars.begin(), pars.end(),
+                        [&](scf::ParallelOp p) { return copies.contains(p); });
+  std::stable_partition(
+      std::find_if(pars.begin(), pars.end(),
+                   [&](scf::ParallelOp p) { return !copies.contains(p); }),
+      pars.end(), [&](scf::ParallelOp p) { return nextTile.contains(p); });
+  for (scf::ParallelOp p : pars) {
+    ThreadLoopOptions options;
+    // An unsynchronized copy's group is taken by a later wait.
+    options.waitAsyncCopies =
+        async[p] && !p->hasAttr(MLADialect::kUnsynchronizedAttrName);
+    options.pending = pending.lookup(p);
+    options.unroll = arch.unrollsThreadLoops();
+    options.prefetch = copies.contains(p) || nextTile.contains(p);
+    distributeParallel(p, ti, options);
+  }
+}
+
 struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
   using MLADistributeBase::MLADistributeBase;
 
@@ -252,7 +302,7 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       });
       // The copies into a key loop's step tiles whose reads may be issued
       // an iteration early, into registers (GPU/ThreadLoops.cpp).
-      DenseSet<Operation *> copies, nextTile;
+      DenseSet<Operation *> copies;
       if (arch->prefetchesThroughRegisters())
         grid.walk([&](AttentionStepOp step) {
           if (!isa<scf::ForOp>(step->getParentOp()))
@@ -305,47 +355,7 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
         expandAttentionFinish(f);
       eraseDeadTiles(grid);
       allocasToWorkgroup(grid);
-      SmallVector<scf::ParallelOp> pars;
-      grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
-      DenseMap<Operation *, bool> async;
-      // A pipelined loop's next-tile pages stay synchronous: an
-      // unsynchronized copy commits no group of its own, so its pages would
-      // land with a tile the loop waits for only later.
-      for (scf::ParallelOp p : pars)
-        async[p] =
-            arch->hasAsyncCopies() &&
-            !(p->hasAttr(MLADialect::kNextTileAttrName) && ahead.count(p)) &&
-            nvidia::asyncCopies(p);
-      DenseMap<Operation *, int64_t> pending =
-          nvidia::prefetchWaits(pars, async, ahead);
-      // Without asynchronous copies (whose waits and barriers pipeline
-      // them), adjacent independent phases share one barrier.
-      if (!arch->hasAsyncCopies())
-        elideBarriersBetweenIndependentPhases(pars);
-      // The phases staging the next tile's pages (mla.next_tile) read an
-      // iteration early too. The copies first: whether one may be rotated
-      // depends on those phases, which must still be scf.parallel ops.
-      if (arch->prefetchesThroughRegisters())
-        for (scf::ParallelOp p : pars)
-          if (p->hasAttr(MLADialect::kNextTileAttrName))
-            nextTile.insert(p);
-      std::stable_partition(pars.begin(), pars.end(), [&](scf::ParallelOp p) {
-        return copies.contains(p);
-      });
-      std::stable_partition(
-          std::find_if(pars.begin(), pars.end(),
-                       [&](scf::ParallelOp p) { return !copies.contains(p); }),
-          pars.end(), [&](scf::ParallelOp p) { return nextTile.contains(p); });
-      for (scf::ParallelOp p : pars) {
-        ThreadLoopOptions options;
-        // An unsynchronized copy's group is taken by a later wait.
-        options.waitAsyncCopies =
-            async[p] && !p->hasAttr(MLADialect::kUnsynchronizedAttrName);
-        options.pending = pending.lookup(p);
-        options.unroll = arch->unrollsThreadLoops();
-        options.prefetch = copies.contains(p) || nextTile.contains(p);
-        distributeParallel(p, ti, options);
-      }
+      distributePhases(grid, *arch, ti, ahead, copies);
       SmallVector<MatmulOp> mms;
       grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
       for (MatmulOp mm : mms) {
