@@ -75,6 +75,14 @@ struct ArchInfo {
   /// flight at once). AMD only: NVIDIA's copies are asynchronous already
   /// and its code is tuned on the H200 as it is.
   bool unrollsThreadLoops() const { return kind == TargetKind::AMD; }
+  /// Whether mla-distribute spreads an asynchronous copy phase's rows over
+  /// the threads with each thread's columns fixed and its iterations
+  /// written out (GPU/ThreadLoops.cpp `blockedCopyMapping`): the row's
+  /// address (page lookup, bounds check) is computed once per row, the
+  /// columns are constant offsets from it. NVIDIA: its cp.async copy
+  /// loop was bound by the ~57 instructions per pair of 16-byte copies
+  /// that the linear mapping's divisions and lookups cost.
+  bool blocksCopyThreads() const { return kind == TargetKind::NVIDIA; }
   /// Whether a key loop's KV copy reads the next tile into registers while
   /// the current tile is computed and writes it to LDS in the next
   /// iteration (mla-distribute), the place of an asynchronous copy into a

@@ -250,6 +250,7 @@ void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
     options.pending = pending.lookup(p);
     options.unroll = arch.unrollsThreadLoops();
     options.prefetch = copies.contains(p) || nextTile.contains(p);
+    options.blockCopies = async[p] && arch.blocksCopyThreads();
     distributeParallel(p, ti, options);
   }
 }

@@ -38,6 +38,8 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/Debug.h"
 
+#include <numeric>
+
 #define DEBUG_TYPE "mla-distribute"
 
 using namespace mlir;
@@ -86,6 +88,27 @@ void mapIvs(ImplicitLocOpBuilder &b, scf::ParallelOp par, const Space &space,
   }
   for (auto [iv, v] : llvm::zip(par.getInductionVars(), ivs))
     map.map(iv, v);
+}
+
+/// The induction variables of row `row` and column `col` of `space` into
+/// `map`: the rows are every dim but the innermost, linearised (the
+/// innermost of them varies fastest), the columns the innermost dim.
+void mapRowCol(ImplicitLocOpBuilder &b, scf::ParallelOp par, const Space &space,
+               Value row, Value col, IRMapping &map) {
+  const int64_t dims = space.extents.size();
+  SmallVector<Value> local(dims);
+  local[dims - 1] = col;
+  Value rest = row;
+  for (int64_t d = dims - 2; d >= 0; --d) {
+    local[d] =
+        d == 0 ? rest : arith::RemUIOp::create(b, rest, space.extents[d]);
+    if (d > 0)
+      rest = arith::DivUIOp::create(b, rest, space.extents[d]);
+  }
+  for (auto [d, iv] : llvm::enumerate(par.getInductionVars()))
+    map.map(iv, arith::AddIOp::create(
+                    b, space.lbs[d],
+                    arith::MulIOp::create(b, local[d], space.steps[d])));
 }
 
 /// The space of `par` as constants at `b`, or nullopt when a bound is not
@@ -293,6 +316,174 @@ FailureOr<Rotation> planRotation(scf::ParallelOp par,
   return rot;
 }
 
+/// The most iterations per thread a blocked copy writes out.
+constexpr int64_t kMaxBlockedIterations = 64;
+
+/// The blocked thread mapping of a copy phase (ThreadLoopOptions::
+/// blockCopies). A row is every dim of the space but the innermost,
+/// linearised; its columns are the innermost dim's iterations, each split
+/// into its `pieces` 16-byte copies. `threadCols` consecutive threads share
+/// a row, thread t copying column t % threadCols + j·threadCols (j < cols /
+/// threadCols) of rows t / threadCols + g·rowStep (g < rows / rowStep),
+/// rowStep = threads / threadCols. Every thread visits the same columns of
+/// every row it copies, so the row's address (page lookup, bounds check)
+/// is computed once per row and each column is a constant offset from it
+/// (also in a tile whose swizzle repeats every 8 rows, when rowStep is a
+/// multiple of 8); and one copy instruction of a warp reads whole 32-byte
+/// sectors (consecutive threads, consecutive 16 bytes). Measured on an
+/// H100 against the linear mapping (`idx = tid + k·threads`, a division and
+/// a lookup per 32 bytes): docs/Performance.md, "Copies".
+struct BlockedCopy {
+  int64_t rows, cols, threadCols, rowStep;
+  int64_t pieces = 1;
+};
+
+/// The async copies of `par`'s body when they are `asyncCopyPieces`'s:
+/// equal sizes, their innermost indices a common one plus consecutive
+/// multiples of that size, their tokens unused; empty otherwise.
+SmallVector<nvgpu::DeviceAsyncCopyOp> consecutivePieces(scf::ParallelOp par) {
+  SmallVector<nvgpu::DeviceAsyncCopyOp> copies;
+  for (Operation &op : par.getBody()->without_terminator())
+    if (auto c = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op))
+      copies.push_back(c);
+  auto offsetOf = [](Value idx, Value &base) -> std::optional<int64_t> {
+    auto add = idx.getDefiningOp<arith::AddIOp>();
+    if (!add)
+      return std::nullopt;
+    base = add.getLhs();
+    return getConstantIntValue(add.getRhs());
+  };
+  Value src0, dst0;
+  for (auto [k, c] : llvm::enumerate(copies)) {
+    Value src, dst;
+    std::optional<int64_t> so = offsetOf(c.getSrcIndices().back(), src),
+                           dO = offsetOf(c.getDstIndices().back(), dst);
+    int64_t n = c.getDstElements().getSExtValue();
+    if (k == 0) {
+      src0 = src;
+      dst0 = dst;
+    }
+    if (!so || !dO || *so != int64_t(k) * n || *dO != *so || src != src0 ||
+        dst != dst0 || !c.getAsyncToken().use_empty() ||
+        n != copies.front().getDstElements().getSExtValue())
+      return {};
+  }
+  return copies;
+}
+
+/// The blocked mapping of `par` over `threads`, or nullopt (the reason
+/// under -debug-only=mla-distribute): a space of constant bounds and at
+/// least two dims whose rows divide into whole passes of the threads, with
+/// at least 128 contiguous bytes copied by the threads of one row (or whole
+/// rows), and at most kMaxBlockedIterations per thread. An iteration's
+/// copies are split among threads where they are `consecutivePieces` and
+/// the threads of a row take whole iterations' worth of them.
+std::optional<BlockedCopy> blockedCopyMapping(scf::ParallelOp par,
+                                              int64_t threads) {
+  auto fail = [&](const char *why) -> std::optional<BlockedCopy> {
+    LLVM_DEBUG(llvm::dbgs() << "mla-distribute: linear copy: " << why << "\n");
+    return std::nullopt;
+  };
+  if (par.getNumLoops() < 2)
+    return fail("one dim");
+  BlockedCopy m{1, 0, 0, 0};
+  for (auto [i, lb, ub, step] : llvm::enumerate(
+           par.getLowerBound(), par.getUpperBound(), par.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           st = getConstantIntValue(step);
+    if (!l || !u || !st || *st <= 0 || *u <= *l)
+      return fail("bounds not constant");
+    int64_t n = llvm::divideCeil(*u - *l, *st);
+    if (i + 1 == par.getNumLoops())
+      m.cols = n;
+    else
+      m.rows *= n;
+  }
+  int64_t bytes = 0;
+  par.getBody()->walk([&](nvgpu::DeviceAsyncCopyOp c) {
+    bytes += c.getDstElements().getZExtValue() *
+             c.getDst().getType().getElementTypeBitWidth() / 8;
+  });
+  const int64_t pieces = consecutivePieces(par).size();
+  if (pieces > 1 && threads % pieces == 0 &&
+      std::gcd(m.cols * pieces, threads) % pieces == 0) {
+    m.pieces = pieces;
+    m.cols *= pieces;
+    bytes /= pieces;
+  }
+  m.threadCols = std::gcd(m.cols, threads);
+  m.rowStep = threads / m.threadCols;
+  if (m.rows % m.rowStep != 0)
+    return fail("rows not whole passes of the threads");
+  if (m.threadCols != m.cols && m.threadCols * bytes < 128)
+    return fail("fewer than 128 contiguous bytes a row");
+  if (m.rows * m.cols / threads > kMaxBlockedIterations)
+    return fail("too many iterations");
+  return m;
+}
+
+/// Clones [begin, end) for `n` iterations, `mapIteration(k, map)` mapping
+/// the induction variables of iteration k: every iteration's ops before
+/// `firstWrite`, then every iteration's rest (the iterations of an
+/// scf.parallel are independent, and LLVM would not move a later
+/// iteration's reads, e.g. of a page number in shared memory, above an
+/// earlier one's write).
+void writeOut(ImplicitLocOpBuilder &b, Block::iterator begin,
+              Block::iterator firstWrite, Block::iterator end, int64_t n,
+              llvm::function_ref<void(int64_t, IRMapping &)> mapIteration) {
+  SmallVector<IRMapping> maps(n);
+  for (int64_t k = 0; k < n; ++k) {
+    mapIteration(k, maps[k]);
+    for (Operation &op : llvm::make_range(begin, firstWrite))
+      b.clone(op, maps[k]);
+  }
+  for (IRMapping &map : maps)
+    for (Operation &op : llvm::make_range(firstWrite, end))
+      b.clone(op, map);
+}
+
+/// Writes out `par`'s iterations of each thread in the blocked mapping `m`.
+void writeOutBlocked(ImplicitLocOpBuilder &b, scf::ParallelOp par,
+                     const ThreadInfo &ti, const BlockedCopy &m) {
+  int64_t total = 0;
+  std::optional<Space> space = constSpace(b, par, total);
+  Value tc = indexConst(b, m.threadCols);
+  Value r0 = arith::DivUIOp::create(b, ti.tid, tc);
+  Value c0 = arith::RemUIOp::create(b, ti.tid, tc);
+  const int64_t colSteps = m.cols / m.threadCols;
+  if (m.pieces > 1) {
+    // One piece an iteration: the first, moved to this thread's piece.
+    SmallVector<nvgpu::DeviceAsyncCopyOp> copies = consecutivePieces(par);
+    Value piece = arith::MulIOp::create(
+        b, arith::RemUIOp::create(b, ti.tid, indexConst(b, m.pieces)),
+        indexConst(b, copies.front().getDstElements().getSExtValue()));
+    nvgpu::DeviceAsyncCopyOp first = copies.front();
+    ImplicitLocOpBuilder pb(first.getLoc(), first);
+    auto shift = [&](MutableOperandRange range) {
+      Value last = range[range.size() - 1].get();
+      range[range.size() - 1].set(arith::AddIOp::create(pb, last, piece));
+    };
+    shift(first.getSrcIndicesMutable());
+    shift(first.getDstIndicesMutable());
+    for (nvgpu::DeviceAsyncCopyOp c : llvm::drop_begin(copies))
+      c.erase();
+    c0 = arith::DivUIOp::create(b, c0, indexConst(b, m.pieces));
+  }
+  const int64_t colStride = m.threadCols / m.pieces;
+  auto ops = par.getBody()->without_terminator();
+  writeOut(b, ops.begin(),
+           llvm::find_if(ops, [](Operation &op) { return writesMemory(&op); }),
+           ops.end(), m.rows / m.rowStep * colSteps,
+           [&](int64_t k, IRMapping &map) {
+             Value row = arith::AddIOp::create(
+                 b, r0, indexConst(b, k / colSteps * m.rowStep));
+             Value col = arith::AddIOp::create(
+                 b, c0, indexConst(b, k % colSteps * colStride));
+             mapRowCol(b, par, *space, row, col, map);
+           });
+}
+
 /// Where a thread's iterations of a phase are: `whole` of them for every
 /// thread, then one more for the threads below `total`.
 struct Iterations {
@@ -453,11 +644,13 @@ void mla::distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
   };
   const int64_t perThread =
       fixed ? llvm::divideCeil(constTotal, ti.threads) : 0;
-  if (fixed && perThread <= kMaxUnrolledIterations) {
-    // The body up to its first write for every whole iteration, then the
-    // rest of each: the iterations of an scf.parallel are independent, and
-    // LLVM would not move a later iteration's reads (e.g. of a page number
-    // in LDS) above an earlier one's LDS store, which waits for its load.
+  std::optional<BlockedCopy> blocked;
+  if (options.blockCopies)
+    blocked = blockedCopyMapping(par, ti.threads);
+  if (blocked) {
+    writeOutBlocked(b, par, ti, *blocked);
+  } else if (fixed && perThread <= kMaxUnrolledIterations) {
+    // Every whole iteration's reads first (writeOut).
     Block::iterator firstWrite =
         llvm::find_if(ops, [](Operation &op) { return writesMemory(&op); });
     const int64_t whole = constTotal / ti.threads;
@@ -467,15 +660,10 @@ void mla::distributeParallel(scf::ParallelOp par, const ThreadInfo &ti,
       // The rotation moved `par` into a new loop.
       b.setInsertionPoint(par);
     } else {
-      SmallVector<IRMapping> maps(whole);
-      for (int64_t k = 0; k < whole; ++k) {
-        mapIvs(b, par, *fixed, iterationIndex(b, ti, k), maps[k]);
-        for (Operation &op : llvm::make_range(ops.begin(), firstWrite))
-          b.clone(op, maps[k]);
-      }
-      for (int64_t k = 0; k < whole; ++k)
-        for (Operation &op : llvm::make_range(firstWrite, ops.end()))
-          b.clone(op, maps[k]);
+      writeOut(b, ops.begin(), firstWrite, ops.end(), whole,
+               [&](int64_t k, IRMapping &map) {
+                 mapIvs(b, par, *fixed, iterationIndex(b, ti, k), map);
+               });
       if (whole < perThread) {
         Value idx = iterationIndex(b, ti, whole);
         auto last = scf::IfOp::create(

@@ -25,6 +25,11 @@ struct ThreadLoopOptions {
   /// legal (ArchInfo::prefetchesThroughRegisters; the KV copy of a key
   /// loop). Needs `unroll`.
   bool prefetch = false;
+  /// A copy phase of constant trip count whose rows may be spread with the
+  /// columns fixed per thread (`blockedCopyMapping`): each thread copies
+  /// the same columns of every row it visits, its iterations written out
+  /// (ArchInfo::blocksCopyThreads; NVIDIA's cp.async copies).
+  bool blockCopies = false;
 };
 
 /// Whether `op` or an op nested in it may write memory (an op that does not

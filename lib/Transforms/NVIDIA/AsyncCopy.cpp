@@ -12,6 +12,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -78,6 +79,75 @@ bool scalarAsyncCopy(Block *body) {
   load.erase();
   return true;
 }
+/// The values `v` may take in `par`'s body, where it is a constant, one of
+/// `par`'s induction variables of constant bounds, or a sum, product,
+/// unsigned remainder or quotient of such (by constants); nullopt
+/// otherwise.
+std::optional<std::pair<int64_t, int64_t>> valueRange(Value v,
+                                                      scf::ParallelOp par) {
+  using Range = std::optional<std::pair<int64_t, int64_t>>;
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return std::make_pair(*c, *c);
+  auto ivs = par.getInductionVars();
+  if (auto it = llvm::find(ivs, v); it != ivs.end()) {
+    int64_t d = it - ivs.begin();
+    std::optional<int64_t> l = getConstantIntValue(par.getLowerBound()[d]),
+                           u = getConstantIntValue(par.getUpperBound()[d]);
+    if (!l || !u || *u <= *l)
+      return std::nullopt;
+    return std::make_pair(*l, *u - 1);
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getNumOperands() != 2)
+    return std::nullopt;
+  if (auto rem = dyn_cast<arith::RemUIOp>(def))
+    if (std::optional<int64_t> c = getConstantIntValue(rem.getRhs());
+        c && *c > 0)
+      return std::make_pair(int64_t(0), *c - 1);
+  Range a = valueRange(def->getOperand(0), par),
+        b = valueRange(def->getOperand(1), par);
+  if (!a || !b || a->first < 0 || b->first < 0)
+    return std::nullopt;
+  if (isa<arith::AddIOp>(def))
+    return std::make_pair(a->first + b->first, a->second + b->second);
+  if (isa<arith::MulIOp>(def))
+    return std::make_pair(a->first * b->first, a->second * b->second);
+  if (isa<arith::DivUIOp>(def) && b->first == b->second && b->first > 0)
+    return std::make_pair(a->first / b->first, a->second / b->first);
+  return std::nullopt;
+}
+
+/// Whether `load`'s index `dim` is within its memref for every iteration
+/// of `par` (the whole vector, for the innermost dim).
+bool indexInBounds(vector::LoadOp load, unsigned dim, scf::ParallelOp par) {
+  MemRefType t = load.getMemRefType();
+  if (t.isDynamicDim(dim))
+    return false;
+  auto r = valueRange(load.getIndices()[dim], par);
+  int64_t width =
+      dim + 1 == t.getRank() ? load.getVectorType().getNumElements() : 1;
+  return r && r->first >= 0 && r->second + width <= t.getDimSize(dim);
+}
+
+/// Whether `op`, in `par`'s body, may run for a masked iteration too: free
+/// of effects and speculatable, or a load of workgroup memory at indices
+/// within the memref's static shape for every iteration (`valueRange`: a
+/// tile's row of page numbers).
+bool speculatable(Operation *op, scf::ParallelOp par) {
+  if (isPure(op))
+    return true;
+  auto load = dyn_cast<memref::LoadOp>(op);
+  if (!load || !isWorkgroup(load.getMemRef()))
+    return false;
+  MemRefType t = load.getMemRefType();
+  for (auto [dim, idx] : llvm::enumerate(load.getIndices())) {
+    auto r = valueRange(idx, par);
+    if (t.isDynamicDim(dim) || !r || r->first < 0 ||
+        r->second >= t.getDimSize(dim))
+      return false;
+  }
+  return true;
+}
 } // namespace
 
 namespace mla::nvidia {
@@ -85,8 +155,9 @@ namespace mla::nvidia {
 /// unmasked `tile[...] = global[...]`, of 16-byte multiples becomes
 /// cp.async (global -> shared without registers, all of a thread's copies
 /// in flight at once; a masked copy reads 0 bytes and zero-fills). The
-/// source indices are still computed under `cond` (the page lookup must not
-/// read past the block table); masked copies read from index 0. A phase
+/// source indices are computed under `cond` where that needs a read that
+/// may not be safe out of range (a page lookup in the block table), else
+/// for every iteration and selected; masked copies read from index 0. A phase
 /// staging the next key tile's page numbers (mla.next_tile) becomes one
 /// 4-byte cp.async per number: unsynchronized, it commits no group of its
 /// own and lands with the key tile's copies after it, whose wait the next
@@ -115,8 +186,34 @@ bool asyncCopies(scf::ParallelOp par) {
   if (!load || !isZeroVector(elseVal) || bytes % 16 != 0 ||
       cast<MemRefType>(load.getBase().getType()).getMemorySpace())
     return false;
-  // The source indices, computed only when in range.
   ImplicitLocOpBuilder b(ifOp.getLoc(), ifOp);
+  // The elements each piece reads: all of them, or none when masked.
+  auto srcElems = [&] {
+    Value full = indexConst(b, 16 * 8 / vt.getElementTypeBitWidth());
+    return arith::SelectOp::create(b, ifOp.getCondition(), full,
+                                   indexConst(b, 0))
+        .getResult();
+  };
+  // The source indices computed for every iteration where that is safe
+  // (no branch: the iterations of a row share them), else only in range;
+  // masked copies read from index 0 in every dim that could be out of
+  // bounds otherwise.
+  auto before =
+      llvm::make_range(ifOp.thenBlock()->begin(), Block::iterator(load));
+  if (llvm::all_of(before,
+                   [&](Operation &op) { return speculatable(&op, par); })) {
+    for (Operation &op : llvm::make_early_inc_range(before))
+      op.moveBefore(ifOp);
+    SmallVector<Value> idx;
+    for (auto [d, i] : llvm::enumerate(load.getIndices()))
+      idx.push_back(indexInBounds(load, d, par)
+                        ? i
+                        : arith::SelectOp::create(b, ifOp.getCondition(), i,
+                                                  indexConst(b, 0)));
+    asyncCopyPieces(b, store, load.getBase(), idx, srcElems());
+    ifOp.erase();
+    return true;
+  }
   SmallVector<Type> idxTypes(load.getIndices().size(), b.getIndexType());
   auto idxIf = scf::IfOp::create(b, idxTypes, ifOp.getCondition(),
                                  /*withElseRegion=*/true);
@@ -133,10 +230,7 @@ bool asyncCopies(scf::ParallelOp par) {
     SmallVector<Value> zeros(idxTypes.size(), indexConst(eb, 0));
     scf::YieldOp::create(eb, zeros);
   }
-  Value full = indexConst(b, 16 * 8 / vt.getElementTypeBitWidth());
-  Value srcElems =
-      arith::SelectOp::create(b, ifOp.getCondition(), full, indexConst(b, 0));
-  asyncCopyPieces(b, store, load.getBase(), idxIf.getResults(), srcElems);
+  asyncCopyPieces(b, store, load.getBase(), idxIf.getResults(), srcElems());
   ifOp.erase();
   return true;
 }
