@@ -355,6 +355,8 @@ SmallVector<nvgpu::DeviceAsyncCopyOp> consecutivePieces(scf::ParallelOp par) {
   };
   Value src0, dst0;
   for (auto [k, c] : llvm::enumerate(copies)) {
+    if (c.getSrcIndices().empty() || c.getDstIndices().empty())
+      return {};
     Value src, dst;
     std::optional<int64_t> so = offsetOf(c.getSrcIndices().back(), src),
                            dO = offsetOf(c.getDstIndices().back(), dst);
