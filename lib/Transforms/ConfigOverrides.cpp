@@ -52,6 +52,7 @@ static constexpr std::pair<const char *, int64_t ConfigFields::*>
         {"chunk_balance", &ConfigFields::chunkBalance},
         {"merge_groups", &ConfigFields::mergeGroups},
         {"chunk_windows", &ConfigFields::chunkWindows},
+        {"blocked_copies", &ConfigFields::blockedCopies},
 };
 
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {

@@ -88,10 +88,11 @@ ConfigFields hostDecodeConfig(DecodeOp op) {
 /// the lowering mla-distribute will choose (WorkgroupTiles.h).
 int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
                        const ArchInfo &arch) {
-  ConfigAttr attr = ConfigAttr::get(
-      op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup, cfg.warps,
-      cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma, cfg.kvChunks,
-      cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups, cfg.chunkWindows);
+  ConfigAttr attr =
+      ConfigAttr::get(op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
+                      cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ,
+                      cfg.wgmma, cfg.kvChunks, cfg.workgroups, cfg.chunkBalance,
+                      cfg.mergeGroups, cfg.chunkWindows, cfg.blockedCopies);
   FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, arch);
   return succeeded(tiles) ? tiles->bytes()
                           : std::numeric_limits<int64_t>::max();
@@ -507,7 +508,7 @@ struct SelectConfigPass
              existing.getTileQ(),        existing.getWgmma(),
              existing.getKvChunks(),     existing.getWorkgroups(),
              existing.getChunkBalance(), existing.getMergeGroups(),
-             existing.getChunkWindows()};
+             existing.getChunkWindows(), existing.getBlockedCopies()};
     const bool stagesAsked = existing || specHasField(perfConfig, "stages");
     if (failed(applyOverrides(op, perfConfig, cfg)))
       return {};
@@ -560,7 +561,7 @@ struct SelectConfigPass
         emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
         cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
         cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups,
-        cfg.chunkWindows);
+        cfg.chunkWindows, cfg.blockedCopies);
     if (!attr || failed(checkConfigForTarget(op, attr, arch)))
       return ConfigAttr();
     return attr;

@@ -34,6 +34,8 @@ void recordDecodeInfo(DecodeOp op) {
     config += " min_workgroups=" + std::to_string(cfg.getMinWorkgroups());
   if (!cfg.getWgmma())
     config += " wgmma=0";
+  if (!cfg.getBlockedCopies())
+    config += " blocked_copies=0";
   if (cfg.getKvChunks())
     config += " kv_chunks=" + std::to_string(cfg.getKvChunks());
   if (cfg.getWorkgroups())

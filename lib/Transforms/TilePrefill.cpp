@@ -24,9 +24,10 @@ void recordPrefillInfo(PrefillOp op) {
   Builder b(op.getContext());
   ConfigAttr cfg = op.getConfigAttr();
   std::string config =
-      llvm::formatv("tile_q={0} tile_kv={1} warps={2} stages={3}{4}",
+      llvm::formatv("tile_q={0} tile_kv={1} warps={2} stages={3}{4}{5}",
                     cfg.getTileQ(), cfg.getTileKv(), cfg.getWarps(),
-                    cfg.getStages(), cfg.getWgmma() ? "" : " wgmma=0")
+                    cfg.getStages(), cfg.getWgmma() ? "" : " wgmma=0",
+                    cfg.getBlockedCopies() ? "" : " blocked_copies=0")
           .str();
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kPrefill));

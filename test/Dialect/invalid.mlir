@@ -490,6 +490,11 @@ func.func private @bad_wgmma() attributes {cfg = #mla.config<tile_kv = 64, kv_sp
 
 // -----
 
+// expected-error @+1 {{blocked_copies must be 0 or 1, got -1}}
+func.func private @bad_blocked_copies() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, blocked_copies = -1>}
+
+// -----
+
 func.func @decode_tile_q(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   // expected-error @+1 {{config tile_q applies to prefill only, got 64}}
   mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>} : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>

@@ -131,3 +131,45 @@ func.func @linear(%src: memref<3x576xbf16>) {
   }
   return
 }
+
+// -----
+
+// The config's blocked_copies = 0 keeps the linear mapping for comparison
+// (the shape of @paged, whose copy is blocked by default): a loop over
+// `tid + 128·k`, both 16-byte pieces of an iteration's 32 bytes in it.
+// CHECK-LABEL: func @linear_asked
+// CHECK: scf.for %{{.*}} = %thread_id_x to %{{.*}} step %c128
+// CHECK: arith.divui %arg{{[0-9]+}}, %{{.*}} : index
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_copy
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_create_group
+func.func @linear_asked(%kv: memref<?x64x576xbf16>, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c36 = arith.constant 36 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant dense<0.0> : vector<16xbf16>
+  mla.grid in (%c1, %c1, %c1) attributes {config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 4, stages = 1, blocked_copies = 0>} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %pages = memref.alloca() : memref<64xi32>
+    %tile = memref.alloca() : memref<64x576xbf16>
+    scf.parallel (%r, %ch) = (%c0, %c0) to (%c64, %c36) step (%c1, %c1) {
+      %d = arith.muli %ch, %c16 : index
+      %in = arith.cmpi slt, %r, %end : index
+      %v = scf.if %in -> (vector<16xbf16>) {
+        %slot = arith.remui %r, %c64 : index
+        %e = memref.load %pages[%r] : memref<64xi32>
+        %page = arith.index_cast %e : i32 to index
+        %l = vector.load %kv[%page, %slot, %d] : memref<?x64x576xbf16>, vector<16xbf16>
+        scf.yield %l : vector<16xbf16>
+      } else {
+        scf.yield %zero : vector<16xbf16>
+      }
+      vector.store %v, %tile[%r, %d] : memref<64x576xbf16>, vector<16xbf16>
+      scf.reduce
+    }
+  }
+  return
+}

@@ -56,7 +56,7 @@
 // BADTILE: error: perf-config: tile_kv must be a power of two in [8, 256], got 48
 // EMPTY: error: perf-config: empty field in 'tile_kv=32,,stages=2'
 // TWICE: error: perf-config: field 'tile_kv' is given twice
-// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance, merge_groups, chunk_windows)
+// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance, merge_groups, chunk_windows, blocked_copies)
 // HOSTWARPS: error: config warps = 3 is not supported on target host: a host workgroup runs on one thread (allowed: warps = 1)
 // WARPS17: error: perf-config: warps must be in [1, 16], got 17
 // TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)

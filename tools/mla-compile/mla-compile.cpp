@@ -162,7 +162,10 @@ static cl::opt<std::string>
                         "workgroup per window; 2, the default on GPU "
                         "targets (0 on the host), lets the plan choose "
                         "request-aligned chunks when they fit one wave, "
-                        "else windows, the chunks bounded by the merge)"),
+                        "else windows, the chunks bounded by the merge),"
+                        "blocked_copies=0|1 (NVIDIA: cp.async copies "
+                        "spread row by row with fixed 16-byte pieces, "
+                        "default 1; 0 the linear mapping)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

@@ -208,12 +208,17 @@ void lowerGPUMath(GridOp grid, const ArchInfo &arch) {
 /// global -> shared copies asynchronous where `arch` has them (`ahead`: the
 /// copies of pipelined key loops and how many stages ahead they run), the
 /// key loops' copies (`copies`) and next-tile page phases read an iteration
-/// early where `arch` prefetches through registers.
+/// early where `arch` prefetches through registers, asynchronous copy
+/// phases spread row by row where `arch` blocks them and the grid's config
+/// does not ask for the linear mapping (`blocked_copies = 0`).
 void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
                       const DenseMap<Operation *, int64_t> &ahead,
                       const DenseSet<Operation *> &copies) {
   SmallVector<scf::ParallelOp> pars;
   grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
+  // The config's choice of copy mapping (blocked_copies, default 1).
+  const bool blocked =
+      !grid.getConfigAttr() || grid.getConfigAttr().getBlockedCopies() != 0;
   DenseMap<Operation *, bool> async;
   // A pipelined loop's next-tile pages stay synchronous: an
   // unsynchronized copy commits no group of its own, so its pages would
@@ -250,7 +255,7 @@ void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
     options.pending = pending.lookup(p);
     options.unroll = arch.unrollsThreadLoops();
     options.prefetch = copies.contains(p) || nextTile.contains(p);
-    options.blockCopies = async[p] && arch.blocksCopyThreads();
+    options.blockCopies = async[p] && arch.blocksCopyThreads() && blocked;
     distributeParallel(p, ti, options);
   }
 }

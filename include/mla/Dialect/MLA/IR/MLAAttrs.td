@@ -80,6 +80,13 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       the fused attention step of `mla-distribute` uses `wgmma.mma_async`
       (operands in 128-byte-swizzled shared memory) where its shape allows;
       0 keeps the warp-level `mma.sync` lowering. Other targets ignore it.
+    * `blocked_copies` (optional, default 1): on targets with asynchronous
+      copies (NVIDIA's cp.async), `mla-distribute` spreads a copy phase's
+      rows over the threads with each thread's 16-byte pieces fixed where
+      the tile's shape allows (one page lookup per row, the pieces
+      immediate offsets, whole sectors per warp instruction); 0 keeps the
+      linear mapping (`idx = tid + k * threads`, the previous strategy, for
+      comparison). Other targets ignore it.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
@@ -94,7 +101,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         DefaultValuedParameter<"int64_t", "0">:$workgroups,
                         DefaultValuedParameter<"int64_t", "::mla::rt::schedule::kChunkBalance">:$chunk_balance,
                         DefaultValuedParameter<"int64_t", "1">:$merge_groups,
-                        DefaultValuedParameter<"int64_t", "0">:$chunk_windows);
+                        DefaultValuedParameter<"int64_t", "0">:$chunk_windows,
+                        DefaultValuedParameter<"int64_t", "1">:$blocked_copies);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
