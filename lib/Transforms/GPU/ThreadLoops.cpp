@@ -36,6 +36,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/Debug.h"
 
 #include <numeric>
@@ -396,11 +397,17 @@ std::optional<BlockedCopy> blockedCopyMapping(scf::ParallelOp par,
                            st = getConstantIntValue(step);
     if (!l || !u || !st || *st <= 0 || *u <= *l)
       return fail("bounds not constant");
-    int64_t n = llvm::divideCeil(*u - *l, *st);
+    std::optional<int64_t> span = llvm::checkedSub(*u, *l);
+    const int64_t n =
+        span ? static_cast<int64_t>(llvm::divideCeil(*span, *st)) : 0;
+    std::optional<int64_t> product =
+        span ? llvm::checkedMul(m.rows, n) : std::nullopt;
+    if (!product || *product > kMaxBlockedIterations * threads)
+      return fail("too many iterations");
     if (i + 1 == par.getNumLoops())
       m.cols = n;
     else
-      m.rows *= n;
+      m.rows = *product;
   }
   int64_t bytes = 0;
   par.getBody()->walk([&](nvgpu::DeviceAsyncCopyOp c) {

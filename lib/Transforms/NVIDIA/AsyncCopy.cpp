@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -108,10 +109,19 @@ std::optional<std::pair<int64_t, int64_t>> valueRange(Value v,
         b = valueRange(def->getOperand(1), par);
   if (!a || !b || a->first < 0 || b->first < 0)
     return std::nullopt;
+  // Bounds that overflow say nothing.
+  auto pair = [](std::optional<int64_t> lo,
+                 std::optional<int64_t> hi) -> Range {
+    if (!lo || !hi)
+      return std::nullopt;
+    return std::make_pair(*lo, *hi);
+  };
   if (isa<arith::AddIOp>(def))
-    return std::make_pair(a->first + b->first, a->second + b->second);
+    return pair(llvm::checkedAdd(a->first, b->first),
+                llvm::checkedAdd(a->second, b->second));
   if (isa<arith::MulIOp>(def))
-    return std::make_pair(a->first * b->first, a->second * b->second);
+    return pair(llvm::checkedMul(a->first, b->first),
+                llvm::checkedMul(a->second, b->second));
   if (isa<arith::DivUIOp>(def) && b->first == b->second && b->first > 0)
     return std::make_pair(a->first / b->first, a->second / b->first);
   return std::nullopt;
@@ -126,7 +136,7 @@ bool indexInBounds(vector::LoadOp load, unsigned dim, scf::ParallelOp par) {
   auto r = valueRange(load.getIndices()[dim], par);
   int64_t width =
       dim + 1 == t.getRank() ? load.getVectorType().getNumElements() : 1;
-  return r && r->first >= 0 && r->second + width <= t.getDimSize(dim);
+  return r && r->first >= 0 && r->second <= t.getDimSize(dim) - width;
 }
 
 /// Whether `op`, in `par`'s body, may run for a masked iteration too: free
