@@ -76,12 +76,15 @@ struct ArchInfo {
   /// and its code is tuned on the H200 as it is.
   bool unrollsThreadLoops() const { return kind == TargetKind::AMD; }
   /// Whether mla-distribute spreads an asynchronous copy phase's rows over
-  /// the threads with each thread's columns fixed and its iterations
-  /// written out (GPU/ThreadLoops.cpp `blockedCopyMapping`): the row's
-  /// address (page lookup, bounds check) is computed once per row, the
-  /// columns are constant offsets from it. NVIDIA: its cp.async copy
-  /// loop was bound by the ~57 instructions per pair of 16-byte copies
-  /// that the linear mapping's divisions and lookups cost.
+  /// the threads with each thread's 16-byte pieces fixed and its
+  /// iterations written out (GPU/ThreadLoops.cpp `blockedCopyMapping`;
+  /// the config's `blocked_copies = 0` keeps the linear mapping): the
+  /// row's address (page lookup, bounds check) is computed once per row,
+  /// the pieces are constant offsets from it. NVIDIA: the linear mapping's
+  /// divisions and lookups made its cp.async copies instruction-bound;
+  /// blocked, an H100 measured 3-12 % less time on the large decode rows
+  /// and 14-16 % on prefill (docs/Performance.md, "Copies"). AMD copies
+  /// through registers (no cp.async) and keeps the linear mapping.
   bool blocksCopyThreads() const { return kind == TargetKind::NVIDIA; }
   /// Whether a key loop's KV copy reads the next tile into registers while
   /// the current tile is computed and writes it to LDS in the next
