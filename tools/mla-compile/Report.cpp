@@ -190,7 +190,8 @@ llvm::Error fillAmd(const rt::Manifest &m, const rt::TargetSpec &t,
   return llvm::Error::success();
 }
 
-llvm::Error fillNvidia(const rt::LaunchSpec &launch, const TargetCode &code,
+llvm::Error fillNvidia(const rt::Manifest &m, const rt::TargetSpec &t,
+                       const rt::LaunchSpec &launch, const TargetCode &code,
                        KernelReport &k) {
   StringRef ptx(reinterpret_cast<const char *>(code.code.data()),
                 code.code.size());
@@ -210,6 +211,10 @@ llvm::Error fillNvidia(const rt::LaunchSpec &launch, const TargetCode &code,
   if (!k.occupancy)
     k.occupancyNote = "no occupancy data for " + code.arch->name.str();
   k.loopNote = "no ISA counts for NVIDIA (SASS needs ptxas)";
+  if (readsKeys(m, launch)) {
+    k.ptxLoop = findPtxKeyLoop(ptx, launch.entry);
+    k.loopKeys = configInt(t, "tile_kv");
+  }
   return llvm::Error::success();
 }
 
@@ -255,7 +260,7 @@ llvm::Expected<KernelReport> kernelReport(const rt::Manifest &m,
     if (llvm::Error err = fillAmd(m, t, launch, code, *metadata, k))
       return std::move(err);
   } else if (k.vendor == "nvidia") {
-    if (llvm::Error err = fillNvidia(launch, code, k))
+    if (llvm::Error err = fillNvidia(m, t, launch, code, k))
       return std::move(err);
   } else {
     fillHostOrEmulated(launch, code, k);

@@ -100,6 +100,42 @@ llvm::Expected<llvm::StringRef> amdgcnFunction(llvm::StringRef assembly,
 std::optional<KeyLoop> findKeyLoop(llvm::StringRef function,
                                    int64_t firstLine = 1);
 
+/// Instruction counts of a stretch of PTX (static: each instruction once,
+/// whichever paths run; PTX, not the SASS ptxas makes of it).
+struct PtxCounts {
+  int64_t instructions = 0;
+  /// mma.sync (warp) and wgmma.mma_async (warpgroup).
+  int64_t mma = 0, wgmma = 0;
+  /// cp.async copies (not their commits and waits).
+  int64_t cpAsync = 0;
+  int64_t ldGlobal = 0, stGlobal = 0;
+  /// ld.shared and ldmatrix; st.shared.
+  int64_t ldShared = 0, stShared = 0;
+  /// bar.sync / barrier.sync.
+  int64_t barriers = 0;
+  /// cp.async.wait_* and wgmma.wait_group.
+  int64_t waits = 0;
+};
+
+/// The key loop of a kernel's PTX, chosen as findKeyLoop chooses (the
+/// most mma/wgmma, the innermost of equals; without any, the most cp.async
+/// and global loads, the outermost of equals).
+struct PtxLoop {
+  std::string label;
+  /// 1-based lines of the loop's first and last line in the PTX.
+  int64_t firstLine = 0, lastLine = 0;
+  PtxCounts counts;
+  /// "mma" or "copies": what chose it.
+  std::string chosenBy;
+  /// The loops nested in it (label, counts); counted once in `counts`.
+  std::vector<std::pair<std::string, PtxCounts>> inner;
+};
+
+/// The key loop of the `.entry kernel` of `ptx`; nullopt when there is no
+/// such entry or it has no loop.
+std::optional<PtxLoop> findPtxKeyLoop(llvm::StringRef ptx,
+                                      llvm::StringRef kernel);
+
 /// What a kernel's PTX declares about its launch: `.maxntid`, `.reqntid`,
 /// `.maxnreg`, `.minnctapersm`, and the static `.shared` bytes of the
 /// variables its body names (function-scope or module-scope).
@@ -228,6 +264,8 @@ struct KernelReport {
   std::optional<int64_t> kvReads;
   std::string kvReadsNote;
   std::optional<PtxKernel> ptx;
+  /// NVIDIA: the key loop's PTX (the keys one iteration covers: loopKeys).
+  std::optional<PtxLoop> ptxLoop;
   /// AMD: the key loop, and the keys one iteration covers (config fact).
   std::optional<KeyLoop> loop;
   std::optional<int64_t> loopKeys;

@@ -35,7 +35,12 @@ struct AsmLine {
   /// The label a line `name:` defines; empty for an instruction.
   StringRef label;
   StringRef mnemonic, operands;
+  /// PTX: the instruction has a guard predicate (`@%p bra`: conditional).
+  bool predicated = false;
 };
+
+/// The assembly a function is written in: how its branches end blocks.
+enum class Syntax { Amdgcn, Ptx };
 
 SmallVector<AsmLine> parseFunction(StringRef function, int64_t firstLine) {
   SmallVector<AsmLine> lines;
@@ -128,13 +133,24 @@ void countLine(const AsmLine &line, IsaCounts &c) {
   }
 }
 
-bool isBranch(StringRef mnemonic) {
-  return mnemonic == "s_branch" || mnemonic.starts_with("s_cbranch_");
+bool isBranch(const AsmLine &line, Syntax s) {
+  if (s == Syntax::Ptx)
+    return line.mnemonic == "bra" || line.mnemonic == "bra.uni";
+  return line.mnemonic == "s_branch" || line.mnemonic.starts_with("s_cbranch_");
 }
 
-/// Ends a wave's path: nothing follows it.
-bool isEnd(StringRef mnemonic) {
-  return mnemonic.starts_with("s_endpgm") || mnemonic == "s_setpc_b64";
+/// A branch that always jumps (no fall-through).
+bool isUnconditional(const AsmLine &line, Syntax s) {
+  return s == Syntax::Ptx ? !line.predicated : line.mnemonic == "s_branch";
+}
+
+/// Ends a wave's (thread's) path: nothing follows it.
+bool isEnd(const AsmLine &line, Syntax s) {
+  if (s == Syntax::Ptx)
+    return line.mnemonic == "ret" || line.mnemonic == "exit" ||
+           line.mnemonic.starts_with("trap");
+  return line.mnemonic.starts_with("s_endpgm") ||
+         line.mnemonic == "s_setpc_b64";
 }
 
 /// A basic block: lines [begin, end) of the function.
@@ -145,14 +161,16 @@ struct Block {
 
 /// The function's control-flow graph: a block starts at each label and
 /// after each branch; a block's successors are its branch's target and,
-/// unless it ends in s_branch or s_endpgm, the next block.
-SmallVector<Block> buildBlocks(ArrayRef<AsmLine> lines) {
+/// unless it ends in an unconditional branch or an end (s_branch,
+/// s_endpgm; PTX: bra without a predicate, ret), the next block.
+SmallVector<Block> buildBlocks(ArrayRef<AsmLine> lines,
+                               Syntax syntax = Syntax::Amdgcn) {
   SmallVector<Block> blocks;
   llvm::StringMap<size_t> byLabel;
   for (size_t i = 0; i < lines.size(); ++i) {
     bool startsBlock = blocks.empty() || !lines[i].label.empty() ||
-                       isBranch(lines[i - 1].mnemonic) ||
-                       isEnd(lines[i - 1].mnemonic);
+                       isBranch(lines[i - 1], syntax) ||
+                       isEnd(lines[i - 1], syntax);
     if (startsBlock)
       blocks.push_back({i, i, {}, {}});
     blocks.back().end = i + 1;
@@ -162,13 +180,13 @@ SmallVector<Block> buildBlocks(ArrayRef<AsmLine> lines) {
   for (size_t b = 0; b < blocks.size(); ++b) {
     const AsmLine &last = lines[blocks[b].end - 1];
     bool next = b + 1 < blocks.size();
-    if (isBranch(last.mnemonic)) {
+    if (isBranch(last, syntax)) {
       StringRef target = last.operands.split(',').first.trim();
       auto it = byLabel.find(target);
       if (it != byLabel.end())
         blocks[b].succs.push_back(it->second);
-      next = next && last.mnemonic != "s_branch";
-    } else if (isEnd(last.mnemonic)) {
+      next = next && !isUnconditional(last, syntax);
+    } else if (isEnd(last, syntax)) {
       next = false;
     }
     if (next && !llvm::is_contained(blocks[b].succs, b + 1))
@@ -247,9 +265,12 @@ naturalLoops(ArrayRef<Block> blocks) {
   return loops;
 }
 
-IsaLoop describeLoop(ArrayRef<AsmLine> lines, ArrayRef<Block> blocks,
-                     size_t header, const llvm::BitVector &body) {
-  IsaLoop loop;
+/// The loop of `header` and `body`: its label, lines and counts
+/// (`count(line, counts)` for each instruction).
+template <typename Loop, typename Count>
+Loop describeLoop(ArrayRef<AsmLine> lines, ArrayRef<Block> blocks,
+                  size_t header, const llvm::BitVector &body, Count count) {
+  Loop loop;
   loop.label = lines[blocks[header].begin].label.str();
   loop.firstLine = lines[blocks[header].begin].line;
   loop.lastLine = loop.firstLine;
@@ -258,9 +279,66 @@ IsaLoop describeLoop(ArrayRef<AsmLine> lines, ArrayRef<Block> blocks,
     loop.lastLine = std::max(loop.lastLine, lines[blocks[b].end - 1].line);
     for (size_t i = blocks[b].begin; i < blocks[b].end; ++i)
       if (lines[i].label.empty())
-        countLine(lines[i], loop.counts);
+        count(lines[i], loop.counts);
   }
   return loop;
+}
+
+/// PTX instructions by kind (PtxCounts).
+void countPtxLine(const AsmLine &line, PtxCounts &c) {
+  StringRef m = line.mnemonic;
+  ++c.instructions;
+  if (m.starts_with("wgmma.mma_async"))
+    ++c.wgmma;
+  else if (m.starts_with("mma.sync"))
+    ++c.mma;
+  else if (m.starts_with("cp.async.wait") || m.starts_with("wgmma.wait"))
+    ++c.waits;
+  else if (m.starts_with("cp.async.") && !m.starts_with("cp.async.commit"))
+    ++c.cpAsync;
+  else if (m.starts_with("ld.global"))
+    ++c.ldGlobal;
+  else if (m.starts_with("st.global"))
+    ++c.stGlobal;
+  else if (m.starts_with("ld.shared") || m.starts_with("ldmatrix"))
+    ++c.ldShared;
+  else if (m.starts_with("st.shared"))
+    ++c.stShared;
+  else if (m.starts_with("bar.sync") || m.starts_with("barrier.sync"))
+    ++c.barriers;
+}
+
+/// The lines of a PTX function body (`{` ... `}`): labels (`$L__BB1_3:`)
+/// and instructions, a guard predicate (`@%p1`, `@!%p1`) noted and
+/// dropped; directives, braces and comments are dropped.
+SmallVector<AsmLine> parsePtxFunction(StringRef body, int64_t firstLine) {
+  SmallVector<AsmLine> lines;
+  SmallVector<StringRef> raw;
+  body.split(raw, '\n');
+  for (auto [i, text] : llvm::enumerate(raw)) {
+    AsmLine line;
+    line.line = firstLine + static_cast<int64_t>(i);
+    StringRef code = text.split("//").first.trim();
+    if (code.empty())
+      continue;
+    if (code.ends_with(":") && !code.contains(' ')) {
+      line.label = code.drop_back();
+      lines.push_back(line);
+      continue;
+    }
+    if (code.consume_front("@")) {
+      line.predicated = true;
+      code = code.drop_until([](char ch) { return ch == ' ' || ch == '\t'; })
+                 .trim();
+    }
+    if (code.empty() || !llvm::isLower(code[0]))
+      continue;
+    line.mnemonic = code.split(' ').first.split('\t').first;
+    line.operands =
+        code.drop_front(line.mnemonic.size()).trim().rtrim(';').trim();
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 //===----------------------------------------------------------------------===//
@@ -360,7 +438,8 @@ std::optional<KeyLoop> mla::report::findKeyLoop(StringRef function,
     return std::nullopt;
   SmallVector<IsaLoop> loops;
   for (const auto &[header, body] : natural)
-    loops.push_back(describeLoop(lines, blocks, header, body));
+    loops.push_back(
+        describeLoop<IsaLoop>(lines, blocks, header, body, countLine));
   // The key loop holds the MFMAs: of equals, the innermost (the MFMAs are
   // all in it). Without MFMA (f32), the KV stream: of equals, the
   // outermost (an inner loop holding all loads is the tile's copy).
@@ -432,4 +511,66 @@ llvm::Expected<PtxKernel> mla::report::readPtxKernel(StringRef ptx,
       k.staticShared += bytes;
   }
   return k;
+}
+
+std::optional<PtxLoop> mla::report::findPtxKeyLoop(StringRef ptx,
+                                                   StringRef kernel) {
+  size_t entry = ptx.find((".entry " + kernel + "(").str());
+  if (entry == StringRef::npos)
+    return std::nullopt;
+  // The body: from the first line that opens a brace at column 0 to the
+  // line where the braces balance again (inline asm and operand lists
+  // open and close their own).
+  size_t begin = ptx.find("\n{", entry);
+  if (begin == StringRef::npos)
+    return std::nullopt;
+  ++begin;
+  int depth = 0;
+  size_t end = begin;
+  while (end < ptx.size()) {
+    size_t eol = ptx.find('\n', end);
+    StringRef code = ptx.slice(end, eol).split("//").first;
+    depth +=
+        static_cast<int>(code.count('{')) - static_cast<int>(code.count('}'));
+    end = eol == StringRef::npos ? ptx.size() : eol + 1;
+    if (depth <= 0)
+      break;
+  }
+  int64_t firstLine =
+      static_cast<int64_t>(ptx.take_front(begin).count('\n')) + 1;
+  SmallVector<AsmLine> lines =
+      parsePtxFunction(ptx.slice(begin, end), firstLine);
+  SmallVector<Block> blocks = buildBlocks(lines, Syntax::Ptx);
+  SmallVector<std::pair<size_t, llvm::BitVector>> natural =
+      naturalLoops(blocks);
+  if (natural.empty())
+    return std::nullopt;
+  SmallVector<PtxLoop> loops;
+  for (const auto &[header, body] : natural)
+    loops.push_back(
+        describeLoop<PtxLoop>(lines, blocks, header, body, countPtxLine));
+  // As for AMDGCN: the most matrix instructions, the innermost of equals;
+  // without any, the most copies, the outermost of equals.
+  auto mmas = [](const PtxCounts &c) { return c.mma + c.wgmma; };
+  bool anyMma =
+      llvm::any_of(loops, [&](const PtxLoop &l) { return mmas(l.counts) > 0; });
+  auto better = [&](size_t a, size_t b) {
+    const PtxCounts &x = loops[a].counts, &y = loops[b].counts;
+    int64_t wx = anyMma ? mmas(x) : x.cpAsync + x.ldGlobal;
+    int64_t wy = anyMma ? mmas(y) : y.cpAsync + y.ldGlobal;
+    if (wx != wy)
+      return wx > wy;
+    return anyMma ? x.instructions < y.instructions
+                  : x.instructions > y.instructions;
+  };
+  size_t best = 0;
+  for (size_t i = 1; i < loops.size(); ++i)
+    if (better(i, best))
+      best = i;
+  PtxLoop key = loops[best];
+  key.chosenBy = anyMma ? "mma" : "copies";
+  for (size_t i = 0; i < loops.size(); ++i)
+    if (i != best && natural[best].second.test(natural[i].first))
+      key.inner.push_back({loops[i].label, loops[i].counts});
+  return key;
 }

@@ -70,6 +70,48 @@ void countsJson(json::OStream &j, const IsaCounts &c) {
   j.attribute("waitcnt_vmcnt0", c.waitVmcntZero);
 }
 
+void ptxCountsJson(json::OStream &j, const PtxCounts &c) {
+  j.attribute("instructions", c.instructions);
+  j.attribute("mma", c.mma);
+  j.attribute("wgmma", c.wgmma);
+  j.attribute("cp_async", c.cpAsync);
+  j.attribute("ld_global", c.ldGlobal);
+  j.attribute("st_global", c.stGlobal);
+  j.attribute("ld_shared", c.ldShared);
+  j.attribute("st_shared", c.stShared);
+  j.attribute("barriers", c.barriers);
+  j.attribute("waits", c.waits);
+}
+
+/// NVIDIA: the key loop's PTX counts, or null.
+void ptxLoopJson(json::OStream &j, const KernelReport &k) {
+  j.attributeBegin("ptx_loop");
+  if (!k.ptxLoop) {
+    j.value(nullptr);
+    j.attributeEnd();
+    return;
+  }
+  const PtxLoop &l = *k.ptxLoop;
+  j.object([&] {
+    nullable(j, "keys", k.loopKeys);
+    j.attribute("label", l.label);
+    j.attributeArray("lines", [&] {
+      j.value(l.firstLine);
+      j.value(l.lastLine);
+    });
+    j.attribute("chosen_by", l.chosenBy);
+    ptxCountsJson(j, l.counts);
+    j.attributeArray("inner_loops", [&] {
+      for (const auto &[label, counts] : l.inner)
+        j.object([&] {
+          j.attribute("label", label);
+          ptxCountsJson(j, counts);
+        });
+    });
+  });
+  j.attributeEnd();
+}
+
 void loopJson(json::OStream &j, const KernelReport &k) {
   j.attributeBegin("loop");
   if (!k.loop) {
@@ -188,6 +230,7 @@ void kernelJson(json::OStream &j, const KernelReport &k) {
     });
   loopJson(j, k);
   j.attribute("loop_note", k.loopNote);
+  ptxLoopJson(j, k);
 }
 
 void rooflineJson(json::OStream &j, const Report &r) {
@@ -241,6 +284,38 @@ std::string countsText(const IsaCounts &c) {
          std::to_string(c.barriers) + " s_barrier, " +
          std::to_string(c.waitcnt) + " s_waitcnt (" +
          std::to_string(c.waitVmcntZero) + " of them vmcnt(0))";
+}
+
+std::string ptxCountsText(const PtxCounts &c) {
+  return std::to_string(c.instructions) + " PTX instructions, " +
+         std::to_string(c.wgmma) + " wgmma, " + std::to_string(c.mma) +
+         " mma.sync, " + std::to_string(c.cpAsync) + " cp.async, " +
+         std::to_string(c.ldGlobal) + " ld.global, " +
+         std::to_string(c.stGlobal) + " st.global, " +
+         std::to_string(c.ldShared) + " ld.shared/ldmatrix, " +
+         std::to_string(c.stShared) + " st.shared, " +
+         std::to_string(c.barriers) + " bar.sync, " + std::to_string(c.waits) +
+         " waits";
+}
+
+/// NVIDIA: the key loop's PTX counts, when there is one.
+void ptxLoopText(const KernelReport &k, llvm::raw_ostream &os) {
+  if (!k.ptxLoop)
+    return;
+  const PtxLoop &l = *k.ptxLoop;
+  os << "    PTX loop    " << l.label << " (PTX lines " << l.firstLine << "-"
+     << l.lastLine << ", the loop with the "
+     << (l.chosenBy == "mma" ? "most mma/wgmma" : "most copies")
+     << "), per iteration of one thread, ";
+  if (k.loopKeys)
+    os << *k.loopKeys << " keys (config tile_kv):\n";
+  else
+    os << "keys unknown (no tile_kv in the config):\n";
+  os << "                " << ptxCountsText(l.counts) << "\n";
+  for (const auto &[label, counts] : l.inner)
+    os << "                inner loop " << label
+       << " (counted once above; its trip count is not read from the PTX): "
+       << ptxCountsText(counts) << "\n";
 }
 
 void loopText(const KernelReport &k, llvm::raw_ostream &os) {
@@ -333,6 +408,7 @@ void kernelText(const KernelReport &k, llvm::raw_ostream &os) {
   else
     os << "unknown (" << k.kvReadsNote << ")\n";
   loopText(k, os);
+  ptxLoopText(k, os);
 }
 
 void rooflineText(const Report &r, llvm::raw_ostream &os) {
