@@ -284,6 +284,33 @@ Loop describeLoop(ArrayRef<AsmLine> lines, ArrayRef<Block> blocks,
   return loop;
 }
 
+/// The key loop among `loops`: the one with the most matrix instructions
+/// (`matrix(counts)`), the innermost of equals (the fewest instructions:
+/// the matrix instructions are all in it); when no loop has any (f32), the
+/// KV stream, the most copies (`copies(counts)`), the outermost of equals
+/// (an inner loop holding all of them is the tile's copy). `anyMatrix`
+/// says which rule chose.
+template <typename Loop, typename Matrix, typename Copies>
+size_t chooseKeyLoop(ArrayRef<Loop> loops, Matrix matrix, Copies copies,
+                     bool &anyMatrix) {
+  anyMatrix =
+      llvm::any_of(loops, [&](const Loop &l) { return matrix(l.counts) > 0; });
+  auto weight = [&](const Loop &l) {
+    return anyMatrix ? matrix(l.counts) : copies(l.counts);
+  };
+  auto better = [&](const Loop &x, const Loop &y) {
+    if (weight(x) != weight(y))
+      return weight(x) > weight(y);
+    return anyMatrix ? x.counts.instructions < y.counts.instructions
+                     : x.counts.instructions > y.counts.instructions;
+  };
+  size_t best = 0;
+  for (size_t i = 1; i < loops.size(); ++i)
+    if (better(loops[i], loops[best]))
+      best = i;
+  return best;
+}
+
 /// PTX instructions by kind (PtxCounts).
 void countPtxLine(const AsmLine &line, PtxCounts &c) {
   StringRef m = line.mnemonic;
@@ -440,24 +467,10 @@ std::optional<KeyLoop> mla::report::findKeyLoop(StringRef function,
   for (const auto &[header, body] : natural)
     loops.push_back(
         describeLoop<IsaLoop>(lines, blocks, header, body, countLine));
-  // The key loop holds the MFMAs: of equals, the innermost (the MFMAs are
-  // all in it). Without MFMA (f32), the KV stream: of equals, the
-  // outermost (an inner loop holding all loads is the tile's copy).
-  bool anyMfma =
-      llvm::any_of(loops, [](const IsaLoop &l) { return l.counts.mfma > 0; });
-  auto better = [&](size_t a, size_t b) {
-    const IsaCounts &x = loops[a].counts, &y = loops[b].counts;
-    int64_t wx = anyMfma ? x.mfma : x.bufferLoads;
-    int64_t wy = anyMfma ? y.mfma : y.bufferLoads;
-    if (wx != wy)
-      return wx > wy;
-    return anyMfma ? x.instructions < y.instructions
-                   : x.instructions > y.instructions;
-  };
-  size_t best = 0;
-  for (size_t i = 1; i < loops.size(); ++i)
-    if (better(i, best))
-      best = i;
+  bool anyMfma = false;
+  size_t best = chooseKeyLoop<IsaLoop>(
+      loops, [](const IsaCounts &c) { return c.mfma; },
+      [](const IsaCounts &c) { return c.bufferLoads; }, anyMfma);
   KeyLoop key{loops[best], anyMfma ? "mfma" : "buffer_loads", {}};
   const llvm::BitVector &body = natural[best].second;
   for (size_t i = 0; i < loops.size(); ++i)
@@ -549,24 +562,10 @@ std::optional<PtxLoop> mla::report::findPtxKeyLoop(StringRef ptx,
   for (const auto &[header, body] : natural)
     loops.push_back(
         describeLoop<PtxLoop>(lines, blocks, header, body, countPtxLine));
-  // As for AMDGCN: the most matrix instructions, the innermost of equals;
-  // without any, the most copies, the outermost of equals.
-  auto mmas = [](const PtxCounts &c) { return c.mma + c.wgmma; };
-  bool anyMma =
-      llvm::any_of(loops, [&](const PtxLoop &l) { return mmas(l.counts) > 0; });
-  auto better = [&](size_t a, size_t b) {
-    const PtxCounts &x = loops[a].counts, &y = loops[b].counts;
-    int64_t wx = anyMma ? mmas(x) : x.cpAsync + x.ldGlobal;
-    int64_t wy = anyMma ? mmas(y) : y.cpAsync + y.ldGlobal;
-    if (wx != wy)
-      return wx > wy;
-    return anyMma ? x.instructions < y.instructions
-                  : x.instructions > y.instructions;
-  };
-  size_t best = 0;
-  for (size_t i = 1; i < loops.size(); ++i)
-    if (better(i, best))
-      best = i;
+  bool anyMma = false;
+  size_t best = chooseKeyLoop<PtxLoop>(
+      loops, [](const PtxCounts &c) { return c.mma + c.wgmma; },
+      [](const PtxCounts &c) { return c.cpAsync + c.ldGlobal; }, anyMma);
   PtxLoop key = loops[best];
   key.chosenBy = anyMma ? "mma" : "copies";
   for (size_t i = 0; i < loops.size(); ++i)
