@@ -372,6 +372,37 @@ SmallVector<AsmLine> parsePtxFunction(StringRef body, int64_t firstLine) {
 // PTX
 //===----------------------------------------------------------------------===//
 
+/// Where `.entry kernel` is in a PTX text: its `.entry` line, the first
+/// line of its body (a `{` at column 0) and the end of the line that
+/// closes it, where the braces balance again (inline asm blocks and
+/// operand lists open and close their own, some at column 0).
+struct PtxEntry {
+  size_t entry = 0, body = 0, end = 0;
+};
+
+std::optional<PtxEntry> ptxEntry(StringRef ptx, StringRef kernel) {
+  PtxEntry e;
+  e.entry = ptx.find((".entry " + kernel + "(").str());
+  if (e.entry == StringRef::npos)
+    return std::nullopt;
+  e.body = ptx.find("\n{", e.entry);
+  if (e.body == StringRef::npos)
+    return std::nullopt;
+  ++e.body;
+  int depth = 0;
+  e.end = e.body;
+  while (e.end < ptx.size()) {
+    size_t eol = ptx.find('\n', e.end);
+    StringRef code = ptx.slice(e.end, eol).split("//").first;
+    depth +=
+        static_cast<int>(code.count('{')) - static_cast<int>(code.count('}'));
+    e.end = eol == StringRef::npos ? ptx.size() : eol + 1;
+    if (depth <= 0)
+      break;
+  }
+  return e;
+}
+
 /// The integers of a directive's operands: `.maxntid 64, 1, 1`.
 SmallVector<int64_t> directiveValues(StringRef text, StringRef directive) {
   SmallVector<int64_t> values;
@@ -481,11 +512,10 @@ std::optional<KeyLoop> mla::report::findKeyLoop(StringRef function,
 
 llvm::Expected<PtxKernel> mla::report::readPtxKernel(StringRef ptx,
                                                      StringRef kernel) {
-  std::string entry = (".entry " + kernel + "(").str();
-  size_t begin = ptx.find(entry);
-  if (begin == StringRef::npos)
+  std::optional<PtxEntry> e = ptxEntry(ptx, kernel);
+  if (!e)
     return llvm::createStringError("the PTX has no .entry " + kernel);
-  size_t end = ptx.find("\n}", begin);
+  size_t begin = e->entry, end = e->end;
   StringRef body = ptx.slice(begin, end);
   PtxKernel k;
   auto triple = [&](StringRef directive,
@@ -528,27 +558,10 @@ llvm::Expected<PtxKernel> mla::report::readPtxKernel(StringRef ptx,
 
 std::optional<PtxLoop> mla::report::findPtxKeyLoop(StringRef ptx,
                                                    StringRef kernel) {
-  size_t entry = ptx.find((".entry " + kernel + "(").str());
-  if (entry == StringRef::npos)
+  std::optional<PtxEntry> e = ptxEntry(ptx, kernel);
+  if (!e)
     return std::nullopt;
-  // The body: from the first line that opens a brace at column 0 to the
-  // line where the braces balance again (inline asm and operand lists
-  // open and close their own).
-  size_t begin = ptx.find("\n{", entry);
-  if (begin == StringRef::npos)
-    return std::nullopt;
-  ++begin;
-  int depth = 0;
-  size_t end = begin;
-  while (end < ptx.size()) {
-    size_t eol = ptx.find('\n', end);
-    StringRef code = ptx.slice(end, eol).split("//").first;
-    depth +=
-        static_cast<int>(code.count('{')) - static_cast<int>(code.count('}'));
-    end = eol == StringRef::npos ? ptx.size() : eol + 1;
-    if (depth <= 0)
-      break;
-  }
+  size_t begin = e->body, end = e->end;
   int64_t firstLine =
       static_cast<int64_t>(ptx.take_front(begin).count('\n')) + 1;
   SmallVector<AsmLine> lines =
