@@ -163,8 +163,7 @@ struct Block {
 /// after each branch; a block's successors are its branch's target and,
 /// unless it ends in an unconditional branch or an end (s_branch,
 /// s_endpgm; PTX: bra without a predicate, ret), the next block.
-SmallVector<Block> buildBlocks(ArrayRef<AsmLine> lines,
-                               Syntax syntax = Syntax::Amdgcn) {
+SmallVector<Block> buildBlocks(ArrayRef<AsmLine> lines, Syntax syntax) {
   SmallVector<Block> blocks;
   llvm::StringMap<size_t> byLabel;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -282,6 +281,20 @@ Loop describeLoop(ArrayRef<AsmLine> lines, ArrayRef<Block> blocks,
         count(lines[i], loop.counts);
   }
   return loop;
+}
+
+/// Every natural loop of `lines` (`natural`: header and blocks of each),
+/// described in the same order.
+template <typename Loop, typename Count>
+SmallVector<Loop> describeLoops(
+    ArrayRef<AsmLine> lines, Syntax syntax, Count count,
+    llvm::SmallVectorImpl<std::pair<size_t, llvm::BitVector>> &natural) {
+  SmallVector<Block> blocks = buildBlocks(lines, syntax);
+  natural.assign(naturalLoops(blocks));
+  SmallVector<Loop> loops;
+  for (const auto &[header, body] : natural)
+    loops.push_back(describeLoop<Loop>(lines, blocks, header, body, count));
+  return loops;
 }
 
 /// The key loop among `loops`: the one with the most matrix instructions
@@ -489,15 +502,11 @@ std::optional<KeyLoop> mla::report::findKeyLoop(StringRef function,
   SmallVector<AsmLine> lines = parseFunction(function, firstLine);
   if (lines.empty())
     return std::nullopt;
-  SmallVector<Block> blocks = buildBlocks(lines);
-  SmallVector<std::pair<size_t, llvm::BitVector>> natural =
-      naturalLoops(blocks);
-  if (natural.empty())
+  SmallVector<std::pair<size_t, llvm::BitVector>> natural;
+  SmallVector<IsaLoop> loops =
+      describeLoops<IsaLoop>(lines, Syntax::Amdgcn, countLine, natural);
+  if (loops.empty())
     return std::nullopt;
-  SmallVector<IsaLoop> loops;
-  for (const auto &[header, body] : natural)
-    loops.push_back(
-        describeLoop<IsaLoop>(lines, blocks, header, body, countLine));
   bool anyMfma = false;
   size_t best = chooseKeyLoop<IsaLoop>(
       loops, [](const IsaCounts &c) { return c.mfma; },
@@ -566,15 +575,11 @@ std::optional<PtxLoop> mla::report::findPtxKeyLoop(StringRef ptx,
       static_cast<int64_t>(ptx.take_front(begin).count('\n')) + 1;
   SmallVector<AsmLine> lines =
       parsePtxFunction(ptx.slice(begin, end), firstLine);
-  SmallVector<Block> blocks = buildBlocks(lines, Syntax::Ptx);
-  SmallVector<std::pair<size_t, llvm::BitVector>> natural =
-      naturalLoops(blocks);
-  if (natural.empty())
+  SmallVector<std::pair<size_t, llvm::BitVector>> natural;
+  SmallVector<PtxLoop> loops =
+      describeLoops<PtxLoop>(lines, Syntax::Ptx, countPtxLine, natural);
+  if (loops.empty())
     return std::nullopt;
-  SmallVector<PtxLoop> loops;
-  for (const auto &[header, body] : natural)
-    loops.push_back(
-        describeLoop<PtxLoop>(lines, blocks, header, body, countPtxLine));
   bool anyMma = false;
   size_t best = chooseKeyLoop<PtxLoop>(
       loops, [](const PtxCounts &c) { return c.mma + c.wgmma; },

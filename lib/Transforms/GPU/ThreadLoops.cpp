@@ -72,23 +72,28 @@ struct Space {
   SmallVector<Value> lbs, steps, extents;
 };
 
-/// The induction variables of linear iteration `idx` of `space`, into
-/// `map` (the innermost dim varies fastest).
-void mapIvs(ImplicitLocOpBuilder &b, scf::ParallelOp par, const Space &space,
-            Value idx, IRMapping &map) {
+/// The induction variables of `par`'s first `dims` dims from `idx`, their
+/// linear iteration (the innermost of them varies fastest), into `map`.
+void mapLinear(ImplicitLocOpBuilder &b, scf::ParallelOp par, const Space &space,
+               Value idx, int64_t dims, IRMapping &map) {
   Value rest = idx;
-  const int64_t dims = space.extents.size();
-  SmallVector<Value> ivs(dims);
   for (int64_t d = dims - 1; d >= 0; --d) {
     Value local =
         d == 0 ? rest : arith::RemUIOp::create(b, rest, space.extents[d]);
     if (d > 0)
       rest = arith::DivUIOp::create(b, rest, space.extents[d]);
-    ivs[d] = arith::AddIOp::create(
-        b, space.lbs[d], arith::MulIOp::create(b, local, space.steps[d]));
+    map.map(
+        par.getInductionVars()[d],
+        arith::AddIOp::create(b, space.lbs[d],
+                              arith::MulIOp::create(b, local, space.steps[d])));
   }
-  for (auto [iv, v] : llvm::zip(par.getInductionVars(), ivs))
-    map.map(iv, v);
+}
+
+/// The induction variables of linear iteration `idx` of `space`, into
+/// `map` (the innermost dim varies fastest).
+void mapIvs(ImplicitLocOpBuilder &b, scf::ParallelOp par, const Space &space,
+            Value idx, IRMapping &map) {
+  mapLinear(b, par, space, idx, space.extents.size(), map);
 }
 
 /// The induction variables of row `row` and column `col` of `space` into
@@ -96,20 +101,12 @@ void mapIvs(ImplicitLocOpBuilder &b, scf::ParallelOp par, const Space &space,
 /// innermost of them varies fastest), the columns the innermost dim.
 void mapRowCol(ImplicitLocOpBuilder &b, scf::ParallelOp par, const Space &space,
                Value row, Value col, IRMapping &map) {
-  const int64_t dims = space.extents.size();
-  SmallVector<Value> local(dims);
-  local[dims - 1] = col;
-  Value rest = row;
-  for (int64_t d = dims - 2; d >= 0; --d) {
-    local[d] =
-        d == 0 ? rest : arith::RemUIOp::create(b, rest, space.extents[d]);
-    if (d > 0)
-      rest = arith::DivUIOp::create(b, rest, space.extents[d]);
-  }
-  for (auto [d, iv] : llvm::enumerate(par.getInductionVars()))
-    map.map(iv, arith::AddIOp::create(
-                    b, space.lbs[d],
-                    arith::MulIOp::create(b, local[d], space.steps[d])));
+  const int64_t last = space.extents.size() - 1;
+  mapLinear(b, par, space, row, last, map);
+  map.map(
+      par.getInductionVars()[last],
+      arith::AddIOp::create(b, space.lbs[last],
+                            arith::MulIOp::create(b, col, space.steps[last])));
 }
 
 /// The space of `par` as constants at `b`, or nullopt when a bound is not

@@ -127,35 +127,38 @@ std::optional<std::pair<int64_t, int64_t>> valueRange(Value v,
   return std::nullopt;
 }
 
+/// Whether `width` elements from `idx` stay within dim `dim` of `type` for
+/// every iteration of `par` (`valueRange`).
+bool inBounds(Value idx, MemRefType type, unsigned dim, int64_t width,
+              scf::ParallelOp par) {
+  if (type.isDynamicDim(dim))
+    return false;
+  auto r = valueRange(idx, par);
+  return r && r->first >= 0 && r->second <= type.getDimSize(dim) - width;
+}
+
 /// Whether `load`'s index `dim` is within its memref for every iteration
 /// of `par` (the whole vector, for the innermost dim).
 bool indexInBounds(vector::LoadOp load, unsigned dim, scf::ParallelOp par) {
   MemRefType t = load.getMemRefType();
-  if (t.isDynamicDim(dim))
-    return false;
-  auto r = valueRange(load.getIndices()[dim], par);
   int64_t width =
       dim + 1 == t.getRank() ? load.getVectorType().getNumElements() : 1;
-  return r && r->first >= 0 && r->second <= t.getDimSize(dim) - width;
+  return inBounds(load.getIndices()[dim], t, dim, width, par);
 }
 
 /// Whether `op`, in `par`'s body, may run for a masked iteration too: free
 /// of effects and speculatable, or a load of workgroup memory at indices
-/// within the memref's static shape for every iteration (`valueRange`: a
-/// tile's row of page numbers).
+/// within the memref's static shape for every iteration (a tile's row of
+/// page numbers).
 bool speculatable(Operation *op, scf::ParallelOp par) {
   if (isPure(op))
     return true;
   auto load = dyn_cast<memref::LoadOp>(op);
   if (!load || !isWorkgroup(load.getMemRef()))
     return false;
-  MemRefType t = load.getMemRefType();
-  for (auto [dim, idx] : llvm::enumerate(load.getIndices())) {
-    auto r = valueRange(idx, par);
-    if (t.isDynamicDim(dim) || !r || r->first < 0 ||
-        r->second >= t.getDimSize(dim))
+  for (auto [dim, idx] : llvm::enumerate(load.getIndices()))
+    if (!inBounds(idx, load.getMemRefType(), dim, 1, par))
       return false;
-  }
   return true;
 }
 } // namespace
