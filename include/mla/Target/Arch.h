@@ -83,7 +83,7 @@ struct ArchInfo {
   /// the pieces are constant offsets from it. NVIDIA: the linear mapping's
   /// divisions and lookups made its cp.async copies instruction-bound;
   /// blocked, an H100 measured 3-12 % less time on the large decode rows
-  /// and 14-16 % on prefill (docs/Performance.md, "Copies"). AMD copies
+  /// (page 1 B=128: 2.8 %) and 13-16 % on prefill (docs/Performance.md, "Copies"). AMD copies
   /// through registers (no cp.async) and keeps the linear mapping.
   bool blocksCopyThreads() const { return kind == TargetKind::NVIDIA; }
   /// Whether a key loop's KV copy reads the next tile into registers while
