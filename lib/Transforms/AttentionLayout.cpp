@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -210,4 +211,30 @@ Value mla::stepQueryRow(ImplicitLocOpBuilder &b, AttentionStepOp op,
   return arith::AddIOp::create(
       b, arith::MulIOp::create(b, group, indexConst(b, (*groups)[1])),
       arith::RemUIOp::create(b, row, g));
+}
+
+SmallVector<Value> mla::inlineStepElement(ImplicitLocOpBuilder &b,
+                                          AttentionStepOp op, ValueRange args,
+                                          bool assumeVisible) {
+  SmallVector<Value> r = inlineRegion(b, op.getBody(), args);
+  if (assumeVisible)
+    r[1] = arith::ConstantIntOp::create(b, 1, 1);
+  else if (Value all = op.getAllVisible())
+    r[1] = arith::OrIOp::create(b, all, r[1]);
+  return r;
+}
+
+Value mla::stepExp2(ImplicitLocOpBuilder &b, Value x, Value ref) {
+  return math::Exp2Op::create(
+      b, arith::SubFOp::create(b, x, ref, arith::FastMathFlags::contract));
+}
+
+void mla::foldAllVisible(AttentionStepOp op) {
+  Value all = op.getAllVisible();
+  if (!all)
+    return;
+  Operation *yield = op.getBody().front().getTerminator();
+  ImplicitLocOpBuilder b(yield->getLoc(), yield);
+  yield->setOperand(1, arith::OrIOp::create(b, all, yield->getOperand(1)));
+  op.getAllVisibleMutable().clear();
 }

@@ -167,6 +167,27 @@ struct StepScratch {
 StepScratch allocateStepScratch(AttentionStepOp op, bool scores, bool probs,
                                 bool corr);
 
+/// The step's element function at (row, column, raw score): {x, visible}.
+/// `all_visible`, where the step has one, is folded in (`all_visible or
+/// vis`); with `assumeVisible` (a lowering that branched on `all_visible`
+/// and is in its true branch) visible is the constant true and the
+/// region's visibility is not evaluated.
+llvm::SmallVector<mlir::Value> inlineStepElement(mlir::ImplicitLocOpBuilder &b,
+                                                 AttentionStepOp op,
+                                                 mlir::ValueRange args,
+                                                 bool assumeVisible = false);
+
+/// 2^(x - ref) for a step's probabilities: the subtraction, like the
+/// element function's scale multiply (mla-tile), may contract, so that a
+/// target with fused multiply-add computes `score · scale - ref` in one.
+mlir::Value stepExp2(mlir::ImplicitLocOpBuilder &b, mlir::Value x,
+                     mlir::Value ref);
+
+/// Folds `all_visible` into the step's region (it yields `all_visible or
+/// vis`) and drops the operand: for lowerings that move the region
+/// elsewhere (the decomposition into `mla.online_softmax`).
+void foldAllVisible(AttentionStepOp op);
+
 } // namespace mla
 
 #endif // MLA_LIB_TRANSFORMS_ATTENTIONLAYOUT_H

@@ -115,8 +115,7 @@ void mla::expandOnlineSoftmax(OnlineSoftmaxOp op) {
             [&](ImplicitLocOpBuilder &cb, Value k, Value total) -> Value {
               Value c = arith::AddIOp::create(cb, first, k);
               auto [x, visible] = element(cb, row, c);
-              Value e =
-                  math::Exp2Op::create(cb, arith::SubFOp::create(cb, x, ref));
+              Value e = stepExp2(cb, x, ref);
               Value pv = arith::SelectOp::create(cb, visible, e, zeroF);
               auto store = [&](ImplicitLocOpBuilder &sb) {
                 memref::StoreOp::create(sb, castFloat(sb, pv, pElem), p,
@@ -165,6 +164,7 @@ OnlineSoftmaxOp mla::decomposeAttentionStep(AttentionStepOp op) {
   qk.setTransposeB(true);
   auto sm = OnlineSoftmaxOp::create(b, scratch.scores, scratch.probs, op.getM(),
                                     op.getL(), scratch.corr);
+  foldAllVisible(op);
   sm.getBody().takeBody(op.getBody());
   auto pv =
       MatmulOp::create(b, scratch.probs, op.getV(), op.getAcc(), scratch.corr);

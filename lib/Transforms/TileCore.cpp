@@ -237,7 +237,9 @@ void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t) {
 /// tile`, ... below `end`. `loadTiles(b, t0)` stages keys (and values)
 /// t0, t0 + 1, ... into the key (and value) tile, zeros past `end`;
 /// `visibleEnd(b, row)` is the exclusive bound of the keys query row `row`
-/// sees (its causal limit; keys at or past `end` are never seen). Leaves
+/// sees (its causal limit; keys at or past `end` are never seen), not
+/// decreasing with the row; a step whose tile ends at or before row 0's
+/// bound is `all_visible` (without a mask variant). Leaves
 /// the unnormalised output in `acc`, the running max (log2 domain) in `mBuf`
 /// and the sum of exponentials in `lBuf`.
 void emitOnlineSoftmax(
@@ -256,10 +258,17 @@ void emitOnlineSoftmax(
   // invisible. `stages` is the key loop's pipeline depth.
   auto tileBody = [&](ImplicitLocOpBuilder &tb, Value t0, Value kTile,
                       Value vTile, int64_t stages) {
-    auto step =
-        AttentionStepOp::create(tb, t.qTile, kTile, vTile, t.acc, t.mBuf,
-                                t.lBuf, tb.getI64IntegerAttr(stages),
-                                /*query_groups=*/nullptr);
+    // Every element is visible where the tile ends at or before the
+    // smallest visible end of its rows (row 0's: visibleEnd does not
+    // decrease with the row) and no mask hides keys.
+    Value allVisible;
+    if (!variants.mask)
+      allVisible = arith::CmpIOp::create(tb, arith::CmpIPredicate::sle,
+                                         arith::AddIOp::create(tb, t0, cTile),
+                                         minIdx(tb, end, visibleEnd(tb, c0)));
+    auto step = AttentionStepOp::create(
+        tb, t.qTile, kTile, vTile, t.acc, t.mBuf, t.lBuf,
+        tb.getI64IntegerAttr(stages), /*query_groups=*/nullptr, allVisible);
     if (!t.queryGroups.empty())
       step.setQueryGroupsAttr(tb.getDenseI64ArrayAttr(t.queryGroups));
     Type idxType = tb.getIndexType();
@@ -283,9 +292,12 @@ void emitOnlineSoftmax(
       Value s = inlineVariant(
           eb, *variants.score,
           {arith::MulFOp::create(eb, sc, scale), pos[0], pos[1], pos[2], key});
-      x = arith::MulFOp::create(eb, s, f32Const(eb, kLog2e));
+      x = arith::MulFOp::create(eb, s, f32Const(eb, kLog2e),
+                                arith::FastMathFlags::contract);
     } else {
-      x = arith::MulFOp::create(eb, sc, scaleLog2);
+      // Contractible with the step's `x - ref` (stepExp2): one fma.
+      x = arith::MulFOp::create(eb, sc, scaleLog2,
+                                arith::FastMathFlags::contract);
     }
     if (variants.mask)
       visible = arith::AndIOp::create(

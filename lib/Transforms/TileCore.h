@@ -115,7 +115,9 @@ Variants variantsOf(Region &score, Region &mask, Region &sink);
 void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t);
 
 /// The online softmax over the key tiles from `start` below `end`, one
-/// mla.attention_step per tile (TileCore.cpp says more).
+/// mla.attention_step per tile (TileCore.cpp says more). `visibleEnd(b,
+/// row)` must not decrease with the row: row 0's bounds every row's, which
+/// sets the steps' `all_visible`.
 void emitOnlineSoftmax(
     ImplicitLocOpBuilder &g, const AttentionTiles &t, Value start, Value end,
     Value scale, const Variants &variants,

@@ -687,6 +687,19 @@ func.func @step_elem(%q: memref<16x64xbf16>, %k: memref<32x64xf16>, %v: memref<3
 
 // -----
 
+func.func @step_all_visible_type(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>, %all: index) {
+  // expected-note @-1 {{prior use here}}
+  // expected-error @+1 {{use of value '%all' expects different type than prior uses: 'i1' vs 'index'}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 all_visible(%all) : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
 func.func @step_width(%q: memref<16x64xbf16>, %k: memref<32x48xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
   // expected-error @+1 {{'mla.attention_step' op keys are 48 wide, queries 64: Q·Kᵀ needs one width}}
   mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x48xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {

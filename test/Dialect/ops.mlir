@@ -164,6 +164,18 @@ func.func @attention_step_groups(%q: memref<24x64xbf16>, %k: memref<32x64xbf16>,
   return
 }
 
+// Every element of the tile visible where %all holds.
+// CHECK-LABEL: func @attention_step_all_visible
+// CHECK: mla.attention_step {{.*}} stages 1 all_visible(%{{.*}}) : memref<16x64xbf16>,
+func.func @attention_step_all_visible(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>, %all: i1) {
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 all_visible(%all) : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant false
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
 // CHECK-LABEL: func @attention_finish
 // CHECK: mla.attention_finish %{{.*}} state(%{{.*}}, %{{.*}}) scale %{{.*}} width 4 : memref<16x512xf32>, memref<16xf32>, memref<16xf32>, memref<16xf32> output {
 // CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: vector<4xf32>):

@@ -43,7 +43,10 @@
 // CHECK: scf.for %[[T0:.*]] = %c0{{.*}} to %[[END:.*]] step %c16
 // CHECK: vector.load %arg1
 // CHECK: vector.load %arg2
-// CHECK: mla.attention_step %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}) stages 1 : memref<16x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x32xbf16, strided<[40, 1]>>, memref<16x32xf32, strided<[36, 1]>>, memref<16xf32>, memref<16xf32>
+//   Tiles that end at or before the first row's causal limit have every
+//   element visible.
+// CHECK: %[[ALL:.*]] = arith.cmpi sle
+// CHECK: mla.attention_step %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} state(%{{.*}}, %{{.*}}) stages 1 all_visible(%[[ALL]]) : memref<16x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x32xbf16, strided<[40, 1]>>, memref<16x32xf32, strided<[36, 1]>>, memref<16xf32>, memref<16xf32>
 // CHECK: mla.yield %{{.*}}, %{{.*}} : f32, i1
 //   Epilogue: the finish; its regions store o in its dtype and lse at
 //   [head, token] for the rows of the tile that are queries.

@@ -34,10 +34,15 @@
 // CHECK: mla.load_kv_tile %arg1[%arg2, %[[REQ]], %[[T0]], %[[END]]] into %[[KT]]
 //   The attention step; its element function holds the causal limit for
 //   query i (keys < len - Sq + i + 1) and the scale.
-// CHECK: mla.attention_step %[[QT]], %[[KT]], %[[V]] -> %[[ACC]] state(%{{.*}}, %{{.*}}) stages 1 : memref<4x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x32xbf16, strided<[56, 1]>>, memref<4x32xf32, strided<[36, 1]>>, memref<4xf32>, memref<4xf32>
+//   Every element of the tile is visible where it ends at or before row
+//   0's limit (the smallest): the step's all_visible.
+// CHECK: %[[LIM0:.*]] = arith.minsi %[[END]], %{{.*}} : index
+// CHECK: %[[TEND:.*]] = arith.addi %[[T0]], %c16{{.*}} : index
+// CHECK: %[[ALL:.*]] = arith.cmpi sle, %[[TEND]], %[[LIM0]] : index
+// CHECK: mla.attention_step %[[QT]], %[[KT]], %[[V]] -> %[[ACC]] state(%{{.*}}, %{{.*}}) stages 1 all_visible(%[[ALL]]) : memref<4x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x32xbf16, strided<[56, 1]>>, memref<4x32xf32, strided<[36, 1]>>, memref<4xf32>, memref<4xf32>
 // CHECK: ^bb0(%[[ROW:.*]]: index, %[[COL:.*]]: index, %[[S:.*]]: f32):
 // CHECK: arith.subi %[[LEN]], %c2{{.*}}
-// CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[SL2]] : f32
+// CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[SL2]] fastmath<contract> : f32
 // CHECK: mla.yield %[[X]], %{{.*}} : f32, i1
 // CHECK-NOT: mla.matmul
 //   Epilogue: the finish of the tiles' state; its regions store a row's

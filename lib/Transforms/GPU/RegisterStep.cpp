@@ -52,6 +52,16 @@ private:
   void setUp(ImplicitLocOpBuilder &b);
   SmallVector<Value> initialState(ImplicitLocOpBuilder &b);
   SmallVector<Value> step(ImplicitLocOpBuilder &b, ArrayRef<BlockArgument> st);
+  /// The online softmax on the scores `s`: per query block the new row
+  /// maxima `m`, sums `l` and corrections `corr`, and P (returned, per
+  /// query block); with `assumeVisible` without the visibility check.
+  SmallVector<SmallVector<Value>>
+  softmaxTile(ImplicitLocOpBuilder &b, ArrayRef<Value> s, bool assumeVisible,
+              SmallVectorImpl<Value> &m, SmallVectorImpl<Value> &l,
+              SmallVectorImpl<Value> &corr);
+  SmallVector<SmallVector<Value>>
+  softmax(ImplicitLocOpBuilder &b, ArrayRef<Value> s, SmallVectorImpl<Value> &m,
+          SmallVectorImpl<Value> &l, SmallVectorImpl<Value> &corr);
   void writeBack(ImplicitLocOpBuilder &b, ValueRange st);
   void storeAcc(ImplicitLocOpBuilder &b, ValueRange o, Value factor[],
                 bool add);
@@ -250,7 +260,6 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
   auto vecType = VectorType::get({ce}, b.getF32Type());
   Value zeroVec = arith::ConstantOp::create(
       b, vecType, DenseElementsAttr::get(vecType, b.getF32FloatAttr(0)));
-  Value zeroF = f32Const(b, 0.0);
   // Sᵀ = K · Qᵀ: independent accumulator chains interleaved per k step.
   SmallVector<Value> s(sb * p.qBlocks, zeroVec);
   SmallVector<Value> kRow;
@@ -275,41 +284,7 @@ SmallVector<Value> RegisterStep::step(ImplicitLocOpBuilder &b,
   SmallVector<Value> l(st.begin() + nO() + p.qBlocks, st.end());
   SmallVector<Value> corr(p.qBlocks);
   // prob[nb][j]: P of the lane's C element j = t * |C| + e.
-  SmallVector<SmallVector<Value>> prob(p.qBlocks);
-  for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
-    SmallVector<Value> x, vis;
-    Value mx = negInf;
-    for (int64_t t = 0; t < sb; ++t)
-      for (int64_t e = 0; e < ce; ++e) {
-        Value score = vector::ExtractOp::create(b, s[t * p.qBlocks + nb],
-                                                ArrayRef<int64_t>{e});
-        Value key = arith::AddIOp::create(b, keyOff,
-                                          addConst(b, cRowOf(b, e), t * mi.m));
-        SmallVector<Value> r =
-            inlineRegion(b, op.getBody(), {regionRow[nb], key, score});
-        x.push_back(r[0]);
-        vis.push_back(r[1]);
-        mx = arith::MaxNumFOp::create(
-            b, mx, arith::SelectOp::create(b, r[1], r[0], negInf));
-      }
-    mx = reduceAcrossLanes(b, mi.c.col, mi.lanes, ti.warpSize, mx, true,
-                           /*maxNum=*/true);
-    Value mNew = arith::MaxNumFOp::create(b, m[nb], mx);
-    Value isInf =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
-    Value ref = arith::SelectOp::create(b, isInf, zeroF, mNew);
-    corr[nb] = math::Exp2Op::create(b, arith::SubFOp::create(b, m[nb], ref));
-    Value sum = zeroF;
-    for (size_t j = 0; j < x.size(); ++j) {
-      Value pj = arith::SelectOp::create(
-          b, vis[j],
-          math::Exp2Op::create(b, arith::SubFOp::create(b, x[j], ref)), zeroF);
-      prob[nb].push_back(pj);
-      sum = arith::AddFOp::create(b, sum, pj);
-    }
-    m[nb] = mNew;
-    l[nb] = math::FmaOp::create(b, l[nb], corr[nb], sum);
-  }
+  SmallVector<SmallVector<Value>> prob = softmax(b, s, m, l, corr);
   // Oᵀ = diag(corr) · Oᵀ + Vᵀ · Pᵀ.
   // The rescale only where the row maximum moved (corr < 1): once the
   // maxima settle, a wave's lanes all skip it (a branch on no lane).
@@ -451,6 +426,93 @@ void RegisterStep::storeAcc(ImplicitLocOpBuilder &b, ValueRange o,
                                   ValueRange{query[nb], col});
         }
     });
+}
+
+/// The softmax of one tile (softmaxTile), on a step with `all_visible`
+/// twice: a version without the per-element visibility where every
+/// element is visible (the tiles off the diagonal), else the general one.
+SmallVector<SmallVector<Value>>
+RegisterStep::softmax(ImplicitLocOpBuilder &b, ArrayRef<Value> s,
+                      SmallVectorImpl<Value> &m, SmallVectorImpl<Value> &l,
+                      SmallVectorImpl<Value> &corr) {
+  Value all = op.getAllVisible();
+  if (!all)
+    return softmaxTile(b, s, /*assumeVisible=*/false, m, l, corr);
+  const int64_t perBlock = p.sBlocks() * mi.c.elems, nq = p.qBlocks;
+  SmallVector<Type> types(nq * (perBlock + 3), b.getF32Type());
+  auto ifOp = scf::IfOp::create(b, types, all, /*addThenBlock=*/true,
+                                /*addElseBlock=*/true);
+  for (bool visible : {true, false}) {
+    ImplicitLocOpBuilder bb = ImplicitLocOpBuilder::atBlockEnd(
+        b.getLoc(), visible ? ifOp.thenBlock() : ifOp.elseBlock());
+    SmallVector<Value> mb(m.begin(), m.end()), lb(l.begin(), l.end()), cb(nq);
+    SmallVector<Value> out;
+    for (ArrayRef<Value> pr : softmaxTile(bb, s, visible, mb, lb, cb))
+      llvm::append_range(out, pr);
+    llvm::append_range(out, mb);
+    llvm::append_range(out, lb);
+    llvm::append_range(out, cb);
+    scf::YieldOp::create(bb, out);
+  }
+  ValueRange res = ifOp.getResults();
+  SmallVector<SmallVector<Value>> prob(nq);
+  for (int64_t nb = 0; nb < nq; ++nb) {
+    auto first = res.begin() + nb * perBlock;
+    prob[nb].assign(first, first + perBlock);
+    m[nb] = res[nq * perBlock + nb];
+    l[nb] = res[nq * perBlock + nq + nb];
+    corr[nb] = res[nq * perBlock + 2 * nq + nb];
+  }
+  return prob;
+}
+
+SmallVector<SmallVector<Value>>
+RegisterStep::softmaxTile(ImplicitLocOpBuilder &b, ArrayRef<Value> s,
+                          bool assumeVisible, SmallVectorImpl<Value> &m,
+                          SmallVectorImpl<Value> &l,
+                          SmallVectorImpl<Value> &corr) {
+  const int64_t ce = mi.c.elems, sb = p.sBlocks();
+  Value zeroF = f32Const(b, 0.0);
+  SmallVector<SmallVector<Value>> prob(p.qBlocks);
+  for (int64_t nb = 0; nb < p.qBlocks; ++nb) {
+    SmallVector<Value> x, vis;
+    Value mx = negInf;
+    for (int64_t t = 0; t < sb; ++t)
+      for (int64_t e = 0; e < ce; ++e) {
+        Value score = vector::ExtractOp::create(b, s[t * p.qBlocks + nb],
+                                                ArrayRef<int64_t>{e});
+        Value key = arith::AddIOp::create(b, keyOff,
+                                          addConst(b, cRowOf(b, e), t * mi.m));
+        SmallVector<Value> r = inlineStepElement(
+            b, op, {regionRow[nb], key, score}, assumeVisible);
+        x.push_back(r[0]);
+        vis.push_back(r[1]);
+        mx = arith::MaxNumFOp::create(
+            b, mx,
+            assumeVisible
+                ? r[0]
+                : arith::SelectOp::create(b, r[1], r[0], negInf).getResult());
+      }
+    mx = reduceAcrossLanes(b, mi.c.col, mi.lanes, ti.warpSize, mx, true,
+                           /*maxNum=*/true);
+    Value mNew = arith::MaxNumFOp::create(b, m[nb], mx);
+    Value isInf =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
+    Value ref = arith::SelectOp::create(b, isInf, zeroF, mNew);
+    corr[nb] = math::Exp2Op::create(b, arith::SubFOp::create(b, m[nb], ref));
+    Value sum = zeroF;
+    for (size_t j = 0; j < x.size(); ++j) {
+      Value e = stepExp2(b, x[j], ref);
+      Value pj = assumeVisible
+                     ? e
+                     : arith::SelectOp::create(b, vis[j], e, zeroF).getResult();
+      prob[nb].push_back(pj);
+      sum = arith::AddFOp::create(b, sum, pj);
+    }
+    m[nb] = mNew;
+    l[nb] = math::FmaOp::create(b, l[nb], corr[nb], sum);
+  }
+  return prob;
 }
 
 void RegisterStep::writeBack(ImplicitLocOpBuilder &b, ValueRange st) {

@@ -113,6 +113,12 @@ private:
   softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
           ArrayRef<Value> scores, SmallVectorImpl<Value> &mNew,
           SmallVectorImpl<Value> &corr, SmallVectorImpl<Value> &sum);
+  SmallVector<Value> softmaxTile(ImplicitLocOpBuilder &ib,
+                                 ArrayRef<BlockArgument> args,
+                                 ArrayRef<Value> scores, bool assumeVisible,
+                                 SmallVectorImpl<Value> &mNew,
+                                 SmallVectorImpl<Value> &corr,
+                                 SmallVectorImpl<Value> &sum);
   SmallVector<Value> scoresWgmma(ImplicitLocOpBuilder &ib);
   SmallVector<Value> scoresMmaSync(ImplicitLocOpBuilder &ib);
   void probabilitiesToTile(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob);
@@ -267,14 +273,48 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
   return state;
 }
 
-/// The element function on the score fragments (element e of block j at
-/// rowOf(e), column keyBase + j·n + the layout's), the row maxima (across
-/// the lanes of a row, and with split scores across the halves), the
-/// correction of the old state and the probabilities with their row sums.
+/// The softmax of one tile (softmaxTile), on a step with `all_visible`
+/// twice: where every element is visible (the tiles off the diagonal) a
+/// version without the per-element visibility (its index arithmetic,
+/// compares and selects), else the general one.
 SmallVector<Value>
 FusedStep::softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
                    ArrayRef<Value> scores, SmallVectorImpl<Value> &mNew,
                    SmallVectorImpl<Value> &corr, SmallVectorImpl<Value> &sum) {
+  Value all = op.getAllVisible();
+  if (!all)
+    return softmaxTile(ib, args, scores, /*assumeVisible=*/false, mNew, corr,
+                       sum);
+  const int64_t nS = p.sBlocks * ci.elems, nR = nRows();
+  SmallVector<Type> types(nS + 3 * nR, ib.getF32Type());
+  auto ifOp = scf::IfOp::create(ib, types, all, /*addThenBlock=*/true,
+                                /*addElseBlock=*/true);
+  for (bool visible : {true, false}) {
+    ImplicitLocOpBuilder bb = ImplicitLocOpBuilder::atBlockEnd(
+        ib.getLoc(), visible ? ifOp.thenBlock() : ifOp.elseBlock());
+    SmallVector<Value> m, c, l;
+    SmallVector<Value> out = softmaxTile(bb, args, scores, visible, m, c, l);
+    llvm::append_range(out, m);
+    llvm::append_range(out, c);
+    llvm::append_range(out, l);
+    scf::YieldOp::create(bb, out);
+  }
+  ValueRange res = ifOp.getResults();
+  mNew.assign(res.begin() + nS, res.begin() + nS + nR);
+  corr.assign(res.begin() + nS + nR, res.begin() + nS + 2 * nR);
+  sum.assign(res.begin() + nS + 2 * nR, res.end());
+  return SmallVector<Value>(res.begin(), res.begin() + nS);
+}
+
+/// The element function on the score fragments (element e of block j at
+/// rowOf(e), column keyBase + j·n + the layout's; with `assumeVisible`
+/// every element visible), the row maxima (across the lanes of a row, and
+/// with split scores across the halves), the correction of the old state
+/// and the probabilities with their row sums.
+SmallVector<Value> FusedStep::softmaxTile(
+    ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
+    ArrayRef<Value> scores, bool assumeVisible, SmallVectorImpl<Value> &mNew,
+    SmallVectorImpl<Value> &corr, SmallVectorImpl<Value> &sum) {
   const int64_t nAcc = p.nAcc(), ce = ci.elems, nS = p.sBlocks * ce;
   SmallVector<Value> x(nS), vis(nS);
   SmallVector<Value> mx(nRows(), negInf);
@@ -283,12 +323,15 @@ FusedStep::softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
       int64_t e = j * ce + i;
       Value col = fragCol(ib, keyBase, j * p.frag->n, i);
       SmallVector<Value> r =
-          inlineRegion(ib, op.getBody(), {rowOf(i), col, scores[e]});
+          inlineStepElement(ib, op, {rowOf(i), col, scores[e]}, assumeVisible);
       x[e] = r[0];
       vis[e] = r[1];
       Value &m = mx[elemRow[i]];
       m = arith::MaximumFOp::create(
-          ib, m, arith::SelectOp::create(ib, vis[e], x[e], negInf));
+          ib, m,
+          assumeVisible
+              ? x[e]
+              : arith::SelectOp::create(ib, vis[e], x[e], negInf).getResult());
     }
   for (Value &m : mx)
     m = rowReduce(ib, m, true);
@@ -317,9 +360,11 @@ FusedStep::softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
   sum.assign(nRows(), f32Const(ib, 0.0));
   for (int64_t e = 0; e < nS; ++e) {
     int64_t r = elemRow[e % ce];
-    Value ex =
-        math::Exp2Op::create(ib, arith::SubFOp::create(ib, x[e], ref[r]));
-    prob[e] = arith::SelectOp::create(ib, vis[e], ex, f32Const(ib, 0.0));
+    Value ex = stepExp2(ib, x[e], ref[r]);
+    prob[e] = assumeVisible
+                  ? ex
+                  : arith::SelectOp::create(ib, vis[e], ex, f32Const(ib, 0.0))
+                        .getResult();
     sum[r] = arith::AddFOp::create(ib, sum[r], prob[e]);
   }
   return prob;

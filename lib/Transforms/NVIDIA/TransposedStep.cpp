@@ -257,7 +257,7 @@ SmallVector<Value> TransposedStep::step(ImplicitLocOpBuilder &ib,
     for (int64_t e = 0; e < ce; ++e) {
       int64_t i = j * ce + e, r = rowIdx(j, e);
       SmallVector<Value> res =
-          inlineRegion(ib, op.getBody(), {rows[r], keys[elemKey[e]], s[i]});
+          inlineStepElement(ib, op, {rows[r], keys[elemKey[e]], s[i]});
       x[i] = res[0];
       vis[i] = res[1];
       mx[r] = arith::MaximumFOp::create(
@@ -272,8 +272,7 @@ SmallVector<Value> TransposedStep::step(ImplicitLocOpBuilder &ib,
   for (int64_t j = 0; j < nBlocks; ++j)
     for (int64_t e = 0; e < ce; ++e) {
       int64_t i = j * ce + e, r = rowIdx(j, e);
-      Value ex =
-          math::Exp2Op::create(ib, arith::SubFOp::create(ib, x[i], ref[r]));
+      Value ex = stepExp2(ib, x[i], ref[r]);
       Value prob = arith::SelectOp::create(ib, vis[i], ex, f32Const(ib, 0.0));
       sum[r] = arith::AddFOp::create(ib, sum[r], prob);
       SmallVector<Value> at = swizzledIndex(ib, rows[r], keys[elemKey[e]]);

@@ -587,6 +587,15 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     copies before the op in the loop body) while this step reads tile `i`,
     so a GPU target may keep the copies of `S - 1` tiles in flight.
 
+    `all_visible(%f)` (optional, `i1`) says, where `%f` is true, that every
+    element of this tile is visible: the element is then visible whatever
+    the region yields (visibility is `%f or vis`), so a lowering may skip
+    evaluating it. `mla-tile` sets it where no row's causal limit or
+    sequence end falls inside the tile and no mask variant is present (the
+    tiles off the diagonal); NVIDIA's fused steps branch on it to a softmax
+    without the per-element check, the other lowerings fold it into the
+    visibility.
+
     Lowerings: `mla-distribute` emits the step in registers where the
     target and the shapes allow one of its fused strategies (NVIDIA:
     mma.sync or wgmma, whole or split scores; AMD: the transposed products
@@ -615,10 +624,12 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     Arg<MemRefRankOf<[F32], [1]>, "running max", [MemRead, MemWrite]>:$m,
     Arg<MemRefRankOf<[F32], [1]>, "running sum", [MemRead, MemWrite]>:$l,
     ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<4>]>:$stages,
-    OptionalAttr<DenseI64ArrayAttr>:$query_groups);
+    OptionalAttr<DenseI64ArrayAttr>:$query_groups,
+    Optional<I1>:$all_visible);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $q `,` $k `,` $v `->` $acc `state` `(` $m `,` $l `)` `stages` $stages
+    (`all_visible` `(` $all_visible^ `)`)?
     attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($acc) `,`
     type($m) `,` type($l) $body
   }];
