@@ -225,8 +225,7 @@ SmallVector<Value> mla::inlineStepElement(ImplicitLocOpBuilder &b,
 }
 
 Value mla::stepExp2(ImplicitLocOpBuilder &b, Value x, Value ref) {
-  return math::Exp2Op::create(
-      b, arith::SubFOp::create(b, x, ref, arith::FastMathFlags::contract));
+  return math::Exp2Op::create(b, arith::SubFOp::create(b, x, ref));
 }
 
 void mla::foldAllVisible(AttentionStepOp op) {

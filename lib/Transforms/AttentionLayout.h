@@ -177,9 +177,10 @@ llvm::SmallVector<mlir::Value> inlineStepElement(mlir::ImplicitLocOpBuilder &b,
                                                  mlir::ValueRange args,
                                                  bool assumeVisible = false);
 
-/// 2^(x - ref) for a step's probabilities: the subtraction, like the
-/// element function's scale multiply (mla-tile), may contract, so that a
-/// target with fused multiply-add computes `score · scale - ref` in one.
+/// 2^(x - ref): a step's probability of the logit x against the row's
+/// reference maximum. Not contracted with the element function's scale
+/// multiply into one fma: on sm_90a that made the causal prefill 2 %
+/// slower (docs/Performance.md, 2026-12-06).
 mlir::Value stepExp2(mlir::ImplicitLocOpBuilder &b, mlir::Value x,
                      mlir::Value ref);
 

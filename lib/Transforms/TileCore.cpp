@@ -292,12 +292,9 @@ void emitOnlineSoftmax(
       Value s = inlineVariant(
           eb, *variants.score,
           {arith::MulFOp::create(eb, sc, scale), pos[0], pos[1], pos[2], key});
-      x = arith::MulFOp::create(eb, s, f32Const(eb, kLog2e),
-                                arith::FastMathFlags::contract);
+      x = arith::MulFOp::create(eb, s, f32Const(eb, kLog2e));
     } else {
-      // Contractible with the step's `x - ref` (stepExp2): one fma.
-      x = arith::MulFOp::create(eb, sc, scaleLog2,
-                                arith::FastMathFlags::contract);
+      x = arith::MulFOp::create(eb, sc, scaleLog2);
     }
     if (variants.mask)
       visible = arith::AndIOp::create(

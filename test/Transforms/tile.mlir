@@ -42,7 +42,7 @@
 // CHECK: mla.attention_step %[[QT]], %[[KT]], %[[V]] -> %[[ACC]] state(%{{.*}}, %{{.*}}) stages 1 all_visible(%[[ALL]]) : memref<4x48xbf16, strided<[56, 1]>>, memref<16x48xbf16, strided<[56, 1]>>, memref<16x32xbf16, strided<[56, 1]>>, memref<4x32xf32, strided<[36, 1]>>, memref<4xf32>, memref<4xf32>
 // CHECK: ^bb0(%[[ROW:.*]]: index, %[[COL:.*]]: index, %[[S:.*]]: f32):
 // CHECK: arith.subi %[[LEN]], %c2{{.*}}
-// CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[SL2]] fastmath<contract> : f32
+// CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[SL2]] : f32
 // CHECK: mla.yield %[[X]], %{{.*}} : f32, i1
 // CHECK-NOT: mla.matmul
 //   Epilogue: the finish of the tiles' state; its regions store a row's
