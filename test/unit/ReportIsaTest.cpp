@@ -2,7 +2,8 @@
 //
 // The PTX side of tools/mla-compile/ReportIsa.cpp on hand-written PTX:
 // inline asm whose braces close at column 0, guarded and unguarded
-// branches, a loop nested in the key loop, and a module-scope shared
+// branches, a loop nested in the key loop, a branch inside a loop (one
+// iteration's shortest and longest path), and a module-scope shared
 // variable that the body names only after an inline asm block.
 //
 //===----------------------------------------------------------------------===//
@@ -51,6 +52,28 @@ $L__BB0_2:
 	ret;
 }
 
+.visible .entry branchy(
+	.param .u64 branchy_param_0
+)
+{
+	mov.b32 %r1, 0;
+$L__BB2_1:
+	add.s32 %r3, %r1, 7;
+	setp.lt.u32 %p1, %r1, 3;
+	@%p1 bra $L__BB2_3;
+	mul.lo.s32 %r2, %r1, 3;
+	add.s32 %r2, %r2, 1;
+	bra.uni $L__BB2_4;
+$L__BB2_3:
+	add.s32 %r2, %r1, 1;
+$L__BB2_4:
+	mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%r4, %r5, %r6, %r7}, {%r1, %r2, %r3, %r3}, {%r1, %r2}, {%r4, %r5, %r6, %r7};
+	add.s32 %r1, %r1, 1;
+	setp.lt.u32 %p2, %r1, 8;
+	@%p2 bra $L__BB2_1;
+	ret;
+}
+
 .visible .entry straight(
 	.param .u64 straight_param_0
 )
@@ -83,6 +106,25 @@ TEST(ReportPtx, KeyLoopIsTheOuterLoopWithTheMatrixInstructions) {
   // 1-based lines of the PTX text: the label line to the branch back.
   EXPECT_EQ(loop->firstLine, 15);
   EXPECT_EQ(loop->lastLine, 33);
+}
+
+TEST(ReportPtx, IterationPathsThroughABranch) {
+  // Head 3, one side 3 (its bra.uni included), the other 1, tail 4: an
+  // iteration runs 8 or 10 of the loop's 11 instructions.
+  std::optional<PtxLoop> loop = findPtxKeyLoop(kPtx, "branchy");
+  ASSERT_TRUE(loop);
+  EXPECT_EQ(loop->label, "$L__BB2_1");
+  EXPECT_EQ(loop->counts.instructions, 11);
+  EXPECT_EQ(loop->counts.mma, 1);
+  ASSERT_TRUE(loop->paths);
+  EXPECT_EQ(loop->paths->shortest, 8);
+  EXPECT_EQ(loop->paths->longest, 10);
+}
+
+TEST(ReportPtx, NoPathsAroundAnInnerLoop) {
+  std::optional<PtxLoop> loop = findPtxKeyLoop(kPtx, "k");
+  ASSERT_TRUE(loop);
+  EXPECT_FALSE(loop->paths);
 }
 
 TEST(ReportPtx, NoLoopNoEntry) {

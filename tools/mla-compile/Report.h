@@ -69,12 +69,21 @@ struct IsaCounts {
 
 /// A loop of the assembly: a header label and the blocks of its back
 /// edges' natural loop.
+/// The instructions one iteration of a loop runs: the fewest and the most
+/// over its paths from the header to a back edge (each block's
+/// instructions once). Found where the loop holds no inner loop.
+struct PathRange {
+  int64_t shortest = 0, longest = 0;
+};
+
 struct IsaLoop {
   std::string label;
   /// 1-based lines of the loop's first and last line in the assembly.
   int64_t firstLine = 0, lastLine = 0;
   /// Every instruction of the loop's blocks once (inner loops included).
   IsaCounts counts;
+  /// One iteration's paths (none where the loop holds an inner loop).
+  std::optional<PathRange> paths;
 };
 
 /// The key loop of a kernel's AMDGCN: of the loops (a branch to a label
@@ -125,6 +134,8 @@ struct PtxLoop {
   /// 1-based lines of the loop's first and last line in the PTX.
   int64_t firstLine = 0, lastLine = 0;
   PtxCounts counts;
+  /// One iteration's paths (none where the loop holds an inner loop).
+  std::optional<PathRange> paths;
   /// "mma" or "copies": what chose it.
   std::string chosenBy;
   /// The loops nested in it (label, counts); counted once in `counts`.

@@ -264,8 +264,62 @@ naturalLoops(ArrayRef<Block> blocks) {
   return loops;
 }
 
-/// The loop of `header` and `body`: its label, lines and counts
-/// (`count(line, counts)` for each instruction).
+/// The fewest and the most of `weight[b]` summed over the paths through
+/// `body` from `header` to a block that branches back to it; none where
+/// the body without those back edges has a cycle (an inner loop).
+std::optional<PathRange> iterationPaths(ArrayRef<Block> blocks, size_t header,
+                                        const llvm::BitVector &body,
+                                        ArrayRef<int64_t> weight) {
+  // Depth-first post-order from the header; a block met again while on
+  // the stack closes a cycle.
+  SmallVector<size_t> order;
+  llvm::BitVector done(blocks.size()), onStack(blocks.size());
+  SmallVector<std::pair<size_t, size_t>> stack = {{header, 0}};
+  onStack.set(header);
+  while (!stack.empty()) {
+    auto &[b, next] = stack.back();
+    if (next < blocks[b].succs.size()) {
+      size_t s = blocks[b].succs[next++];
+      if (s == header || !body.test(s) || done.test(s))
+        continue;
+      if (onStack.test(s))
+        return std::nullopt;
+      onStack.set(s);
+      stack.push_back({s, 0});
+      continue;
+    }
+    onStack.reset(b);
+    done.set(b);
+    order.push_back(b);
+    stack.pop_back();
+  }
+  const int64_t none = -1;
+  SmallVector<int64_t> lo(blocks.size(), none), hi(blocks.size(), none);
+  lo[header] = hi[header] = weight[header];
+  std::optional<PathRange> range;
+  for (size_t b : llvm::reverse(order)) {
+    if (lo[b] == none)
+      continue;
+    for (size_t s : blocks[b].succs) {
+      if (s == header) {
+        if (!range)
+          range = PathRange{lo[b], hi[b]};
+        range->shortest = std::min(range->shortest, lo[b]);
+        range->longest = std::max(range->longest, hi[b]);
+        continue;
+      }
+      if (!body.test(s))
+        continue;
+      lo[s] = lo[s] == none ? lo[b] + weight[s]
+                            : std::min(lo[s], lo[b] + weight[s]);
+      hi[s] = std::max(hi[s], hi[b] + weight[s]);
+    }
+  }
+  return range;
+}
+
+/// The loop of `header` and `body`: its label, lines, counts
+/// (`count(line, counts)` for each instruction) and one iteration's paths.
 template <typename Loop, typename Count>
 Loop describeLoop(ArrayRef<AsmLine> lines, ArrayRef<Block> blocks,
                   size_t header, const llvm::BitVector &body, Count count) {
@@ -273,13 +327,17 @@ Loop describeLoop(ArrayRef<AsmLine> lines, ArrayRef<Block> blocks,
   loop.label = lines[blocks[header].begin].label.str();
   loop.firstLine = lines[blocks[header].begin].line;
   loop.lastLine = loop.firstLine;
+  SmallVector<int64_t> weight(blocks.size(), 0);
   for (size_t b : body.set_bits()) {
     loop.firstLine = std::min(loop.firstLine, lines[blocks[b].begin].line);
     loop.lastLine = std::max(loop.lastLine, lines[blocks[b].end - 1].line);
+    int64_t before = loop.counts.instructions;
     for (size_t i = blocks[b].begin; i < blocks[b].end; ++i)
       if (lines[i].label.empty())
         count(lines[i], loop.counts);
+    weight[b] = loop.counts.instructions - before;
   }
+  loop.paths = iterationPaths(blocks, header, body, weight);
   return loop;
 }
 

@@ -84,6 +84,20 @@ void ptxCountsJson(json::OStream &j, const PtxCounts &c) {
 }
 
 /// NVIDIA: the key loop's PTX counts, or null.
+/// "paths": {"shortest", "longest"} of one iteration, or null (an inner
+/// loop).
+void pathsJson(json::OStream &j, const std::optional<PathRange> &paths) {
+  j.attributeBegin("paths");
+  if (paths)
+    j.object([&] {
+      j.attribute("shortest", paths->shortest);
+      j.attribute("longest", paths->longest);
+    });
+  else
+    j.value(nullptr);
+  j.attributeEnd();
+}
+
 void ptxLoopJson(json::OStream &j, const KernelReport &k) {
   j.attributeBegin("ptx_loop");
   if (!k.ptxLoop) {
@@ -101,6 +115,7 @@ void ptxLoopJson(json::OStream &j, const KernelReport &k) {
     });
     j.attribute("chosen_by", l.chosenBy);
     ptxCountsJson(j, l.counts);
+    pathsJson(j, l.paths);
     j.attributeArray("inner_loops", [&] {
       for (const auto &[label, counts] : l.inner)
         j.object([&] {
@@ -130,6 +145,7 @@ void loopJson(json::OStream &j, const KernelReport &k) {
     });
     j.attribute("chosen_by", l.chosenBy);
     countsJson(j, l.loop.counts);
+    pathsJson(j, l.loop.paths);
     j.attributeBegin("instructions_per_key");
     if (k.loopKeys && *k.loopKeys > 0)
       number(j, static_cast<double>(l.loop.counts.instructions) / *k.loopKeys);
@@ -298,6 +314,15 @@ std::string ptxCountsText(const PtxCounts &c) {
          " waits";
 }
 
+/// One iteration's paths, where they differ (a branch inside the loop).
+void pathsText(const std::optional<PathRange> &paths, llvm::StringRef what,
+               llvm::raw_ostream &os) {
+  if (paths && paths->shortest != paths->longest)
+    os << "                one iteration runs " << paths->shortest << " to "
+       << paths->longest << " of these " << what
+       << " (its shortest and longest path)\n";
+}
+
 /// NVIDIA: the key loop's PTX counts, when there is one.
 void ptxLoopText(const KernelReport &k, llvm::raw_ostream &os) {
   if (!k.ptxLoop)
@@ -316,6 +341,7 @@ void ptxLoopText(const KernelReport &k, llvm::raw_ostream &os) {
     os << "                inner loop " << label
        << " (counted once above; its trip count is not read from the PTX): "
        << ptxCountsText(counts) << "\n";
+  pathsText(l.paths, "PTX instructions", os);
 }
 
 void loopText(const KernelReport &k, llvm::raw_ostream &os) {
@@ -343,6 +369,7 @@ void loopText(const KernelReport &k, llvm::raw_ostream &os) {
        << " instructions per key and 16 query rows for the workgroup ("
        << k.waves << " waves, " << *k.loopRows << " rows: " << k.loopRowsNote
        << ")\n";
+  pathsText(l.loop.paths, "instructions", os);
   for (const IsaLoop &inner : l.inner)
     os << "                inner loop " << inner.label
        << " (counted once above; its trip count is not read from the ISA): "
