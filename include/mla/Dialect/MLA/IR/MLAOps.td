@@ -592,9 +592,10 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     the region yields (visibility is `%f or vis`), so a lowering may skip
     evaluating it. `mla-tile` sets it where no row's causal limit or
     sequence end falls inside the tile and no mask variant is present (the
-    tiles off the diagonal); NVIDIA's fused steps branch on it to a softmax
-    without the per-element check, the other lowerings fold it into the
-    visibility.
+    tiles off the diagonal); NVIDIA's fused step and AMD's register step
+    branch on it to a softmax without the per-element check, the other
+    lowerings (the transposed step, the decomposition, the host) fold it
+    into the visibility.
 
     Lowerings: `mla-distribute` emits the step in registers where the
     target and the shapes allow one of its fused strategies (NVIDIA:
