@@ -34,9 +34,10 @@
 // Fewer than 64 rows on one warpgroup with 64-key tiles take the
 // transposed step instead (TransposedStep.cpp: keys as wgmma's M).
 //
-// Strategy: planFusedStep decides from the shapes, the warps and the target
-// (every refusal says why under -debug-only=mla-distribute); checkStepLoop
-// that the step can keep its state in registers across its loop.
+// Strategy: planFusedStep (FusedStepPlan.cpp) decides from the shapes, the
+// warps and the target (every refusal says why under
+// -debug-only=mla-distribute); checkStepLoop that the step can keep its
+// state in registers across its loop.
 //
 //===----------------------------------------------------------------------===//
 #include "../AttentionLayout.h"
@@ -48,7 +49,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
@@ -660,121 +660,6 @@ Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
 }
 
 } // namespace
-
-RowUpdate mla::nvidia::updateRows(ImplicitLocOpBuilder &b, ValueRange mOld,
-                                  ArrayRef<Value> mx, Value negInf) {
-  RowUpdate u;
-  for (auto [old, m] : llvm::zip(mOld, mx)) {
-    Value mNew = arith::MaximumFOp::create(b, old, m);
-    Value isEmpty =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
-    Value ref = arith::SelectOp::create(b, isEmpty, f32Const(b, 0.0), mNew);
-    u.mNew.push_back(mNew);
-    u.ref.push_back(ref);
-    u.corr.push_back(
-        math::Exp2Op::create(b, arith::SubFOp::create(b, old, ref)));
-  }
-  return u;
-}
-
-void mla::nvidia::appendRowState(ImplicitLocOpBuilder &b, Value mBuf,
-                                 Value lBuf, ArrayRef<Value> rows, Value owner,
-                                 SmallVectorImpl<Value> &init) {
-  for (Value r : rows)
-    init.push_back(memref::LoadOp::create(b, mBuf, ValueRange{r}));
-  for (Value r : rows)
-    init.push_back(arith::SelectOp::create(
-        b, owner, memref::LoadOp::create(b, lBuf, ValueRange{r}),
-        f32Const(b, 0.0)));
-}
-
-const MatrixInstr &StepPlan::productInstr() const {
-  if (!wgmma)
-    return *frag;
-  return matrixInstr(elem.isBF16() ? MatrixInstrId::WgmmaM64N8K16BF16
-                                   : MatrixInstrId::WgmmaM64N8K16F16);
-}
-
-FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
-                                               bool wgmmaAllowed, Location loc,
-                                               std::string *whyNot) {
-  auto refuse = [&](Location loc, const Twine &why) {
-    if (whyNot)
-      *whyNot = why.str();
-    return ::refuse(loc, why);
-  };
-  // Fewer than 64 rows on one warpgroup: both products transposed.
-  std::string whyNotTransposed;
-  if (FailureOr<StepPlan> t =
-          planTransposedStep(shape, wgmmaAllowed, &whyNotTransposed);
-      succeeded(t))
-    return t;
-  StepPlan p;
-  p.elem = shape.elem;
-  p.rows = shape.rows;
-  p.dim = shape.dim;
-  p.tile = shape.tile;
-  p.dv = shape.dv;
-  p.warps = shape.warps;
-  if (!(p.elem.isBF16() || p.elem.isF16()))
-    return refuse(loc, "mma.sync takes bf16/f16 operands");
-  const MatrixInstr &mi =
-      matrixInstr(p.elem.isBF16() ? MatrixInstrId::MmaSyncM16N8K16BF16
-                                  : MatrixInstrId::MmaSyncM16N8K16F16);
-  p.frag = &mi;
-  if (!accumulatorsAsA(mi, mi, p.pAsA))
-    return refuse(loc, Twine(mi.mnemonic) +
-                           "'s accumulators are not its A fragment");
-  if (p.rows % mi.m || p.tile % mi.k || p.dim % mi.k || p.rows == 0)
-    return refuse(loc, "rows, key tile and head width must be multiples of " +
-                           Twine(mi.m));
-  if (p.warps % (p.rows / mi.m) != 0)
-    return refuse(loc, "the warps do not split evenly over the " + Twine(mi.m) +
-                           "-row blocks");
-  p.rowBlocks = p.rows / mi.m;
-  p.colSplit = p.warps / p.rowBlocks;
-  // Warps that share a row block all compute its scores: measured on the
-  // H200 (decode, 16 rows), four-fold redundant Q·Kᵀ (4 warps) is 1.3x
-  // slower than the shared-memory phases, two-fold is not.
-  if (p.colSplit > 2)
-    return refuse(loc, "more than two warps per " + Twine(mi.m) + "-row block");
-  // The B fragments of two n-column tiles load together (ldmatrix.x4).
-  if (p.dv % (2 * mi.n * p.colSplit) != 0)
-    return refuse(loc, "the value width does not split over the warps of a "
-                       "row block in " +
-                           Twine(2 * mi.n) + "-column steps");
-  // Two warps per row block split the key columns of the scores (each
-  // computes half, row maxima and probabilities meet in shared memory)
-  // when the halves are whole k-key steps; otherwise both compute all.
-  p.splitScores = p.colSplit == 2 && p.tile % (2 * mi.k) == 0;
-  p.sBlocks = (p.splitScores ? p.tile / 2 : p.tile) / mi.n;
-  p.vBlocks = p.dv / p.colSplit / mi.n;
-  if (p.sBlocks * mi.c.elems > 64 || p.vBlocks * mi.c.elems > 128)
-    return refuse(loc, "the score or accumulator fragments would not fit the "
-                       "register file");
-  // Warpgroup MMA: its register A fragment and C are the warps' m16n8
-  // fragments stacked (the same elements per lane).
-  const MatrixInstr &wi =
-      matrixInstr(p.elem.isBF16() ? MatrixInstrId::WgmmaM64N8K16BF16
-                                  : MatrixInstrId::WgmmaM64N8K16F16);
-  SmallVector<AccElement> wgmmaPAsA;
-  p.wgmma = wgmmaAllowed && accumulatorsAsA(wi, wi, wgmmaPAsA) &&
-            wgmmaPAsA == p.pAsA && p.warps % 4 == 0 && p.rowBlocks % 4 == 0 &&
-            (p.colSplit == 1 || p.splitScores) && p.dim % 64 == 0 &&
-            (p.dv / p.colSplit) % 64 == 0 && p.tile <= 256;
-  if (wgmmaAllowed && !p.wgmma) {
-    std::string why = "needs whole warpgroups of 64 rows, 64-column head "
-                      "and value blocks and at most 256 keys";
-    if (p.rows < 64)
-      why +=
-          ", or for fewer rows the transposed step, which " + whyNotTransposed;
-    if (whyNot)
-      *whyNot = why;
-    LLVM_DEBUG(llvm::dbgs() << "mla-distribute: no warpgroup MMA at " << loc
-                            << ": " << why << "\n");
-  }
-  return p;
-}
 
 LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
                                              const ThreadInfo &ti) {
