@@ -42,30 +42,48 @@ struct AsmLine {
 /// The assembly a function is written in: how its branches end blocks.
 enum class Syntax { Amdgcn, Ptx };
 
-SmallVector<AsmLine> parseFunction(StringRef function, int64_t firstLine) {
+/// The numbered lines of `text` (from `firstLine`) that `read(text, line)`
+/// keeps: it fills in the label or the instruction and says whether the
+/// line is one.
+SmallVector<AsmLine>
+readLines(StringRef text, int64_t firstLine,
+          llvm::function_ref<bool(StringRef, AsmLine &)> read) {
   SmallVector<AsmLine> lines;
   SmallVector<StringRef> raw;
-  function.split(raw, '\n');
-  for (auto [i, text] : llvm::enumerate(raw)) {
+  text.split(raw, '\n');
+  for (auto [i, t] : llvm::enumerate(raw)) {
     AsmLine line;
     line.line = firstLine + static_cast<int64_t>(i);
+    if (read(t, line))
+      lines.push_back(line);
+  }
+  return lines;
+}
+
+/// An instruction's mnemonic and operands (without a trailing `;`), where
+/// `code` starts with a lower-case letter; false for anything else.
+bool readInstruction(StringRef code, AsmLine &line) {
+  if (code.empty() || !llvm::isLower(code[0]))
+    return false;
+  line.mnemonic = code.split(' ').first.split('\t').first;
+  line.operands =
+      code.drop_front(line.mnemonic.size()).trim().rtrim(';').trim();
+  return true;
+}
+
+/// The lines of an AMDGCN function: labels (`.LBB1_3:` at column 0) and
+/// instructions; directives, comments (`;`) and blank lines are dropped.
+SmallVector<AsmLine> parseFunction(StringRef function, int64_t firstLine) {
+  return readLines(function, firstLine, [](StringRef text, AsmLine &line) {
     StringRef code = text.split(';').first.rtrim();
     bool indented = !code.empty() && (code[0] == ' ' || code[0] == '\t');
     code = code.trim();
-    if (code.empty())
-      continue;
     if (!indented && code.ends_with(":")) {
       line.label = code.drop_back();
-      lines.push_back(line);
-      continue;
+      return true;
     }
-    if (code.starts_with(".") || !llvm::isLower(code[0]))
-      continue;
-    line.mnemonic = code.split(' ').first.split('\t').first;
-    line.operands = code.drop_front(line.mnemonic.size()).trim();
-    lines.push_back(line);
-  }
-  return lines;
+    return !code.starts_with(".") && readInstruction(code, line);
+  });
 }
 
 /// The bits of the first `_b<N>`, `_u<N>` or `_i<N>` field of `suffix`
@@ -410,33 +428,19 @@ void countPtxLine(const AsmLine &line, PtxCounts &c) {
 /// and instructions, a guard predicate (`@%p1`, `@!%p1`) noted and
 /// dropped; directives, braces and comments are dropped.
 SmallVector<AsmLine> parsePtxFunction(StringRef body, int64_t firstLine) {
-  SmallVector<AsmLine> lines;
-  SmallVector<StringRef> raw;
-  body.split(raw, '\n');
-  for (auto [i, text] : llvm::enumerate(raw)) {
-    AsmLine line;
-    line.line = firstLine + static_cast<int64_t>(i);
+  return readLines(body, firstLine, [](StringRef text, AsmLine &line) {
     StringRef code = text.split("//").first.trim();
-    if (code.empty())
-      continue;
     if (code.ends_with(":") && !code.contains(' ')) {
       line.label = code.drop_back();
-      lines.push_back(line);
-      continue;
+      return true;
     }
     if (code.consume_front("@")) {
       line.predicated = true;
       code = code.drop_until([](char ch) { return ch == ' ' || ch == '\t'; })
                  .trim();
     }
-    if (code.empty() || !llvm::isLower(code[0]))
-      continue;
-    line.mnemonic = code.split(' ').first.split('\t').first;
-    line.operands =
-        code.drop_front(line.mnemonic.size()).trim().rtrim(';').trim();
-    lines.push_back(line);
-  }
-  return lines;
+    return readInstruction(code, line);
+  });
 }
 
 //===----------------------------------------------------------------------===//

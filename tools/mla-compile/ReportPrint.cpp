@@ -83,7 +83,6 @@ void ptxCountsJson(json::OStream &j, const PtxCounts &c) {
   j.attribute("waits", c.waits);
 }
 
-/// NVIDIA: the key loop's PTX counts, or null.
 /// "paths": {"shortest", "longest"} of one iteration, or null (an inner
 /// loop).
 void pathsJson(json::OStream &j, const std::optional<PathRange> &paths) {
@@ -98,6 +97,15 @@ void pathsJson(json::OStream &j, const std::optional<PathRange> &paths) {
   j.attributeEnd();
 }
 
+/// "lines": [first, last], a loop's 1-based lines in its assembly.
+void linesJson(json::OStream &j, int64_t first, int64_t last) {
+  j.attributeArray("lines", [&] {
+    j.value(first);
+    j.value(last);
+  });
+}
+
+/// NVIDIA: the key loop's PTX counts, or null.
 void ptxLoopJson(json::OStream &j, const KernelReport &k) {
   j.attributeBegin("ptx_loop");
   if (!k.ptxLoop) {
@@ -109,10 +117,7 @@ void ptxLoopJson(json::OStream &j, const KernelReport &k) {
   j.object([&] {
     nullable(j, "keys", k.loopKeys);
     j.attribute("label", l.label);
-    j.attributeArray("lines", [&] {
-      j.value(l.firstLine);
-      j.value(l.lastLine);
-    });
+    linesJson(j, l.firstLine, l.lastLine);
     j.attribute("chosen_by", l.chosenBy);
     ptxCountsJson(j, l.counts);
     pathsJson(j, l.paths);
@@ -139,10 +144,7 @@ void loopJson(json::OStream &j, const KernelReport &k) {
     nullable(j, "keys", k.loopKeys);
     j.attribute("keys_source", "config tile_kv");
     j.attribute("label", l.loop.label);
-    j.attributeArray("lines", [&] {
-      j.value(l.loop.firstLine);
-      j.value(l.loop.lastLine);
-    });
+    linesJson(j, l.loop.firstLine, l.loop.lastLine);
     j.attribute("chosen_by", l.chosenBy);
     countsJson(j, l.loop.counts);
     pathsJson(j, l.loop.paths);
@@ -164,10 +166,7 @@ void loopJson(json::OStream &j, const KernelReport &k) {
       for (const IsaLoop &inner : l.inner)
         j.object([&] {
           j.attribute("label", inner.label);
-          j.attributeArray("lines", [&] {
-            j.value(inner.firstLine);
-            j.value(inner.lastLine);
-          });
+          linesJson(j, inner.firstLine, inner.lastLine);
           countsJson(j, inner.counts);
         });
     });
