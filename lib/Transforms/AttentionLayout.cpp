@@ -73,10 +73,12 @@ int64_t mla::WorkgroupTiles::bytes() const {
                         : 0) +
            4 * row + pages;
   case StepLowering::WgmmaTransposed:
-    // The probability tile (rows x keys, swizzled) and the four warps'
-    // per-row values; m, l, the row scratch and the correction; pages.
-    return std::max(q + kv, acc) + swizzledTileBytes(rows * keys * elemBytes) +
-           alignedBytes(4 * rows * 4) + 4 * row + pages;
+    // Each warpgroup's probability tile (rows x keys, swizzled) and the
+    // warps' per-row values; m, l, the row scratch and the correction;
+    // pages.
+    return std::max(q + kv, acc) +
+           swizzledTileBytes(warps / 4 * rows * keys * elemBytes) +
+           alignedBytes(warps * rows * 4) + 4 * row + pages;
   case StepLowering::Register: {
     int64_t a = accTile ? acc : 0;
     int64_t operands = stages == 1 ? std::max({q, kv, a}) : q + kv + a;

@@ -76,6 +76,9 @@ enum class StepLowering {
 struct WorkgroupTiles {
   StepLowering lowering = StepLowering::Phases;
   int64_t rows = 0, keys = 0, dim = 0, dv = 0, elemBytes = 2, stages = 1;
+  /// The workgroup's warps (WgmmaTransposed: a probability tile for each
+  /// warpgroup of 4).
+  int64_t warps = 4;
   bool separateValues = false;
   /// Key tiles whose page numbers the workgroup keeps (0: unpaged keys):
   /// one per stage, two per stage where the chip stages the next tile's

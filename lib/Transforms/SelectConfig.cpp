@@ -280,13 +280,17 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
     // transposed step"): H=16 B=128 L=8192 4 % faster, page 1 6 %, the
     // ragged batch 8 %, B=1 7-9 %, B=8 and the production batch within
     // 1-2 %; two stages (one workgroup per SM) were slower on the large
-    // batches. 32 rows (Sq = 2) measured slower than mma.sync, so they
-    // keep it; 8 rows ran the CUDA tests but were not timed.
-    if (wgmmaOk && rows <= 16) {
+    // batches. 8 rows ran the CUDA tests but were not timed. 17-32 rows
+    // (Sq = 2 at 16 heads): two warpgroups, each with half of the value
+    // columns (one warpgroup's 32 rows measured slower than mma.sync),
+    // two stages: one workgroup per SM.
+    if (wgmmaOk && rows <= 32) {
       ConfigFields cfg{/*tileKv=*/64,
-                       /*kvSplits=*/8, group,
-                       /*warps=*/4,
-                       /*stages=*/1,   arch.minWorkgroups};
+                       /*kvSplits=*/8,
+                       group,
+                       /*warps=*/rows <= 16 ? 4 : 8,
+                       /*stages=*/rows <= 16 ? 1 : 2,
+                       arch.minWorkgroups};
       FailureOr<nvidia::StepPlan> one =
           fusedPlan(op, elem, rows, op.getHeadDim(), 64, op.getLatentDim(),
                     cfg.warps, true);

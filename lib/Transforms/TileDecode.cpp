@@ -263,8 +263,21 @@ struct PlanReader {
   }
 };
 
-/// Fixed split-KV (kv_chunks = 0): a grid of (batch, head groups,
-/// kv_splits), each workgroup one split of one request, then mla.merge.
+/// A grid of `x` workgroups by `groups` head groups by `z`, with its ids
+/// as (x, head group, z) whatever the order of its dims
+/// (rt::schedule::headGroupGridDim: head groups vary fastest where there
+/// are several).
+std::pair<GridOp, SmallVector<Value, 3>>
+headGroupGrid(ImplicitLocOpBuilder &b, Value x, int64_t groups, int64_t z) {
+  if (rt::schedule::headGroupGridDim(groups) == 1)
+    return createGrid(b, x, indexConst(b, groups), indexConst(b, z));
+  auto [grid, ids] = createGrid(b, indexConst(b, groups), x, indexConst(b, z));
+  return {grid, {ids[1], ids[0], ids[2]}};
+}
+
+/// Fixed split-KV (kv_chunks = 0): a grid of (batch, kv_splits) for each
+/// head group (headGroupGrid), each workgroup one split of one request,
+/// then mla.merge.
 void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op,
                      bool queriesInPlace) {
   ConfigAttr cfg = op.getConfigAttr();
@@ -280,8 +293,7 @@ void tileFixedSplits(ImplicitLocOpBuilder &b, DecodeOp op,
   Value wsO = memref::AllocOp::create(b, wsOType, ValueRange{batch});
   Value wsL = memref::AllocOp::create(b, wsLType, ValueRange{batch});
 
-  auto [grid, ids] =
-      createGrid(b, batch, indexConst(b, heads / group), indexConst(b, splits));
+  auto [grid, ids] = headGroupGrid(b, batch, heads / group, splits);
   grid.setConfigAttr(cfg);
   {
     ImplicitLocOpBuilder g = ImplicitLocOpBuilder::atBlockBegin(
@@ -368,10 +380,10 @@ KeyRange windowChunkRange(ImplicitLocOpBuilder &lb, DecodeOp op,
 }
 
 /// The length-aware schedule (kv_chunks > 0, #mla.config says more):
-/// mla.chunk_plan from the lengths, a grid of (workgroups, head groups)
-/// whose workgroups take the plan's chunks in turn (with chunk_windows,
-/// the chunks of one window each), each chunk's partial result in its own
-/// workspace slot, then mla.chunk_merge.
+/// mla.chunk_plan from the lengths, a grid of workgroups for each head
+/// group (headGroupGrid) that take the plan's chunks in turn (with
+/// chunk_windows, the chunks of one window each), each chunk's partial
+/// result in its own workspace slot, then mla.chunk_merge.
 void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
   ConfigAttr cfg = op.getConfigAttr();
   const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
@@ -409,13 +421,13 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
   Value gridX = persistent ? indexConst(b, persistent)
                 : windows  ? indexConst(b, chunks)
                            : slots;
-  auto [grid, ids] =
-      createGrid(b, gridX, indexConst(b, heads / group), indexConst(b, 1));
+  auto [grid, ids] = headGroupGrid(b, gridX, heads / group, 1);
+  Value hgroup = ids[1], workgroup = ids[0];
   grid.setConfigAttr(cfg);
   ImplicitLocOpBuilder g =
       ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
   Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
-  Value headBase = arith::MulIOp::create(g, ids[1], indexConst(g, group));
+  Value headBase = arith::MulIOp::create(g, hgroup, indexConst(g, group));
   PlanReader plan{planMem};
   // Request-aligned chunks: their count and keys, read once.
   Value numChunks, chunkKeys;
@@ -446,13 +458,13 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
                                op.getLoc(), loop.getBody()->getTerminator()));
   };
   if (!windows) {
-    auto [loop, lb] = chunkLoop(g, ids[0], numChunks, step);
+    auto [loop, lb] = chunkLoop(g, workgroup, numChunks, step);
     Value slot = loop.getInductionVar();
     emitChunk(lb, slot, requestChunkRange(lb, op, plan, chunkKeys, slot));
   } else {
     // Window w runs chunks [plan[3][w], plan[3][w + 1]).
     auto windowLoop =
-        scf::ForOp::create(g, ids[0], indexConst(g, chunks), step);
+        scf::ForOp::create(g, workgroup, indexConst(g, chunks), step);
     ImplicitLocOpBuilder wb(op.getLoc(), windowLoop.getBody()->getTerminator());
     Value w = windowLoop.getInductionVar();
     Value cRowW = indexConst(wb, 3);

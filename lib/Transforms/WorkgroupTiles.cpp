@@ -72,6 +72,7 @@ FailureOr<StepOf> stepOf(Operation *op, ConfigAttr config,
   t.tileSkip = s.masked;
   t.keys = config.getTileKv();
   t.stages = config.getStages();
+  t.warps = config.getWarps();
   if (auto decode = dyn_cast<DecodeOp>(op))
     t.pageSlots = keyPageSlots(
         t.stages, pagesPerKeyTile(decode.getKv().getType(), t.keys), arch);

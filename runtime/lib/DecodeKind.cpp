@@ -60,6 +60,20 @@ std::vector<std::pair<int64_t, const char *>> expectedDims(const Manifest &m,
 bool isInputRole(const KindRole &role) { return role.isInput(); }
 bool isOutputRole(const KindRole &role) { return role.isOutput(); }
 
+/// The grid of a key-range launch: `x` (workgroups or requests) by
+/// `groups` (head groups) by `z`, in the order of
+/// schedule::headGroupGridDim for `count` head groups (1 where a package
+/// without a config leaves them free: such packages predate the order);
+/// packages compiled before it, (x, groups, z), are still accepted.
+void setKeyRangeGrid(plans::LaunchRule &rule, plans::SizeRule x,
+                     plans::SizeRule groups, plans::SizeRule z, int64_t count) {
+  rule.grid = {x, groups, z};
+  if (schedule::headGroupGridDim(count) == 0) {
+    rule.earlierGrid = rule.grid;
+    rule.grid = {groups, x, z};
+  }
+}
+
 /// Decode's length-aware schedule (config kv_chunks > 0;
 /// docs/Architecture.md, "Decode: what mla-tile builds"): the plan of
 /// chunks from the lengths (one workgroup), the partial results of the
@@ -130,10 +144,7 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
        {0},
        "the plan of chunks from the lengths",
        /*plan=*/true},
-      {{gridX,
-        SizeRule::constantOf(groups, "ceil(heads / head_group) = " +
-                                         std::to_string(groups)),
-        one},
+      {{one, one, one}, // setKeyRangeGrid below
        plans::rolesOf(m, KernelKind::Decode, isInputRole, true),
        {0, 1, 2},
        "the partial results of the chunks"},
@@ -142,6 +153,10 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
        {0, 1, 2},
        "the merge of each request's chunks per query and head"},
   };
+  setKeyRangeGrid(plan.launches[1], gridX,
+                  SizeRule::constantOf(groups, "ceil(heads / head_group) = " +
+                                                   std::to_string(groups)),
+                  one, groups);
   return plan;
 }
 
@@ -210,7 +225,7 @@ Expected<plans::KindPlan> decodePlan(const Manifest &m,
        "lse_part [batch, q_len, heads, kv_splits]"},
   };
   plan.launches = {
-      {{batch, groups, s},
+      {{batch, groups, s}, // setKeyRangeGrid below
        plans::rolesOf(m, KernelKind::Decode, isInputRole, true),
        {0, 1},
        "the partial results per request, head group and KV split"},
@@ -219,6 +234,8 @@ Expected<plans::KindPlan> decodePlan(const Manifest &m,
        {0, 1},
        "the merge of the splits per request, query and head"},
   };
+  setKeyRangeGrid(plan.launches[0], batch, groups, s,
+                  *group ? (m.heads + **group - 1) / **group : 1);
   return plan;
 }
 

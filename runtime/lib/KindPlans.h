@@ -102,6 +102,9 @@ struct LaunchRule {
   /// writes: a plan that a later launch with the same lengths can reuse
   /// (LaunchOptions::reusePlan skips the leading launches marked so).
   bool plan = false;
+  /// The grid of packages written before `grid`'s order, still accepted
+  /// (decode's key ranges before their head groups moved to dim 0).
+  std::optional<std::array<SizeRule, 3>> earlierGrid = std::nullopt;
 };
 
 struct KindPlan {

@@ -153,19 +153,25 @@ TEST(KindPlanTest, DecodeConfigValues) {
                             "2147483647]"));
   EXPECT_EQ(manifestError(edited(kDecode, "head_group=4", "head_group=5")),
             decodeError(19, "config head_group=5 is not an integer in [1, 4]"));
-  // A target's config comes before the manifest's: head_group 2 gives a
-  // grid y of 2.
+  // A target's config comes before the manifest's: head_group 2 gives two
+  // head groups, the grid's dim 0 (schedule::headGroupGridDim: they vary
+  // fastest), the requests dim 1.
   std::string target = edited(kDecode, "target host-x86_64 code.host-x86_64\n",
                               "target host-x86_64 code.host-x86_64\n"
                               "config head_group=2\n");
   EXPECT_EQ(manifestError(target), // one line more
             decodeError(23, std::string(kK0) +
-                                " grid y is 1, expected 2 (ceil(heads / "
-                                "head_group) = ceil(4 / 2))"));
-  EXPECT_TRUE(parseManifest(edited(target, "grid arg0.0,1,3",
-                                   "grid "
-                                   "arg0.0,2,3"))
-                  .ok());
+                                " grid x is 'arg0.0' (q dim 0), expected 2 "
+                                "(ceil(heads / head_group) = ceil(4 / 2))"));
+  EXPECT_TRUE(
+      parseManifest(edited(target, "grid arg0.0,1,3", "grid 2,arg0.0,3")).ok());
+  // Packages compiled before that order (head groups along y) still load;
+  // a grid in neither order does not.
+  EXPECT_TRUE(
+      parseManifest(edited(target, "grid arg0.0,1,3", "grid arg0.0,2,3")).ok());
+  EXPECT_EQ(manifestError(edited(target, "grid arg0.0,1,3", "grid 2,arg0.0,4")),
+            decodeError(23, std::string(kK0) +
+                                " grid z is 4, expected 3 (kv_splits)"));
 }
 
 // Packages written before targets had a config line: the plan's free

@@ -83,10 +83,11 @@ func.func @merge(%op: memref<7x3x2x24xf32>, %lp: memref<7x3x2xf32>, %o: memref<7
 // -----
 
 // Balanced split-KV: with min_workgroups, a request uses
-// clamp(ceil(256 / (batch * head groups)), 1, 8) of its 8 splits.
+// clamp(ceil(256 / (batch * head groups)), 1, 8) of its 8 splits. Two head
+// groups: they vary fastest (grid dim 0), the requests along dim 1.
 // CHECK-LABEL: func @balanced
 // CHECK: %[[B:.*]] = memref.dim %arg0, %c0
-// CHECK: mla.grid in (%[[B]], %{{.*}}, %{{.*}})
+// CHECK: mla.grid in (%{{.*}}, %[[B]], %{{.*}})
 // CHECK:   %[[N:.*]] = memref.dim %arg0, %c0
 // CHECK:   %[[PER:.*]] = arith.muli %[[N]], %c2
 // CHECK:   %[[WANT:.*]] = arith.ceildivsi %c256, %[[PER]]

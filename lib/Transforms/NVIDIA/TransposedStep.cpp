@@ -9,15 +9,19 @@
 //   Oᵀ (dv x rows)   += Vᵀ · Pᵀ    A = the value columns of the same tile
 //                                  (MN-major), B = P (rows x keys)
 //
-// One warpgroup: warp w holds keys 16w .. 16w + 15 of the scores and value
-// columns 16w .. of each 64-column block of the accumulators; each lane
+// One or two warpgroups. In each, warp w holds keys 16w .. 16w + 15 of the
+// scores and value columns 16w .. of each of the warpgroup's 64-column
+// blocks of the accumulators (two warpgroups: each computes all scores,
+// the same in both, and owns half of the value blocks, so that 32 rows'
+// accumulators take 64 registers a lane instead of 128); each lane
 // holds the same query rows (the columns of the C layout, the mma.sync
 // m16n8 accumulator layout per warp and 8 columns) in both, so that the
 // softmax's per-row maxima, corrections and sums apply to the lane's own
 // accumulators. A row's maximum is taken over the lane's keys, across the
 // lanes that share its column (XOR shuffles), then across the four warps
-// through shared memory; P (16-bit) goes to a 128-byte-swizzled tile of
-// rows x 64 keys, the B operand of the second product. Accumulators, maxima
+// of its warpgroup through shared memory; P (16-bit) goes to the
+// warpgroup's 128-byte-swizzled tile of rows x 64 keys, the B operand of
+// the second product. Accumulators, maxima
 // and per-lane partial sums stay in registers across the key loop; after
 // it, the accumulators are written back once (transposed) and the sums meet
 // across lanes and warps.
@@ -78,7 +82,8 @@ public:
       elemCol.push_back(index(colOffsets, MatrixEmitter::elemCoord(ci.col, e)));
     }
     nBlocks = p.rows / p.frag->n;
-    mBlocks = p.dv / kTileKeys;
+    groups = p.warps / kWarps;
+    mBlocks = p.dv / kTileKeys / groups;
   }
 
   void moveOperands(ArrayRef<memref::AllocaOp> roots) {
@@ -103,6 +108,13 @@ private:
   SmallVector<Value> scores(ImplicitLocOpBuilder &ib);
   void values(ImplicitLocOpBuilder &ib, SmallVectorImpl<Value> &state);
   void writeBack(ImplicitLocOpBuilder &ab, ValueRange fin);
+  /// The value column of element `e` of the lane's fragments in the
+  /// warpgroup's 64-column block `mb`.
+  Value accColumn(ImplicitLocOpBuilder &b, int64_t mb, int64_t e) {
+    Value col = arith::AddIOp::create(b, keys[elemKey[e]],
+                                      indexConst(b, mb * kTileKeys));
+    return groups > 1 ? arith::AddIOp::create(b, col, colBase) : col;
+  }
   /// `x` of each of the lane's rows combined over the warpgroup's keys:
   /// across the lanes of a column, then the warps (through `xBuf`).
   SmallVector<Value> acrossKeys(ImplicitLocOpBuilder &ib,
@@ -121,31 +133,48 @@ private:
   scf::ForOp loop;
   Value q, k, v, acc, mBuf, lBuf;
   ViewInfo qInfo, kInfo, vInfo;
-  int64_t nBlocks = 0, mBlocks = 0;
+  /// Warpgroups; each computes all scores and owns mBlocks 64-column
+  /// blocks of the values.
+  int64_t groups = 1, nBlocks = 0, mBlocks = 0;
   SmallVector<int64_t> keyOffsets, colOffsets, elemKey, elemCol;
   DenseMap<Operation *, Value> swizzled;
   Value pTile, xBuf;
-  // setUp: the warp, this lane's keys (tile rows) and query rows, whether
-  // it leads its column in its warp, and owns the rows' m and l.
-  Value warp;
+  // setUp: the warp, its warpgroup and first warp there, the first
+  // value column of the warpgroup's blocks, this lane's keys (tile rows)
+  // and query rows, whether it leads its column in its warp, and owns the
+  // rows' m and l.
+  Value warp, group, groupWarp0, colBase;
   SmallVector<Value> keys, rows;
   Value colLead, owner, negInf;
 };
 
-/// The probability tile (rows x 64 keys, swizzled: wgmma's B) and the
-/// exchange buffer of the warps' per-row values, at the top of the grid.
+/// The probability tile (rows x 64 keys per warpgroup, swizzled: wgmma's
+/// B; warpgroup g's copy is column block g) and the exchange buffer of the
+/// warps' per-row values, at the top of the grid.
 void TransposedStep::setUp(ImplicitLocOpBuilder &b) {
   frag.beginFragments(b);
   ImplicitLocOpBuilder top = builderAtGridTop(loop.getLoc(), loop->getBlock());
   auto pt = memref::AllocaOp::create(
-      top, MemRefType::get({1, p.rows, kTileKeys}, p.elem));
+      top, MemRefType::get({groups, p.rows, kTileKeys}, p.elem));
   pt->setAttr(pt.getAlignmentAttrName(), top.getI64IntegerAttr(kSwizzleAlign));
   pTile = pt;
   xBuf = memref::AllocaOp::create(
-      top, MemRefType::get({kWarps, p.rows}, Float32Type::get(b.getContext())));
+      top,
+      MemRefType::get({p.warps, p.rows}, Float32Type::get(b.getContext())));
   warp = frag.group;
+  // One warpgroup: the warp's own index (the same IR as before there were
+  // several).
+  Value groupLocal = warp;
+  group = groupWarp0 = colBase = indexConst(b, 0);
+  if (groups > 1) {
+    group = arith::DivUIOp::create(b, warp, indexConst(b, kWarps));
+    groupLocal = arith::RemUIOp::create(b, warp, indexConst(b, kWarps));
+    groupWarp0 = arith::MulIOp::create(b, group, indexConst(b, kWarps));
+    colBase =
+        arith::MulIOp::create(b, group, indexConst(b, mBlocks * kTileKeys));
+  }
   Value keyBase = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, warp, indexConst(b, p.frag->m)),
+      b, arith::MulIOp::create(b, groupLocal, indexConst(b, p.frag->m)),
       frag.cRowLane);
   for (int64_t off : keyOffsets)
     keys.push_back(arith::AddIOp::create(b, keyBase, indexConst(b, off)));
@@ -175,8 +204,7 @@ SmallVector<Value> TransposedStep::initialState(ImplicitLocOpBuilder &b) {
     for (int64_t mb = 0; mb < mBlocks; ++mb)
       for (int64_t j = 0; j < nBlocks; ++j)
         for (int64_t e = 0; e < ci.elems; ++e) {
-          Value col = arith::AddIOp::create(b, keys[elemKey[e]],
-                                            indexConst(b, mb * kTileKeys));
+          Value col = accColumn(b, mb, e);
           init.push_back(memref::LoadOp::create(
               b, acc, ValueRange{rows[rowIdx(j, e)], col}));
         }
@@ -231,13 +259,17 @@ SmallVector<Value> TransposedStep::acrossKeys(ImplicitLocOpBuilder &ib,
       memref::StoreOp::create(gb, val, xBuf, ValueRange{warp, r});
   });
   gpu::BarrierOp::create(ib);
+  // The warps of this lane's warpgroup (each holds every key's scores).
+  auto groupWarp = [&](int64_t w) -> Value {
+    return groups > 1 ? arith::AddIOp::create(ib, groupWarp0, indexConst(ib, w))
+                            .getResult()
+                      : indexConst(ib, w);
+  };
   SmallVector<Value> out;
   for (Value r : rows) {
-    Value acc =
-        memref::LoadOp::create(ib, xBuf, ValueRange{indexConst(ib, 0), r});
+    Value acc = memref::LoadOp::create(ib, xBuf, ValueRange{groupWarp(0), r});
     for (int64_t w = 1; w < kWarps; ++w) {
-      Value o =
-          memref::LoadOp::create(ib, xBuf, ValueRange{indexConst(ib, w), r});
+      Value o = memref::LoadOp::create(ib, xBuf, ValueRange{groupWarp(w), r});
       acc = isMax ? arith::MaximumFOp::create(ib, acc, o).getResult()
                   : arith::AddFOp::create(ib, acc, o).getResult();
     }
@@ -275,7 +307,12 @@ SmallVector<Value> TransposedStep::step(ImplicitLocOpBuilder &ib,
       Value ex = stepExp2(ib, x[i], ref[r]);
       Value prob = arith::SelectOp::create(ib, vis[i], ex, f32Const(ib, 0.0));
       sum[r] = arith::AddFOp::create(ib, sum[r], prob);
-      SmallVector<Value> at = swizzledIndex(ib, rows[r], keys[elemKey[e]]);
+      Value key = keys[elemKey[e]];
+      if (groups > 1)
+        key = arith::AddIOp::create(
+            ib, key,
+            arith::MulIOp::create(ib, group, indexConst(ib, kTileKeys)));
+      SmallVector<Value> at = swizzledIndex(ib, rows[r], key);
       memref::StoreOp::create(ib, castFloat(ib, prob, p.elem), pTile, at);
     }
   // P is read by the tensor cores (the async proxy: applySwizzle fences
@@ -310,6 +347,18 @@ void TransposedStep::values(ImplicitLocOpBuilder &ib,
   SmallVector<Value> regs = registerFence(ib, state);
   const int64_t vRootRows = vInfo.root.getType().getDimSize(0);
   Value pAddr = sharedAddress(ib, pTile);
+  // The warpgroup's copy of P and its value blocks: whole column blocks
+  // of the swizzled tiles further on.
+  Value vGroup;
+  if (groups > 1) {
+    auto times = [&](int64_t bytes) -> Value {
+      return arith::MulIOp::create(
+          ib, arith::IndexCastUIOp::create(ib, ib.getI64Type(), group),
+          arith::ConstantIntOp::create(ib, ib.getI64Type(), bytes));
+    };
+    pAddr = arith::AddIOp::create(ib, pAddr, times(swizzledBlockBytes(p.rows)));
+    vGroup = times(mBlocks * swizzledBlockBytes(vRootRows));
+  }
   NVVM::WgmmaFenceAlignedOp::create(ib);
   for (int64_t mb = 0; mb < mBlocks; ++mb) {
     SmallVector<Value> blk(regs.begin() + mb * per,
@@ -317,13 +366,16 @@ void TransposedStep::values(ImplicitLocOpBuilder &ib,
     for (int64_t kk = 0; kk < p.tile / 16; ++kk) {
       Value aAddr =
           operandAddr(ib, v, vInfo, indexConst(ib, kk * 16), mb * kTileKeys);
+      if (vGroup)
+        aAddr = arith::AddIOp::create(ib, aAddr, vGroup);
       Value bAddr = arith::AddIOp::create(
           ib, pAddr,
           arith::ConstantIntOp::create(ib, ib.getI64Type(), kk * 32));
-      blk = wgmma(ib, p.elem, p.rows, blk,
-                  wgmmaDescriptor(ib, aAddr, vRootRows * 128, 1024), {},
-                  wgmmaDescriptor(ib, bAddr, 16, 1024), /*transB=*/false,
-                  /*transA=*/true);
+      blk =
+          wgmma(ib, p.elem, p.rows, blk,
+                wgmmaDescriptor(ib, aAddr, swizzledBlockBytes(vRootRows), 1024),
+                {}, wgmmaDescriptor(ib, bAddr, 16, 1024), /*transB=*/false,
+                /*transA=*/true);
     }
     llvm::copy(blk, regs.begin() + mb * per);
   }
@@ -347,8 +399,7 @@ void TransposedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
   for (int64_t mb = 0; mb < mBlocks; ++mb)
     for (int64_t j = 0; j < nBlocks; ++j)
       for (int64_t e = 0; e < ci.elems; ++e) {
-        Value col = arith::AddIOp::create(ab, keys[elemKey[e]],
-                                          indexConst(ab, mb * kTileKeys));
+        Value col = accColumn(ab, mb, e);
         memref::StoreOp::create(ab, fin[(mb * nBlocks + j) * ci.elems + e], acc,
                                 ValueRange{rows[rowIdx(j, e)], col});
       }
@@ -386,14 +437,19 @@ FailureOr<StepPlan> mla::nvidia::planTransposedStep(const StepShape &shape,
     return no("needs bf16/f16 operands");
   if (shape.rows % 8 || shape.rows == 0 || shape.rows >= 64)
     return no("needs fewer than 64 query rows in steps of 8");
-  if (shape.warps != kWarps || shape.tile != kTileKeys)
-    return no("needs one warpgroup (warps=4) and 64-key tiles (tile_kv=64)");
-  if (shape.dim % 64 || shape.dv % 64)
-    return no("needs head and value widths in 64-column blocks");
-  // Accumulators: dv / 64 blocks of rows / 8 fragments of 4 per lane.
-  if (shape.dv / 64 * shape.rows / 8 * 4 > 128)
-    return no("needs value width x rows at most 4096 (the accumulators in "
-              "registers)");
+  if ((shape.warps != kWarps && shape.warps != 2 * kWarps) ||
+      shape.tile != kTileKeys)
+    return no("needs one or two warpgroups (warps=4 or 8) and 64-key tiles "
+              "(tile_kv=64)");
+  const int64_t groups = shape.warps / kWarps;
+  if (shape.dim % 64 || shape.dv % (64 * groups))
+    return no("needs head widths in 64-column blocks and value widths in "
+              "64-column blocks for each warpgroup");
+  // Accumulators: dv / 64 / groups blocks of rows / 8 fragments of 4 per
+  // lane.
+  if (shape.dv / 64 / groups * shape.rows / 8 * 4 > 128)
+    return no("needs value width x rows at most 4096 per warpgroup (the "
+              "accumulators in registers)");
   StepPlan p;
   p.elem = shape.elem;
   p.rows = shape.rows;
@@ -407,7 +463,7 @@ FailureOr<StepPlan> mla::nvidia::planTransposedStep(const StepShape &shape,
   p.colSplit = 1;
   p.splitScores = false;
   p.sBlocks = p.rows / p.frag->n;
-  p.vBlocks = p.dv / kTileKeys * p.sBlocks;
+  p.vBlocks = p.dv / kTileKeys / groups * p.sBlocks;
   p.wgmma = true;
   p.transposed = true;
   return p;

@@ -238,7 +238,8 @@ Value swizzledRowBytes(ImplicitLocOpBuilder &b, Value view, Value extraRows) {
 Value swizzledAddress(ImplicitLocOpBuilder &b, Value swizzledRoot,
                       ViewInfo info, Value rowBytes, int64_t col) {
   int64_t c = info.col0 + col;
-  int64_t off = c / 64 * info.root.getType().getDimSize(0) * 128 + c % 64 * 2;
+  int64_t off = c / 64 * swizzledBlockBytes(info.root.getType().getDimSize(0)) +
+                c % 64 * 2;
   return arith::AddIOp::create(
       b, sharedAddress(b, swizzledRoot),
       arith::AddIOp::create(

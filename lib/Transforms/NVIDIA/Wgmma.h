@@ -70,6 +70,10 @@ llvm::DenseMap<mlir::Operation *, mlir::Value>
 swizzleOperands(mlir::scf::ForOp loop,
                 llvm::ArrayRef<mlir::memref::AllocaOp> roots);
 
+/// Bytes from one 64-column block of a swizzled tile of `rows` rows to the
+/// next (rows of 128 bytes).
+inline int64_t swizzledBlockBytes(int64_t rows) { return rows * 128; }
+
 /// Bytes (i64) from the start of a swizzled operand to row `extraRows` of
 /// `view` (rows of 128 bytes).
 mlir::Value swizzledRowBytes(mlir::ImplicitLocOpBuilder &b, mlir::Value view,

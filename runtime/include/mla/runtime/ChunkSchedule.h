@@ -21,6 +21,20 @@ inline int64_t chunkTarget(int64_t kvChunks, int64_t headGroups) {
   return std::max<int64_t>(1, kvChunks / std::max<int64_t>(1, headGroups));
 }
 
+/// The grid dim of decode's head groups in its key-range launches (the
+/// chunks' and fixed split-KV's; the other of dims 0 and 1 is their
+/// workgroups or requests): with several head groups dim 0, so that they
+/// vary fastest. Workgroups start in the order of their linear index, so
+/// the head groups of one chunk then run at the same time and its keys
+/// cross memory once between them (the others read them through the L2
+/// cache) instead of once each, a wave apart (H=128, 64 heads a group:
+/// 2x the bytes; measured in docs/Performance.md, "Head groups side by
+/// side"). With one head group dim 1, so that dim 0 takes the large
+/// sizes.
+inline constexpr int headGroupGridDim(int64_t headGroups) {
+  return headGroups > 1 ? 0 : 1;
+}
+
 /// The plan's refinement: when the request-aligned chunks of size q
 /// (from chunkTarget) number more than chunkTarget, so that they would not
 /// run in one wave of the workgroups it aims at, q is chosen again for
