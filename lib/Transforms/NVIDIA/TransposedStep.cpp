@@ -21,10 +21,10 @@
 // lanes that share its column (XOR shuffles), then across the four warps
 // of its warpgroup through shared memory; P (16-bit) goes to the
 // warpgroup's 128-byte-swizzled tile of rows x 64 keys, the B operand of
-// the second product. Accumulators, maxima
-// and per-lane partial sums stay in registers across the key loop; after
-// it, the accumulators are written back once (transposed) and the sums meet
-// across lanes and warps.
+// the second product. Accumulators, maxima and per-lane partial sums stay
+// in registers across the key loop; after it, the accumulators are
+// written back once (transposed) and the sums meet across lanes and
+// warps.
 //
 // Strategy: planTransposedStep (-debug-only=mla-distribute says why not).
 // The operands' layout and descriptors are Wgmma.h's.
