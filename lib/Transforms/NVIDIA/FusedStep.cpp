@@ -526,12 +526,12 @@ void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
   const int64_t cols = p.dv / p.colSplit;
   const int64_t chunk = std::min<int64_t>(cols, 256);
   const int64_t vRootRows = vInfo.root.getType().getDimSize(0);
-  const int64_t vLbo = vRootRows * 128;
+  const int64_t vLbo = swizzledBlockBytes(vRootRows);
   Value colBlockBytes = arith::IndexCastUIOp::create(
       ib, ib.getI64Type(),
       arith::MulIOp::create(
           ib, arith::DivUIOp::create(ib, colBase, indexConst(ib, 64)),
-          indexConst(ib, vRootRows * 128)));
+          indexConst(ib, swizzledBlockBytes(vRootRows))));
   mma.fence(ib);
   for (int64_t kk = 0; kk < p.tile / wi.k; ++kk) {
     Value vRows = arith::AddIOp::create(
@@ -545,10 +545,10 @@ void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
       int64_t c = vInfo.col0 + n0;
       Value addr = arith::AddIOp::create(
           ib, sharedAddress(ib, root),
-          arith::AddIOp::create(
-              ib, vRows,
-              arith::ConstantIntOp::create(ib, ib.getI64Type(),
-                                           c / 64 * vRootRows * 128)));
+          arith::AddIOp::create(ib, vRows,
+                                arith::ConstantIntOp::create(
+                                    ib, ib.getI64Type(),
+                                    c / 64 * swizzledBlockBytes(vRootRows))));
       // n columns: n / 8 blocks of the warp's fragment.
       const int64_t first = n0 / wi.n * ci.elems, count = n / wi.n * ci.elems;
       SmallVector<Value> res = mma.multiplyAsync(
