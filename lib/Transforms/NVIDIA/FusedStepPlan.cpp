@@ -50,11 +50,31 @@ void mla::nvidia::appendRowState(ImplicitLocOpBuilder &b, Value mBuf,
         f32Const(b, 0.0)));
 }
 
-const MatrixInstr &StepPlan::productInstr() const {
-  if (!wgmma)
-    return *frag;
+StepPlan mla::nvidia::stepPlanOf(const StepShape &shape) {
+  StepPlan p;
+  p.elem = shape.elem;
+  p.rows = shape.rows;
+  p.dim = shape.dim;
+  p.tile = shape.tile;
+  p.dv = shape.dv;
+  p.warps = shape.warps;
+  return p;
+}
+
+const MatrixInstr &mla::nvidia::mmaSyncInstr(Type elem) {
+  return matrixInstr(elem.isBF16() ? MatrixInstrId::MmaSyncM16N8K16BF16
+                                   : MatrixInstrId::MmaSyncM16N8K16F16);
+}
+
+/// Warpgroup MMA m64n8k16 for `elem` (bf16 or f16): the fused steps' wgmma
+/// (its N chosen per product).
+static const MatrixInstr &wgmmaInstr(Type elem) {
   return matrixInstr(elem.isBF16() ? MatrixInstrId::WgmmaM64N8K16BF16
                                    : MatrixInstrId::WgmmaM64N8K16F16);
+}
+
+const MatrixInstr &StepPlan::productInstr() const {
+  return wgmma ? wgmmaInstr(elem) : *frag;
 }
 
 FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
@@ -74,18 +94,10 @@ FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
           planTransposedStep(shape, wgmmaAllowed, &whyNotTransposed);
       succeeded(t))
     return t;
-  StepPlan p;
-  p.elem = shape.elem;
-  p.rows = shape.rows;
-  p.dim = shape.dim;
-  p.tile = shape.tile;
-  p.dv = shape.dv;
-  p.warps = shape.warps;
+  StepPlan p = stepPlanOf(shape);
   if (!(p.elem.isBF16() || p.elem.isF16()))
     return refuse(loc, "mma.sync takes bf16/f16 operands");
-  const MatrixInstr &mi =
-      matrixInstr(p.elem.isBF16() ? MatrixInstrId::MmaSyncM16N8K16BF16
-                                  : MatrixInstrId::MmaSyncM16N8K16F16);
+  const MatrixInstr &mi = mmaSyncInstr(p.elem);
   p.frag = &mi;
   if (!accumulatorsAsA(mi, mi, p.pAsA))
     return refuse(loc, Twine(mi.mnemonic) +
@@ -119,9 +131,7 @@ FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
                        "register file");
   // Warpgroup MMA: its register A fragment and C are the warps' m16n8
   // fragments stacked (the same elements per lane).
-  const MatrixInstr &wi =
-      matrixInstr(p.elem.isBF16() ? MatrixInstrId::WgmmaM64N8K16BF16
-                                  : MatrixInstrId::WgmmaM64N8K16F16);
+  const MatrixInstr &wi = wgmmaInstr(p.elem);
   SmallVector<AccElement> wgmmaPAsA;
   p.wgmma = wgmmaAllowed && accumulatorsAsA(wi, wi, wgmmaPAsA) &&
             wgmmaPAsA == p.pAsA && p.warps % 4 == 0 && p.rowBlocks % 4 == 0 &&

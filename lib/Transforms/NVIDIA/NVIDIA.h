@@ -60,12 +60,20 @@ struct StepPlan {
   bool wgmma;                  ///< both products by warpgroup MMA
   /// Both products transposed (TransposedStep.cpp): the key tile and the
   /// value columns are warpgroup MMA's M, the query rows its N (fewer than
-  /// 64 rows: decode's head groups); one warpgroup, 64-key tiles.
+  /// 64 rows: decode's head groups); one or two warpgroups, 64-key tiles.
   bool transposed = false;
   int64_t nAcc() const { return vBlocks * frag->c.elems; }
   /// The instruction of both products (warpgroup MMA or `frag`).
   const MatrixInstr &productInstr() const;
 };
+
+/// A plan holding `shape`'s sizes and element type, the rest for a planner
+/// to fill.
+StepPlan stepPlanOf(const StepShape &shape);
+
+/// The warp's instruction of the fused steps for `elem` (bf16 or f16):
+/// mma.sync m16n8k16.
+const MatrixInstr &mmaSyncInstr(mlir::Type elem);
 
 /// The register-fused strategy for `shape` (the transposed step where
 /// planTransposedStep takes it, else warpgroup MMA where `wgmmaAllowed`

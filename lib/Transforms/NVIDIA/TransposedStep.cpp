@@ -450,15 +450,8 @@ FailureOr<StepPlan> mla::nvidia::planTransposedStep(const StepShape &shape,
   if (shape.dv / 64 / groups * shape.rows / 8 * 4 > 128)
     return no("needs value width x rows at most 4096 per warpgroup (the "
               "accumulators in registers)");
-  StepPlan p;
-  p.elem = shape.elem;
-  p.rows = shape.rows;
-  p.dim = shape.dim;
-  p.tile = shape.tile;
-  p.dv = shape.dv;
-  p.warps = shape.warps;
-  p.frag = &matrixInstr(p.elem.isBF16() ? MatrixInstrId::MmaSyncM16N8K16BF16
-                                        : MatrixInstrId::MmaSyncM16N8K16F16);
+  StepPlan p = stepPlanOf(shape);
+  p.frag = &mmaSyncInstr(p.elem);
   p.rowBlocks = 1;
   p.colSplit = 1;
   p.splitScores = false;
