@@ -80,7 +80,7 @@ struct TilePass : public mla::impl::MLATileBase<TilePass> {
     SmallVector<ChunkMergeOp> chunkMerges;
     getOperation().walk([&](ChunkMergeOp op) { chunkMerges.push_back(op); });
     for (ChunkMergeOp op : chunkMerges)
-      if (failed(tileChunkMerge(op)))
+      if (failed(tileChunkMerge(op, arch)))
         return signalPassFailure();
     // KV append (TileAppendKV.cpp).
     SmallVector<AppendKVOp> appends;

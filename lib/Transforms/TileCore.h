@@ -148,7 +148,7 @@ LogicalResult tileDecode(DecodeOp op, const ArchInfo *arch);
 LogicalResult tilePrefill(PrefillOp op, const ArchInfo *arch);
 LogicalResult tileMerge(MergeOp op);
 LogicalResult tileChunkPlan(ChunkPlanOp op);
-LogicalResult tileChunkMerge(ChunkMergeOp op);
+LogicalResult tileChunkMerge(ChunkMergeOp op, const ArchInfo *arch);
 
 } // namespace mla::tiling
 

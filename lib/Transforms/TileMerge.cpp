@@ -62,6 +62,19 @@ constexpr int64_t kGroupMergeUnroll = 4;
 /// wide value dim).
 constexpr int64_t kMergeSumBytes = 16 * 1024;
 
+/// The f32 values one thread of the chunk merge's one-group path loads
+/// from a part's row. GPUs: 16-byte columns (4 floats), so that a 512-wide
+/// row keeps a 128-thread workgroup busy with few registers a thread
+/// (16-float columns left 96 of its 128 threads idle and held the eight
+/// parts in flight in 128 registers a thread). Host: the widest vector
+/// that divides the row (one thread per workgroup). The groups' path keeps
+/// the widest columns: its groups x columns already fill the workgroup.
+static int64_t mergeVectorWidth(int64_t dv, const ArchInfo *arch) {
+  if (!arch || !arch->isGPU())
+    return vectorWidthFor(dv);
+  return std::min<int64_t>(4, vectorWidthFor(dv));
+}
+
 namespace {
 /// The callbacks of one merged row (see emitMergeRow).
 struct MergeRowIO {
@@ -329,11 +342,12 @@ static MergeSums combineGroups(ImplicitLocOpBuilder &b, int64_t groups,
 /// workgroup memory and one pass rescales them to their common max and
 /// stores the row; a request of at most kMergeUnroll parts takes the
 /// one-group path instead (a branch on its part count).
-LogicalResult tileChunkMerge(ChunkMergeOp op) {
+LogicalResult tileChunkMerge(ChunkMergeOp op, const ArchInfo *arch) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto oType = op.getO().getType();
   const int64_t dv = oType.getDimSize(3);
   const int64_t vw = vectorWidthFor(dv), vecCols = dv / vw;
+  const int64_t oneVw = mergeVectorWidth(dv, arch);
   const int64_t groups =
       std::clamp<int64_t>(kMergeSumBytes / (dv * 4), 1, op.getGroups());
   auto [grid, ids] =
@@ -344,6 +358,7 @@ LogicalResult tileChunkMerge(ChunkMergeOp op) {
   Value req = ids[0], i = ids[1], head = ids[2];
   Type f32 = g.getF32Type();
   auto vecType = VectorType::get({vw}, f32);
+  auto oneVecType = VectorType::get({oneVw}, f32);
   // Request req's chunks: [plan[0][2 + req], plan[0][3 + req]).
   auto planAt = [&](Value col) -> Value {
     Value v = memref::LoadOp::create(g, op.getPlan(),
@@ -374,18 +389,18 @@ LogicalResult tileChunkMerge(ChunkMergeOp op) {
                                    indexConst(jb, 0));
     };
   };
-  auto columnAt = [&](ImplicitLocOpBuilder &ib, Value col) {
-    return arith::MulIOp::create(ib, col, indexConst(ib, vw));
+  auto columnAt = [&](ImplicitLocOpBuilder &ib, Value col, int64_t width) {
+    return arith::MulIOp::create(ib, col, indexConst(ib, width));
   };
   // One group: every thread sums all parts of its vector column.
   auto oneGroup = [&](ImplicitLocOpBuilder &rb) {
     parallelFor(
-        rb, {indexConst(rb, vecCols)},
+        rb, {indexConst(rb, dv / oneVw)},
         [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-          Value d = columnAt(ib, iv[0]);
+          Value d = columnAt(ib, iv[0], oneVw);
           storeMerged(
-              ib, mergeOnline(ib, lo, hi, 1, kMergeUnroll, d, vecType, io), d,
-              vecType, oType.getElementType(), firstColumn(iv[0]), io);
+              ib, mergeOnline(ib, lo, hi, 1, kMergeUnroll, d, oneVecType, io),
+              d, oneVecType, oType.getElementType(), firstColumn(iv[0]), io);
         });
   };
   if (groups == 1) {
@@ -410,7 +425,7 @@ LogicalResult tileChunkMerge(ChunkMergeOp op) {
   parallelFor(
       g, {indexConst(g, groups), indexConst(g, vecCols)},
       [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-        Value d = columnAt(ib, iv[1]);
+        Value d = columnAt(ib, iv[1], vw);
         MergeSums sums =
             mergeOnline(ib, arith::AddIOp::create(ib, lo, iv[0]), hi, groups,
                         kGroupMergeUnroll, d, vecType, io);
@@ -425,7 +440,7 @@ LogicalResult tileChunkMerge(ChunkMergeOp op) {
       });
   parallelFor(g, {indexConst(g, vecCols)},
               [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-                Value d = columnAt(ib, iv[0]);
+                Value d = columnAt(ib, iv[0], vw);
                 storeMerged(
                     ib,
                     combineGroups(ib, groups, maxT, totalT, accT, d, vecType),
