@@ -51,8 +51,8 @@ ConfigFields lengthAwareSchedule(ConfigFields cfg, const ArchInfo &arch) {
 /// on an H100 (docs/Performance.md, "Plan reuse and merge part groups"):
 /// H=16, B=1, L=8192 42.3 -> 33.7 us, the production batch and uniform
 /// batches unchanged within their spread (a request of at most 8 chunks
-/// takes the one-group path); H=128 (8 head groups) not shown to gain, so
-/// it keeps 1.
+/// then, 16 now, takes the one-group path); H=128 (8 head groups) not
+/// shown to gain, so it keeps 1.
 constexpr int64_t kOneHeadGroupMergeGroups = 4;
 
 /// The adaptive plan (#mla.config chunk_windows = 2) on GPUs: request-aligned

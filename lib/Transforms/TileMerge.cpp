@@ -58,6 +58,12 @@ void recordMergeInfo(MergeOp op) {
 /// kGroupMergeUnroll parts are in flight.
 constexpr int64_t kMergeUnroll = 8;
 constexpr int64_t kGroupMergeUnroll = 4;
+/// The most parts the one-group path takes when part groups exist: two
+/// rounds of kMergeUnroll (H200, 2026-12-06, the peers harness with the
+/// plan reused: H=16 B=8 L=2048, 16 chunks a request, 22.6 -> 20.3 us
+/// against the groups' path; B=1 and the production batch unchanged;
+/// docs/Performance.md).
+constexpr int64_t kOneGroupParts = 2 * kMergeUnroll;
 /// The most workgroup memory the part groups' sums take (fewer groups for a
 /// wide value dim).
 constexpr int64_t kMergeSumBytes = 16 * 1024;
@@ -340,7 +346,7 @@ static MergeSums combineGroups(ImplicitLocOpBuilder &b, int64_t groups,
 /// and stores it. `groups > 1`: part group p sums the parts lo + p,
 /// lo + p + groups, ... for every vector column, the groups' sums meet in
 /// workgroup memory and one pass rescales them to their common max and
-/// stores the row; a request of at most kMergeUnroll parts takes the
+/// stores the row; a request of at most kOneGroupParts parts takes the
 /// one-group path instead (a branch on its part count).
 LogicalResult tileChunkMerge(ChunkMergeOp op, const ArchInfo *arch) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -412,12 +418,13 @@ LogicalResult tileChunkMerge(ChunkMergeOp op, const ArchInfo *arch) {
   Value maxT = memref::AllocaOp::create(g, MemRefType::get({groups}, f32));
   Value totalT = memref::AllocaOp::create(g, MemRefType::get({groups}, f32));
   Value accT = memref::AllocaOp::create(g, MemRefType::get({groups, dv}, f32));
-  // A request of at most kMergeUnroll parts is one round of loads for one
-  // group: merged so, without the groups' exchange through workgroup memory
-  // (the condition is the workgroup's: one request per workgroup).
+  // A request of at most kOneGroupParts parts is at most two rounds of
+  // loads for one group: merged so, without the groups' exchange through
+  // workgroup memory (the condition is the workgroup's: one request per
+  // workgroup).
   Value few = arith::CmpIOp::create(g, arith::CmpIPredicate::sle,
                                     arith::SubIOp::create(g, hi, lo),
-                                    indexConst(g, kMergeUnroll));
+                                    indexConst(g, kOneGroupParts));
   auto split = scf::IfOp::create(g, few, /*withElseRegion=*/true);
   ImplicitLocOpBuilder tb(op.getLoc(), split.thenBlock()->getTerminator());
   oneGroup(tb);

@@ -4,11 +4,12 @@
 // columns (vector<4xf32>), so a 512-wide row is 128 columns, one for
 // each thread of a 128-thread workgroup; the part groups' path keeps the
 // widest columns (4 groups x 32 columns of 16 floats), which fill the
-// workgroup already.
+// workgroup already. A request of at most 16 parts (two rounds of 8
+// loads) takes the one-group path.
 module attributes {mla.target = #mla.target<"sm_90a">} {
 // CHECK-LABEL: func @merge_512
 // CHECK: mla.grid in
-// CHECK: %[[FEW:.*]] = arith.cmpi sle, %{{.*}}, %c8
+// CHECK: %[[FEW:.*]] = arith.cmpi sle, %{{.*}}, %c16
 // CHECK: scf.if %[[FEW]] {
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c128{{.*}})
 // CHECK: scf.for %{{.*}} step %c8

@@ -112,8 +112,8 @@ func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memr
 // merge_groups = 4: request b's chunks split among 4 part groups (group
 // p: chunks lo + p, lo + p + 4, ..., 4 at a time, so the loop steps by 16)
 // whose sums meet in workgroup memory, then one pass that rescales them to
-// their common max and stores the row. A request of at most 8 chunks
-// (one round of loads for one group) takes the one-group path instead.
+// their common max and stores the row. A request of at most 16 chunks
+// (two rounds of loads for one group) takes the one-group path instead.
 // GROUPS-LABEL: func @chunks
 // GROUPS-SAME: kv_chunks=8 merge_groups=4"
 // GROUPS: %[[WSL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x2xf32>
@@ -126,7 +126,7 @@ func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memr
 // GROUPS: %[[TOTALT:.*]] = memref.alloca() : memref<4xf32>
 // GROUPS: %[[ACCT:.*]] = memref.alloca() : memref<4x32xf32>
 // GROUPS: %[[PARTS:.*]] = arith.subi %[[HI]], %[[LO]]
-// GROUPS: %[[FEW:.*]] = arith.cmpi sle, %[[PARTS]], %c8
+// GROUPS: %[[FEW:.*]] = arith.cmpi sle, %[[PARTS]], %c16
 // GROUPS: scf.if %[[FEW]] {
 // GROUPS: scf.parallel (%{{.*}}) = ({{.*}}) to (%c2{{.*}})
 // GROUPS: scf.for %{{.*}} = %[[LO]] to %[[HI]] step %c8

@@ -55,7 +55,7 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       groups of `mla.chunk_merge` (its `groups`): the threads of a merge
       workgroup split a request's chunks among this many groups, whose sums
       meet in workgroup memory (more loads in flight for a request of many
-      chunks); a request of at most 8 chunks is merged by one group.
+      chunks); a request of at most 16 chunks is merged by one group.
       1..16; mla-select-config picks 4 on GPUs where one workgroup takes
       every head (H <= head_group), else 1.
     * `chunk_windows` (optional, default 0): with `kv_chunks`, 1 cuts the
