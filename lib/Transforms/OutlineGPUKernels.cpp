@@ -9,9 +9,14 @@
 //     alloca's alignment; tiles whose uses a barrier separates share
 //     memory);
 //   * the launch plan records each launch's block size (`block_size` set
-//     by mla-distribute) and dynamic shared-memory bytes.
+//     by mla-distribute) and dynamic shared-memory bytes;
+//   * on targets with programmatic dependent launch, every kernel but the
+//     first waits for the launches before it (griddepcontrol.wait) at its
+//     start or, from the third on, after its loads of what the kernel
+//     before does not write (DependentLaunch.h).
 //
 //===----------------------------------------------------------------------===//
+#include "DependentLaunch.h"
 #include "LaunchPlan.h"
 #include "Utils.h"
 #include "mla/Target/Arch.h"
@@ -296,6 +301,34 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), mb.getUnitAttr());
     kernel.setKnownBlockSizeAttr(
         mb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
+    // Programmatic dependent launch: each kernel but the first waits, before
+    // any memory access that may depend on the launch before it, for the
+    // launches before it, and each but the last lets its dependent start
+    // once all its workgroups have passed their wait (the dependent's
+    // workgroups then wait in griddepcontrol.wait instead of behind a kernel
+    // boundary). From the third kernel on, loads of what the kernel before
+    // does not write come first (DependentLaunch.h: the plan launch, which
+    // plan reuse skips, is the first).
+    const bool dependent = arch.hasDependentLaunch() && gi > 0;
+    const bool last = gi + 1 == grids.size();
+    bool waitPlaced = false;
+    if (dependent && gi >= 2) {
+      Operation *at = dependencyWaitPoint(grid, grids[gi - 1]);
+      Block &body = grid.getBody().front();
+      if (at != &body.front()) {
+        OpBuilder wb(grid.getContext());
+        if (at)
+          wb.setInsertionPoint(at);
+        else
+          wb.setInsertionPointToEnd(&body);
+        NVVM::GriddepcontrolOp::create(wb, grid.getLoc(),
+                                       NVVM::GridDepActionKind::wait);
+        if (!last)
+          NVVM::GriddepcontrolOp::create(
+              wb, grid.getLoc(), NVVM::GridDepActionKind::launch_dependents);
+        waitPlaced = true;
+      }
+    }
     Block &entry = kernel.getBody().front();
     ImplicitLocOpBuilder kb =
         ImplicitLocOpBuilder::atBlockBegin(grid.getLoc(), &entry);
@@ -304,18 +337,12 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
                                  gpu::BlockIdOp::create(kb, gpu::Dimension::z)};
     LaunchPlanBuilder::cloneBody(grid, *caps, entry.getArguments(), coords, kb);
     gpu::ReturnOp::create(kb);
-    // Programmatic dependent launch: each kernel but the first waits, before
-    // any memory access, for the launches before it, and each but the last
-    // lets its dependent start once all its workgroups have started (the
-    // dependent's workgroups then wait in griddepcontrol.wait instead of
-    // behind a kernel boundary).
-    const bool dependent = arch.hasDependentLaunch() && gi > 0;
-    if (arch.hasDependentLaunch()) {
+    if (arch.hasDependentLaunch() && !waitPlaced) {
       ImplicitLocOpBuilder pb =
           ImplicitLocOpBuilder::atBlockBegin(grid.getLoc(), &entry);
       if (dependent)
         NVVM::GriddepcontrolOp::create(pb, NVVM::GridDepActionKind::wait);
-      if (gi + 1 < grids.size())
+      if (!last)
         NVVM::GriddepcontrolOp::create(
             pb, NVVM::GridDepActionKind::launch_dependents);
     }

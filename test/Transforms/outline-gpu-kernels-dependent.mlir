@@ -42,3 +42,51 @@ func.func @f(%a: memref<?xf32> {mla.role = "q"}, %b: memref<?xf32>) {
   }
   return
 }
+
+// From the third kernel on, loads of memory the kernel before does not
+// write come before the wait: @g_k2 reads %a (written only by @g_k0,
+// complete once every workgroup of @g_k1 has passed its wait) first, then
+// waits for @g_k1, which writes %b. The second kernel never reads early:
+// the plan launch before it may be skipped (plan reuse).
+// CHECK-LABEL: gpu.func @g_k0
+// CHECK-NEXT:    nvvm.griddepcontrol launch_dependents
+// CHECK-LABEL: gpu.func @g_k1
+// CHECK-NEXT:    nvvm.griddepcontrol wait
+// CHECK-NEXT:    nvvm.griddepcontrol launch_dependents
+// CHECK-LABEL: gpu.func @g_k2
+// CHECK-NEXT:    gpu.block_id x
+// CHECK:         memref.load %arg0
+// CHECK-NEXT:    nvvm.griddepcontrol wait
+// CHECK-NEXT:    nvvm.griddepcontrol launch_dependents
+// CHECK-NEXT:    memref.load %arg1
+// CHECK-LABEL: gpu.func @g_k3
+// CHECK-NEXT:    nvvm.griddepcontrol wait
+// CHECK-NEXT:    gpu.block_id x
+func.func @g(%a: memref<?xf32> {mla.role = "q"}, %b: memref<?xf32>, %c: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf32>
+  mla.grid in (%n, %c1, %c1) attributes {block_size = 64 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %v = memref.load %c[%x] : memref<?xf32>
+    memref.store %v, %a[%x] : memref<?xf32>
+  }
+  mla.grid in (%n, %c1, %c1) attributes {block_size = 64 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %v = memref.load %a[%x] : memref<?xf32>
+    memref.store %v, %b[%x] : memref<?xf32>
+  }
+  mla.grid in (%n, %c1, %c1) attributes {block_size = 64 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %u = memref.load %a[%x] : memref<?xf32>
+    %v = memref.load %b[%x] : memref<?xf32>
+    %w = arith.addf %u, %v : f32
+    memref.store %w, %c[%x] : memref<?xf32>
+  }
+  mla.grid in (%n, %c1, %c1) attributes {block_size = 64 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %v = memref.load %c[%x] : memref<?xf32>
+    memref.store %v, %a[%x] : memref<?xf32>
+  }
+  return
+}
