@@ -24,6 +24,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -251,6 +252,24 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
   return total;
 }
 
+/// Room for `occupancy` workgroups of `block` threads on one compute unit
+/// (mla.grid `occupancy`): NVIDIA's minimum resident blocks per SM; AMD's
+/// minimum waves per SIMD (four SIMDs a CU).
+void setOccupancy(gpu::GPUFuncOp kernel, const ArchInfo &arch, int64_t block,
+                  uint64_t occupancy) {
+  Builder b(kernel.getContext());
+  if (arch.kind == TargetKind::NVIDIA) {
+    kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                    b.getI32IntegerAttr(int32_t(occupancy)));
+    return;
+  }
+  constexpr int64_t kSimdsPerCU = 4;
+  const int64_t waves = llvm::divideCeil(block, arch.warpSize) * occupancy;
+  kernel->setAttr(
+      ROCDL::ROCDLDialect::WavesPerEuAttrHelper(kernel.getContext()).getName(),
+      b.getI32IntegerAttr(int32_t(llvm::divideCeil(waves, kSimdsPerCU))));
+}
+
 /// Refuses a grid whose constant extent along a dim exceeds what the
 /// target launches (ArchInfo::maxWorkgroups; the workgroup's `block`
 /// work-items lie along x). Extents computed at launch are the launcher's
@@ -301,6 +320,8 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), mb.getUnitAttr());
     kernel.setKnownBlockSizeAttr(
         mb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
+    if (std::optional<uint64_t> occupancy = grid.getOccupancy())
+      setOccupancy(kernel, arch, block, *occupancy);
     // Programmatic dependent launch: each kernel but the first waits, before
     // any memory access that may depend on the launch before it, for the
     // launches before it, and each but the last lets its dependent start

@@ -87,7 +87,7 @@ LogicalResult tileAppendKV(AppendKVOp op) {
 
   Value c1 = indexConst(b, 1);
   auto grid = GridOp::create(b, dimOrConst(b, kvNew, 0), c1, c1, ConfigAttr(),
-                             IntegerAttr());
+                             IntegerAttr(), IntegerAttr());
   Block *body = new Block();
   grid.getBody().push_back(body);
   Value token = body->addArgument(b.getIndexType(), op.getLoc());

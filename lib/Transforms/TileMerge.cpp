@@ -64,6 +64,16 @@ constexpr int64_t kGroupMergeUnroll = 4;
 /// against the groups' path; B=1 and the production batch unchanged;
 /// docs/Performance.md).
 constexpr int64_t kOneGroupParts = 2 * kMergeUnroll;
+/// The chunk merge's workgroups one SM holds at once on NVIDIA (mla.grid
+/// `occupancy`): a grid of B x Sq x H small workgroups, each a few
+/// dependent loads long, ends sooner in one wave than in two (8 workgroups
+/// of 128 threads an SM leave 64 registers a thread; the production
+/// batch's 1024 merge workgroups at 72 registers took two waves, 7 an SM
+/// on 132 SMs; H200, 2026-12-06, the peers harness with the plan reused:
+/// 47.6 -> 47.3 us, docs/Performance.md). Not on AMD: its 256-thread merge
+/// workgroups at 8 a CU would get 64 VGPRs and spill (gfx942: 20 bytes of
+/// scratch), unmeasured there.
+constexpr int64_t kMergeOccupancy = 8;
 /// The most workgroup memory the part groups' sums take (fewer groups for a
 /// wide value dim).
 constexpr int64_t kMergeSumBytes = 16 * 1024;
@@ -359,6 +369,8 @@ LogicalResult tileChunkMerge(ChunkMergeOp op, const ArchInfo *arch) {
   auto [grid, ids] =
       createGrid(b, dimValue(b, op.getO(), 0), dimValue(b, op.getO(), 1),
                  dimValue(b, op.getO(), 2));
+  if (arch && arch->kind == TargetKind::NVIDIA)
+    grid.setOccupancy(kMergeOccupancy);
   ImplicitLocOpBuilder g =
       ImplicitLocOpBuilder::atBlockBegin(op.getLoc(), &grid.getBody().front());
   Value req = ids[0], i = ids[1], head = ids[2];

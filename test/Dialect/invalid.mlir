@@ -980,6 +980,17 @@ func.func @grid_block_size() {
 
 // -----
 
+func.func @grid_occupancy() {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'mla.grid' op attribute 'occupancy' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  mla.grid in (%c1, %c1, %c1) attributes {occupancy = 0 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+  }
+  return
+}
+
+// -----
+
 // The plan's indices: arguments in order, workspaces after them, launches
 // naming only those.
 // expected-error @+1 {{launch plan argument 0 has index 1}}

@@ -5,10 +5,11 @@
 // each thread of a 128-thread workgroup; the part groups' path keeps the
 // widest columns (4 groups x 32 columns of 16 floats), which fill the
 // workgroup already. A request of at most 16 parts (two rounds of 8
-// loads) takes the one-group path.
+// loads) takes the one-group path. On NVIDIA the grid asks for 8
+// workgroups an SM (one wave of small workgroups).
 module attributes {mla.target = #mla.target<"sm_90a">} {
 // CHECK-LABEL: func @merge_512
-// CHECK: mla.grid in
+// CHECK: mla.grid in {{.*}} attributes {occupancy = 8 : i64}
 // CHECK: %[[FEW:.*]] = arith.cmpi sle, %{{.*}}, %c16
 // CHECK: scf.if %[[FEW]] {
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c128{{.*}})

@@ -426,7 +426,12 @@ def MLA_GridOp : MLA_Op<"grid", [SingleBlock, NoTerminator,
 
     `config` is the `#mla.config` of the op the grid was tiled from
     (`mla-tile`); `block_size`, the threads of one workgroup, is set by
-    `mla-distribute` and read by `mla-outline-gpu-kernels`.
+    `mla-distribute` and read by `mla-outline-gpu-kernels`. `occupancy`
+    (optional, set by `mla-tile`) asks GPU code generation for room for
+    that many workgroups of the grid on one compute unit (SM / CU) at
+    once, each workgroup's registers kept within that share
+    (`mla-outline-gpu-kernels`: NVIDIA `nvvm.minctasm`, AMD
+    `rocdl.waves_per_eu`); the host ignores it.
 
     ```mlir
     mla.grid in (%B, %c1, %c4) {
@@ -437,7 +442,8 @@ def MLA_GridOp : MLA_Op<"grid", [SingleBlock, NoTerminator,
   }];
   let arguments = (ins Index:$grid_x, Index:$grid_y, Index:$grid_z,
                        OptionalAttr<MLA_ConfigAttr>:$config,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$block_size);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$block_size,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$occupancy);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     `in` ` ` `(` $grid_x `,` $grid_y `,` $grid_z `)` attr-dict-with-keyword $body
