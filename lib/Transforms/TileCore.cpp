@@ -32,8 +32,8 @@ Value maxIdx(ImplicitLocOpBuilder &b, Value x, Value y) {
 /// start of its body together with the three workgroup coordinates.
 std::pair<GridOp, SmallVector<Value, 3>>
 createGrid(ImplicitLocOpBuilder &b, Value gx, Value gy, Value gz) {
-  auto grid = GridOp::create(b, gx, gy, gz, ConfigAttr(), IntegerAttr(),
-                             IntegerAttr());
+  auto grid =
+      GridOp::create(b, gx, gy, gz, ConfigAttr(), IntegerAttr(), IntegerAttr());
   Block *body = new Block();
   grid.getBody().push_back(body);
   SmallVector<Value, 3> ids;
