@@ -9,7 +9,9 @@
 // scans (a tree reduction per block). Every value the scans share is read
 // in a parallel loop (each followed by a barrier on GPUs), never by the
 // scalar code of all threads, so that no thread reads a cell while another
-// rewrites it.
+// rewrites it. A batch of at most kScanBlock requests is read from global
+// memory once: its key tiles (and, with windows, first tiles) are kept in
+// workgroup memory for the scans (RequestCache).
 //
 //===----------------------------------------------------------------------===//
 #include "TileCore.h"
@@ -177,6 +179,31 @@ enum Cell : int64_t {
   kCandidates
 };
 
+/// What a batch of at most kScanBlock requests keeps in workgroup memory,
+/// so that the scans after the first read no global memory: T_b (filled
+/// before the first scan) and, with windows, P_b (written by the first
+/// scan beside the plan's row 2). Each phase of the plan is a round trip to
+/// global memory otherwise (five in all).
+struct RequestCache {
+  Value tiles, firsts; ///< firsts: with windows only
+  Value used;          ///< i1: the batch has at most kScanBlock requests
+};
+
+/// `cached` or, where the cache is not used, `uncached`, as one index.
+Value fromCache(ImplicitLocOpBuilder &ib, Value used,
+                function_ref<Value(ImplicitLocOpBuilder &)> cached,
+                function_ref<Value(ImplicitLocOpBuilder &)> uncached) {
+  auto ifUsed = scf::IfOp::create(ib, TypeRange{ib.getIndexType()}, used,
+                                  /*withElseRegion=*/true);
+  ImplicitLocOpBuilder tb(ib.getLoc(), ifUsed.thenBlock(),
+                          ifUsed.thenBlock()->end());
+  scf::YieldOp::create(tb, cached(tb));
+  ImplicitLocOpBuilder eb(ib.getLoc(), ifUsed.elseBlock(),
+                          ifUsed.elseBlock()->end());
+  scf::YieldOp::create(eb, uncached(eb));
+  return ifUsed.getResult(0);
+}
+
 /// Builds one mla.chunk_plan's workgroup: the sizes it computes and the
 /// plan rows it writes (MLAOps.td describes the plan).
 struct PlanBuilder {
@@ -184,15 +211,44 @@ struct PlanBuilder {
   ImplicitLocOpBuilder &g;
   ScanTiles t;
   Value batch, plan;
+  RequestCache cache;
 
   Value cell(ImplicitLocOpBuilder &ib, Cell c) const {
     return i32Load(ib, t.cells, indexConst(ib, c));
   }
-  /// T_b = ceil(max(len_b, 0) / tile_kv).
-  Value tilesOf(ImplicitLocOpBuilder &ib, Value req) const {
+  /// T_b = ceil(max(len_b, 0) / tile_kv) from the lengths.
+  Value tilesFromLengths(ImplicitLocOpBuilder &ib, Value req) const {
     Value len =
         maxIdx(ib, i32Load(ib, op.getSeqLens(), req), indexConst(ib, 0));
     return arith::CeilDivSIOp::create(ib, len, indexConst(ib, op.getTileKv()));
+  }
+  /// T_b, from the cache where it is used (after fillCache).
+  Value tilesOf(ImplicitLocOpBuilder &ib, Value req) const {
+    return fromCache(
+        ib, cache.used,
+        [&](ImplicitLocOpBuilder &cb) { return i32Load(cb, cache.tiles, req); },
+        [&](ImplicitLocOpBuilder &ub) { return tilesFromLengths(ub, req); });
+  }
+  /// The cache's T_b, one parallel phase (a barrier on GPUs).
+  void fillCache() const {
+    parallelFor(g, {indexConst(g, kScanBlock)},
+                [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                  Value in = arith::CmpIOp::create(
+                      ib, arith::CmpIPredicate::slt, iv[0], batch);
+                  auto ifIn = scf::IfOp::create(
+                      ib, arith::AndIOp::create(ib, cache.used, in),
+                      /*withElseRegion=*/false);
+                  ImplicitLocOpBuilder tb(ib.getLoc(),
+                                          ifIn.thenBlock()->getTerminator());
+                  i32Store(tb, tilesFromLengths(tb, iv[0]), cache.tiles, iv[0]);
+                });
+  }
+  /// P_b into the plan's row 2 and, where it is used, the cache.
+  void storeFirstTile(ImplicitLocOpBuilder &ib, Value req, Value first) const {
+    i32Store(ib, first, plan, {indexConst(ib, 2), req});
+    auto ifUsed = scf::IfOp::create(ib, cache.used, /*withElseRegion=*/false);
+    ImplicitLocOpBuilder tb(ib.getLoc(), ifUsed.thenBlock()->getTerminator());
+    i32Store(tb, first, cache.firsts, req);
   }
   /// q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from its
   /// cell (final after the first scan; read inside parallel loops only).
@@ -265,7 +321,14 @@ struct PlanBuilder {
   /// P_b, request `req`'s first tile in the batch (the plan's row 2 until
   /// an adaptive plan that chose request-aligned chunks rewrites it).
   Value firstTile(ImplicitLocOpBuilder &ib, Value req) const {
-    return i32Load(ib, plan, {indexConst(ib, 2), req});
+    return fromCache(
+        ib, cache.used,
+        [&](ImplicitLocOpBuilder &cb) {
+          return i32Load(cb, cache.firsts, req);
+        },
+        [&](ImplicitLocOpBuilder &ub) {
+          return i32Load(ub, plan, {indexConst(ub, 2), req});
+        });
   }
   /// The windows request `req` meets: (P_b + T_b - 1) / q - P_b / q + 1
   /// (1 without keys).
@@ -427,7 +490,16 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
           g, MemRefType::get(
                  {adaptive ? kCandidates + rt::schedule::kAdaptiveSearch : 3},
                  i32))};
-  PlanBuilder pb{op, g, t, dimValue(g, op.getSeqLens(), 0), op.getPlan()};
+  Value batchSize = dimValue(g, op.getSeqLens(), 0);
+  auto cacheBlock = [&] {
+    return memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32));
+  };
+  Value cachedTiles = cacheBlock();
+  RequestCache cache{cachedTiles, windows ? cacheBlock() : Value(),
+                     arith::CmpIOp::create(g, arith::CmpIPredicate::sle,
+                                           batchSize,
+                                           indexConst(g, kScanBlock))};
+  PlanBuilder pb{op, g, t, batchSize, op.getPlan(), cache};
   Value batch = pb.batch, plan = pb.plan;
   Value c0 = indexConst(g, 0);
   Value cQ = indexConst(g, kChunkTiles);
@@ -439,10 +511,11 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   };
   // 1. T = Σ T_b (with windows, P_b into row 2), then q for `chunks`
   // chunks.
+  pb.fillCache();
   scanCounts(g, t, batch, kTotalTiles, tilesOf,
              [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value) {
                if (windows)
-                 i32Store(ib, first, plan, {indexConst(ib, 2), req});
+                 pb.storeFirstTile(ib, req, first);
              });
   parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
     i32Store(ib, pb.chunkTiles(ib, op.getChunks()), t.cells, cQ);
