@@ -4,8 +4,8 @@
 // scans over the sequence lengths in blocks of kScanBlock (with windows,
 // the first also writes each request's first tile P_b, and a last loop the
 // windows' ends), each block a parallel load and a Hillis-Steele scan in
-// workgroup memory, with the running total kept in a workgroup-memory
-// cell; adaptive plans sum their search's candidate counts between the
+// workgroup memory (steps past the block's requests skipped), with the
+// running total kept in a workgroup-memory cell; adaptive plans sum their search's candidate counts between the
 // scans (a tree reduction per block). Every value the scans share is read
 // in a parallel loop (each followed by a barrier on GPUs), never by the
 // scalar code of all threads, so that no thread reads a cell while another
@@ -28,7 +28,9 @@ namespace mla::tiling {
 namespace {
 /// Lengths per scan block (a power of two: the scan has log2 steps).
 constexpr int64_t kScanBlock = 256;
-static_assert(llvm::isPowerOf2_64(kScanBlock));
+static_assert(llvm::isPowerOf2_64(kScanBlock) &&
+                  (kScanBlock & 0x5555555555555555) == kScanBlock,
+              "a power of four: the scan's steps come in pairs");
 
 Value i32Load(ImplicitLocOpBuilder &b, Value memref, ValueRange idx) {
   Value v = memref::LoadOp::create(b, memref, idx);
@@ -72,21 +74,35 @@ void scanCounts(
                                         indexConst(ib, 0));
       i32Store(ib, n, t.a, iv[0]);
     });
-    // Inclusive Hillis-Steele scan: log2(kScanBlock) steps, a <-> b.
+    // Inclusive Hillis-Steele scan: log2(kScanBlock) steps, a <-> b, in
+    // pairs (d, 2d); a pair with d at or past the block's requests is
+    // skipped, both steps at once so that the result stays in the same
+    // buffer: the entries of the block's requests are final by then (the
+    // entries past them, zeros, no longer read but for the block's total
+    // at n - 1).
+    Value n = minIdx(lb, arith::SubIOp::create(lb, batch, base), cBlock);
     Value src = t.a, dst = t.b;
-    for (int64_t d = 1; d < kScanBlock; d *= 2) {
-      parallelFor(lb, {cBlock}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-        Value cd = indexConst(ib, d);
-        Value has =
-            arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, iv[0], cd);
-        Value prev =
-            maxIdx(ib, arith::SubIOp::create(ib, iv[0], cd), indexConst(ib, 0));
-        Value add = arith::SelectOp::create(ib, has, i32Load(ib, src, prev),
-                                            indexConst(ib, 0));
-        i32Store(ib, arith::AddIOp::create(ib, i32Load(ib, src, iv[0]), add),
-                 dst, iv[0]);
-      });
-      std::swap(src, dst);
+    for (int64_t d = 1; d < kScanBlock; d *= 4) {
+      auto ifPair =
+          scf::IfOp::create(lb,
+                            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt,
+                                                  indexConst(lb, d), n),
+                            /*withElseRegion=*/false);
+      ImplicitLocOpBuilder pb(lb.getLoc(), ifPair.thenBlock()->getTerminator());
+      for (int64_t step : {d, 2 * d}) {
+        parallelFor(pb, {cBlock}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+          Value cd = indexConst(ib, step);
+          Value has =
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, iv[0], cd);
+          Value prev = maxIdx(ib, arith::SubIOp::create(ib, iv[0], cd),
+                              indexConst(ib, 0));
+          Value add = arith::SelectOp::create(ib, has, i32Load(ib, src, prev),
+                                              indexConst(ib, 0));
+          i32Store(ib, arith::AddIOp::create(ib, i32Load(ib, src, iv[0]), add),
+                   dst, iv[0]);
+        });
+        std::swap(src, dst);
+      }
     }
     parallelFor(lb, {cBlock}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
       auto [bIdx, in] = inBatch(ib, iv[0]);
@@ -103,7 +119,7 @@ void scanCounts(
     parallelFor(lb, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
       Value total = arith::AddIOp::create(
           ib, i32Load(ib, t.cells, cCell),
-          i32Load(ib, src, indexConst(ib, kScanBlock - 1)));
+          i32Load(ib, src, ValueRange{arith::SubIOp::create(ib, n, c1)}));
       i32Store(ib, total, t.cells, cCell);
     });
   });
@@ -139,8 +155,17 @@ void sumCounts(
             arith::SelectOp::create(ib, in, count(ib, clamped, j), at(ib, 0)),
             buf, {at(ib, j), iv[0]});
     });
+    // A step whose d is at or past the block's requests adds zeros (the
+    // entries past them): skipped.
+    Value inBlock = minIdx(lb, arith::SubIOp::create(lb, batch, base), cBlock);
     for (int64_t d = kScanBlock / 2; d >= 1; d /= 2) {
-      parallelFor(lb, {at(lb, d)},
+      auto ifStep =
+          scf::IfOp::create(lb,
+                            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt,
+                                                  at(lb, d), inBlock),
+                            /*withElseRegion=*/false);
+      ImplicitLocOpBuilder sb(lb.getLoc(), ifStep.thenBlock()->getTerminator());
+      parallelFor(sb, {at(sb, d)},
                   [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
                     Value other = arith::AddIOp::create(ib, iv[0], at(ib, d));
                     for (int64_t j = 0; j < n; ++j)

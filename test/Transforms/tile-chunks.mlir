@@ -38,6 +38,17 @@
 // CHECK: memref.load %[[TILES]]
 // CHECK: } else {
 // CHECK: memref.load %arg3
+//   The scan's steps in pairs (d, 2d), a pair skipped where d reaches the
+//   block's requests n = min(B - base, 256).
+// CHECK: %[[N:.*]] = arith.minsi %{{.*}}, %c256
+// CHECK: %[[P1:.*]] = arith.cmpi slt, %c1{{.*}}, %[[N]]
+// CHECK: scf.if %[[P1]] {
+// CHECK-COUNT-2: scf.parallel
+// CHECK: %[[P4:.*]] = arith.cmpi slt, %c4{{.*}}, %[[N]]
+// CHECK: scf.if %[[P4]] {
+// CHECK: %[[P16:.*]] = arith.cmpi slt, %c16{{.*}}, %[[N]]
+// CHECK: %[[P64:.*]] = arith.cmpi slt, %c64{{.*}}, %[[N]]
+// CHECK-NOT: arith.cmpi slt, %c256{{.*}}, %[[N]]
 // CHECK: memref.store %{{.*}}, %[[PLAN]]
 //   The chunks: one workgroup per slot; the slot loop's iterations write
 //   every tile before reading it.
