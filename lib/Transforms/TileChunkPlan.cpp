@@ -5,8 +5,9 @@
 // the first also writes each request's first tile P_b, and a last loop the
 // windows' ends), each block a parallel load and a Hillis-Steele scan in
 // workgroup memory (steps past the block's requests skipped), with the
-// running total kept in a workgroup-memory cell; adaptive plans sum their search's candidate counts between the
-// scans (a tree reduction per block). Every value the scans share is read
+// running total kept in a workgroup-memory cell; adaptive plans sum their
+// search's candidate counts between the scans (a tree reduction per
+// block). Every value the scans share is read
 // in a parallel loop (each followed by a barrier on GPUs), never by the
 // scalar code of all threads, so that no thread reads a cell while another
 // rewrites it. A batch of at most kScanBlock requests is read from global
