@@ -4,12 +4,15 @@
 // scans over the sequence lengths in blocks of kScanBlock (with windows,
 // the first also writes each request's first tile P_b, and a last loop the
 // windows' ends), each block a parallel load and a Hillis-Steele scan in
-// workgroup memory, with the running total kept in a workgroup-memory
-// cell; adaptive plans sum their search's candidate counts between the
-// scans (a tree reduction per block). Every value the scans share is read
+// workgroup memory (steps past the block's requests skipped), with the
+// running total kept in a workgroup-memory cell; adaptive plans sum their
+// search's candidate counts between the scans (a tree reduction per
+// block). Every value the scans share is read
 // in a parallel loop (each followed by a barrier on GPUs), never by the
 // scalar code of all threads, so that no thread reads a cell while another
-// rewrites it.
+// rewrites it. A batch of at most kScanBlock requests is read from global
+// memory once: its key tiles (and, with windows, first tiles) are kept in
+// workgroup memory for the scans (RequestCache).
 //
 //===----------------------------------------------------------------------===//
 #include "TileCore.h"
@@ -26,7 +29,9 @@ namespace mla::tiling {
 namespace {
 /// Lengths per scan block (a power of two: the scan has log2 steps).
 constexpr int64_t kScanBlock = 256;
-static_assert(llvm::isPowerOf2_64(kScanBlock));
+static_assert(llvm::isPowerOf2_64(kScanBlock) &&
+                  (kScanBlock & 0x5555555555555555) == kScanBlock,
+              "a power of four: the scan's steps come in pairs");
 
 Value i32Load(ImplicitLocOpBuilder &b, Value memref, ValueRange idx) {
   Value v = memref::LoadOp::create(b, memref, idx);
@@ -70,21 +75,35 @@ void scanCounts(
                                         indexConst(ib, 0));
       i32Store(ib, n, t.a, iv[0]);
     });
-    // Inclusive Hillis-Steele scan: log2(kScanBlock) steps, a <-> b.
+    // Inclusive Hillis-Steele scan: log2(kScanBlock) steps, a <-> b, in
+    // pairs (d, 2d); a pair with d at or past the block's requests is
+    // skipped, both steps at once so that the result stays in the same
+    // buffer: the entries of the block's requests are final by then (the
+    // entries past them, zeros, no longer read but for the block's total
+    // at n - 1).
+    Value n = minIdx(lb, arith::SubIOp::create(lb, batch, base), cBlock);
     Value src = t.a, dst = t.b;
-    for (int64_t d = 1; d < kScanBlock; d *= 2) {
-      parallelFor(lb, {cBlock}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
-        Value cd = indexConst(ib, d);
-        Value has =
-            arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, iv[0], cd);
-        Value prev =
-            maxIdx(ib, arith::SubIOp::create(ib, iv[0], cd), indexConst(ib, 0));
-        Value add = arith::SelectOp::create(ib, has, i32Load(ib, src, prev),
-                                            indexConst(ib, 0));
-        i32Store(ib, arith::AddIOp::create(ib, i32Load(ib, src, iv[0]), add),
-                 dst, iv[0]);
-      });
-      std::swap(src, dst);
+    for (int64_t d = 1; d < kScanBlock; d *= 4) {
+      auto ifPair =
+          scf::IfOp::create(lb,
+                            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt,
+                                                  indexConst(lb, d), n),
+                            /*withElseRegion=*/false);
+      ImplicitLocOpBuilder pb(lb.getLoc(), ifPair.thenBlock()->getTerminator());
+      for (int64_t step : {d, 2 * d}) {
+        parallelFor(pb, {cBlock}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+          Value cd = indexConst(ib, step);
+          Value has =
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, iv[0], cd);
+          Value prev = maxIdx(ib, arith::SubIOp::create(ib, iv[0], cd),
+                              indexConst(ib, 0));
+          Value add = arith::SelectOp::create(ib, has, i32Load(ib, src, prev),
+                                              indexConst(ib, 0));
+          i32Store(ib, arith::AddIOp::create(ib, i32Load(ib, src, iv[0]), add),
+                   dst, iv[0]);
+        });
+        std::swap(src, dst);
+      }
     }
     parallelFor(lb, {cBlock}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
       auto [bIdx, in] = inBatch(ib, iv[0]);
@@ -101,7 +120,7 @@ void scanCounts(
     parallelFor(lb, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
       Value total = arith::AddIOp::create(
           ib, i32Load(ib, t.cells, cCell),
-          i32Load(ib, src, indexConst(ib, kScanBlock - 1)));
+          i32Load(ib, src, ValueRange{arith::SubIOp::create(ib, n, c1)}));
       i32Store(ib, total, t.cells, cCell);
     });
   });
@@ -137,8 +156,17 @@ void sumCounts(
             arith::SelectOp::create(ib, in, count(ib, clamped, j), at(ib, 0)),
             buf, {at(ib, j), iv[0]});
     });
+    // A step whose d is at or past the block's requests adds zeros (the
+    // entries past them): skipped.
+    Value inBlock = minIdx(lb, arith::SubIOp::create(lb, batch, base), cBlock);
     for (int64_t d = kScanBlock / 2; d >= 1; d /= 2) {
-      parallelFor(lb, {at(lb, d)},
+      auto ifStep =
+          scf::IfOp::create(lb,
+                            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt,
+                                                  at(lb, d), inBlock),
+                            /*withElseRegion=*/false);
+      ImplicitLocOpBuilder sb(lb.getLoc(), ifStep.thenBlock()->getTerminator());
+      parallelFor(sb, {at(sb, d)},
                   [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
                     Value other = arith::AddIOp::create(ib, iv[0], at(ib, d));
                     for (int64_t j = 0; j < n; ++j)
@@ -177,6 +205,31 @@ enum Cell : int64_t {
   kCandidates
 };
 
+/// What a batch of at most kScanBlock requests keeps in workgroup memory,
+/// so that the scans after the first read no global memory: T_b (filled
+/// before the first scan) and, with windows, P_b (written by the first
+/// scan beside the plan's row 2). Each phase of the plan is a round trip to
+/// global memory otherwise (five in all).
+struct RequestCache {
+  Value tiles, firsts; ///< firsts: with windows only
+  Value used;          ///< i1: the batch has at most kScanBlock requests
+};
+
+/// `cached` or, where the cache is not used, `uncached`, as one index.
+Value fromCache(ImplicitLocOpBuilder &ib, Value used,
+                function_ref<Value(ImplicitLocOpBuilder &)> cached,
+                function_ref<Value(ImplicitLocOpBuilder &)> uncached) {
+  auto ifUsed = scf::IfOp::create(ib, TypeRange{ib.getIndexType()}, used,
+                                  /*withElseRegion=*/true);
+  ImplicitLocOpBuilder tb(ib.getLoc(), ifUsed.thenBlock(),
+                          ifUsed.thenBlock()->end());
+  scf::YieldOp::create(tb, cached(tb));
+  ImplicitLocOpBuilder eb(ib.getLoc(), ifUsed.elseBlock(),
+                          ifUsed.elseBlock()->end());
+  scf::YieldOp::create(eb, uncached(eb));
+  return ifUsed.getResult(0);
+}
+
 /// Builds one mla.chunk_plan's workgroup: the sizes it computes and the
 /// plan rows it writes (MLAOps.td describes the plan).
 struct PlanBuilder {
@@ -184,15 +237,44 @@ struct PlanBuilder {
   ImplicitLocOpBuilder &g;
   ScanTiles t;
   Value batch, plan;
+  RequestCache cache;
 
   Value cell(ImplicitLocOpBuilder &ib, Cell c) const {
     return i32Load(ib, t.cells, indexConst(ib, c));
   }
-  /// T_b = ceil(max(len_b, 0) / tile_kv).
-  Value tilesOf(ImplicitLocOpBuilder &ib, Value req) const {
+  /// T_b = ceil(max(len_b, 0) / tile_kv) from the lengths.
+  Value tilesFromLengths(ImplicitLocOpBuilder &ib, Value req) const {
     Value len =
         maxIdx(ib, i32Load(ib, op.getSeqLens(), req), indexConst(ib, 0));
     return arith::CeilDivSIOp::create(ib, len, indexConst(ib, op.getTileKv()));
+  }
+  /// T_b, from the cache where it is used (after fillCache).
+  Value tilesOf(ImplicitLocOpBuilder &ib, Value req) const {
+    return fromCache(
+        ib, cache.used,
+        [&](ImplicitLocOpBuilder &cb) { return i32Load(cb, cache.tiles, req); },
+        [&](ImplicitLocOpBuilder &ub) { return tilesFromLengths(ub, req); });
+  }
+  /// The cache's T_b, one parallel phase (a barrier on GPUs).
+  void fillCache() const {
+    parallelFor(g, {indexConst(g, kScanBlock)},
+                [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+                  Value in = arith::CmpIOp::create(
+                      ib, arith::CmpIPredicate::slt, iv[0], batch);
+                  auto ifIn = scf::IfOp::create(
+                      ib, arith::AndIOp::create(ib, cache.used, in),
+                      /*withElseRegion=*/false);
+                  ImplicitLocOpBuilder tb(ib.getLoc(),
+                                          ifIn.thenBlock()->getTerminator());
+                  i32Store(tb, tilesFromLengths(tb, iv[0]), cache.tiles, iv[0]);
+                });
+  }
+  /// P_b into the plan's row 2 and, where it is used, the cache.
+  void storeFirstTile(ImplicitLocOpBuilder &ib, Value req, Value first) const {
+    i32Store(ib, first, plan, {indexConst(ib, 2), req});
+    auto ifUsed = scf::IfOp::create(ib, cache.used, /*withElseRegion=*/false);
+    ImplicitLocOpBuilder tb(ib.getLoc(), ifUsed.thenBlock()->getTerminator());
+    i32Store(tb, first, cache.firsts, req);
   }
   /// q = max(1, ceil(T / chunks), ceil(sqrt(T / balance))), T from its
   /// cell (final after the first scan; read inside parallel loops only).
@@ -265,7 +347,14 @@ struct PlanBuilder {
   /// P_b, request `req`'s first tile in the batch (the plan's row 2 until
   /// an adaptive plan that chose request-aligned chunks rewrites it).
   Value firstTile(ImplicitLocOpBuilder &ib, Value req) const {
-    return i32Load(ib, plan, {indexConst(ib, 2), req});
+    return fromCache(
+        ib, cache.used,
+        [&](ImplicitLocOpBuilder &cb) {
+          return i32Load(cb, cache.firsts, req);
+        },
+        [&](ImplicitLocOpBuilder &ub) {
+          return i32Load(ub, plan, {indexConst(ub, 2), req});
+        });
   }
   /// The windows request `req` meets: (P_b + T_b - 1) / q - P_b / q + 1
   /// (1 without keys).
@@ -427,7 +516,16 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
           g, MemRefType::get(
                  {adaptive ? kCandidates + rt::schedule::kAdaptiveSearch : 3},
                  i32))};
-  PlanBuilder pb{op, g, t, dimValue(g, op.getSeqLens(), 0), op.getPlan()};
+  Value batchSize = dimValue(g, op.getSeqLens(), 0);
+  auto cacheBlock = [&] {
+    return memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32));
+  };
+  Value cachedTiles = cacheBlock();
+  RequestCache cache{cachedTiles, windows ? cacheBlock() : Value(),
+                     arith::CmpIOp::create(g, arith::CmpIPredicate::sle,
+                                           batchSize,
+                                           indexConst(g, kScanBlock))};
+  PlanBuilder pb{op, g, t, batchSize, op.getPlan(), cache};
   Value batch = pb.batch, plan = pb.plan;
   Value c0 = indexConst(g, 0);
   Value cQ = indexConst(g, kChunkTiles);
@@ -439,10 +537,11 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   };
   // 1. T = Σ T_b (with windows, P_b into row 2), then q for `chunks`
   // chunks.
+  pb.fillCache();
   scanCounts(g, t, batch, kTotalTiles, tilesOf,
              [&](ImplicitLocOpBuilder &ib, Value req, Value first, Value) {
                if (windows)
-                 i32Store(ib, first, plan, {indexConst(ib, 2), req});
+                 pb.storeFirstTile(ib, req, first);
              });
   parallelFor(g, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
     i32Store(ib, pb.chunkTiles(ib, op.getChunks()), t.cells, cQ);

@@ -19,10 +19,36 @@
 // CHECK: %[[WSO:.*]] = memref.alloc(%[[SLOTS]]) : memref<?x2x2x32xf32>
 // CHECK: %[[WSL:.*]] = memref.alloc(%[[SLOTS]]) : memref<?x2x2xf32>
 //   The plan: one workgroup; a scan of ceil(len / 16) in blocks of 256.
+//   A batch of at most 256 requests reads its lengths once, before the
+//   scans, into workgroup memory; the scans read the tiles from there.
 // CHECK: mla.grid in (%c1, %c1, %c1) {
 // CHECK: memref.alloca() : memref<256xi32>
+// CHECK: memref.alloca() : memref<256xi32>
+// CHECK: memref.alloca() : memref<3xi32>
+// CHECK: %[[TILES:.*]] = memref.alloca() : memref<256xi32>
+// CHECK-NOT: memref.alloca()
+// CHECK: %[[CACHED:.*]] = arith.cmpi sle, %{{.*}}, %c256
+// CHECK: scf.parallel
+// CHECK: %[[FILL:.*]] = arith.andi %[[CACHED]]
+// CHECK: scf.if %[[FILL]] {
 // CHECK: memref.load %arg3
 // CHECK: arith.ceildivsi %{{.*}}, %c16
+// CHECK: memref.store %{{.*}}, %[[TILES]]
+// CHECK: scf.if %[[CACHED]] -> (index) {
+// CHECK: memref.load %[[TILES]]
+// CHECK: } else {
+// CHECK: memref.load %arg3
+//   The scan's steps in pairs (d, 2d), a pair skipped where d reaches the
+//   block's requests n = min(B - base, 256).
+// CHECK: %[[N:.*]] = arith.minsi %{{.*}}, %c256
+// CHECK: %[[P1:.*]] = arith.cmpi slt, %c1{{.*}}, %[[N]]
+// CHECK: scf.if %[[P1]] {
+// CHECK-COUNT-2: scf.parallel
+// CHECK: %[[P4:.*]] = arith.cmpi slt, %c4{{.*}}, %[[N]]
+// CHECK: scf.if %[[P4]] {
+// CHECK: %[[P16:.*]] = arith.cmpi slt, %c16{{.*}}, %[[N]]
+// CHECK: %[[P64:.*]] = arith.cmpi slt, %c64{{.*}}, %[[N]]
+// CHECK-NOT: arith.cmpi slt, %c256{{.*}}, %[[N]]
 // CHECK: memref.store %{{.*}}, %[[PLAN]]
 //   The chunks: one workgroup per slot; the slot loop's iterations write
 //   every tile before reading it.

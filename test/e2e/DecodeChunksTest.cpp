@@ -159,8 +159,8 @@ AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
 // larger q than the least, where no q of the search fits (windows), with
 // no keys at all (no least chunk: 2·T <= chunks), with more requests
 // than chunks (at the least chunk, 128 keys = 8 tiles of 16) and with more
-// requests than one block of the plan's scans (300); every result against
-// the float64 reference.
+// requests than the plan kernel caches (300); every result against the
+// float64 reference.
 TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
   constexpr int64_t kTileKv = 16;
   struct Rule {
@@ -172,18 +172,18 @@ TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
   };
   std::vector<int32_t> oneLong(40, 1);
   oneLong.push_back(2000);
-  // More requests than one block of the plan's scans (256): the scans run
-  // over two blocks.
-  std::vector<int32_t> twoBlocks;
+  // More requests than the plan keeps in workgroup memory (256): its scans
+  // read the lengths and first tiles from global memory instead.
+  std::vector<int32_t> beyondCache;
   for (int32_t b = 0; b < 300; ++b)
-    twoBlocks.push_back((b * 7) % 33);
+    beyondCache.push_back((b * 7) % 33);
   const std::vector<Rule> rules = {
       {"merge_bound", 16, 1, 200, {9000}, 9, false},
       {"searched", 3, 2, 12, std::vector<int32_t>(10, 160), 10, false},
       {"windows", 1, 1, 16, oneLong, 11, true},
       {"no_keys", 64, 1, 16, {0, 0, 0}, 1, false},
       {"many_requests", 16, 1, 16, std::vector<int32_t>(20, 16), 8, true},
-      {"two_scan_blocks", 16, 1, 16, twoBlocks, 28, true},
+      {"beyond_cache", 16, 1, 16, beyondCache, 28, true},
   };
   for (const Rule &rule : rules) {
     Case c{"adaptive_rule_" + rule.name,
