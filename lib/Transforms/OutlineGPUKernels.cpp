@@ -254,20 +254,35 @@ FailureOr<int64_t> promoteToShared(gpu::GPUFuncOp kernel, int64_t limit) {
 
 /// Room for `occupancy` workgroups of `block` threads on one compute unit
 /// (mla.grid `occupancy`): NVIDIA's minimum resident blocks per SM; AMD's
-/// minimum waves per SIMD (four SIMDs a CU).
-void setOccupancy(gpu::GPUFuncOp kernel, const ArchInfo &arch, int64_t block,
-                  uint64_t occupancy) {
+/// minimum waves per SIMD (four SIMDs a CU). An error at the grid where
+/// they would not fit: more than 2048 threads (sm_80, sm_90a and the AMD
+/// targets alike: 64 warps of 32, 32 waves of 64) or, on NVIDIA, more
+/// than 32 workgroups.
+LogicalResult setOccupancy(GridOp grid, gpu::GPUFuncOp kernel,
+                           const ArchInfo &arch, int64_t block,
+                           uint64_t occupancy) {
+  constexpr uint64_t kResidentThreads = 2048, kResidentBlocks = 32;
+  const uint64_t threads = llvm::alignTo(block, arch.warpSize) * occupancy;
+  if (threads > kResidentThreads ||
+      (arch.kind == TargetKind::NVIDIA && occupancy > kResidentBlocks))
+    return grid.emitError()
+           << "grid occupancy " << occupancy << " asks for " << occupancy
+           << " workgroups of " << block << " threads on one compute unit of "
+           << arch.name << ", which holds at most " << kResidentThreads
+           << " threads"
+           << (arch.kind == TargetKind::NVIDIA ? " in 32 workgroups" : "");
   Builder b(kernel.getContext());
   if (arch.kind == TargetKind::NVIDIA) {
     kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                     b.getI32IntegerAttr(int32_t(occupancy)));
-    return;
+    return success();
   }
   constexpr int64_t kSimdsPerCU = 4;
-  const int64_t waves = llvm::divideCeil(block, arch.warpSize) * occupancy;
+  const int64_t waves = threads / arch.warpSize;
   kernel->setAttr(
       ROCDL::ROCDLDialect::WavesPerEuAttrHelper(kernel.getContext()).getName(),
       b.getI32IntegerAttr(int32_t(llvm::divideCeil(waves, kSimdsPerCU))));
+  return success();
 }
 
 /// Refuses a grid whose constant extent along a dim exceeds what the
@@ -321,7 +336,8 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     kernel.setKnownBlockSizeAttr(
         mb.getDenseI32ArrayAttr({int32_t(block), 1, 1}));
     if (std::optional<uint64_t> occupancy = grid.getOccupancy())
-      setOccupancy(kernel, arch, block, *occupancy);
+      if (failed(setOccupancy(grid, kernel, arch, block, *occupancy)))
+        return failure();
     // Programmatic dependent launch: each kernel but the first waits, before
     // any memory access that may depend on the launch before it, for the
     // launches before it, and each but the last lets its dependent start
@@ -336,7 +352,7 @@ LogicalResult outlineFunction(func::FuncOp func, gpu::GPUModuleOp gpuModule,
     if (dependent && gi >= 2) {
       Operation *at = dependencyWaitPoint(grid, grids[gi - 1]);
       Block &body = grid.getBody().front();
-      if (at != &body.front()) {
+      if (!body.empty() && at != &body.front()) {
         OpBuilder wb(grid.getContext());
         if (at)
           wb.setInsertionPoint(at);

@@ -90,3 +90,27 @@ func.func @g(%a: memref<?xf32> {mla.role = "q"}, %b: memref<?xf32>, %c: memref<?
   }
   return
 }
+
+// A third kernel with nothing in it waits at its start.
+// CHECK-LABEL: gpu.func @h_k2
+// CHECK-NEXT:    nvvm.griddepcontrol wait
+// CHECK-NEXT:    gpu.block_id x
+func.func @h(%a: memref<?xf32> {mla.role = "q"}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf32>
+  mla.grid in (%n, %c1, %c1) attributes {block_size = 64 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %f = arith.constant 0.0 : f32
+    memref.store %f, %a[%x] : memref<?xf32>
+  }
+  mla.grid in (%n, %c1, %c1) attributes {block_size = 64 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+    %f = arith.constant 0.0 : f32
+    memref.store %f, %a[%x] : memref<?xf32>
+  }
+  mla.grid in (%n, %c1, %c1) attributes {block_size = 64 : i64} {
+  ^bb0(%x: index, %y: index, %z: index):
+  }
+  return
+}

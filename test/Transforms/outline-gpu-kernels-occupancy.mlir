@@ -40,3 +40,4 @@ func.func @f(%a: memref<?xf32> {mla.role = "q"}) {
   }
   return
 }
+

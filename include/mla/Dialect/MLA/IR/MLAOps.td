@@ -431,7 +431,8 @@ def MLA_GridOp : MLA_Op<"grid", [SingleBlock, NoTerminator,
     that many workgroups of the grid on one compute unit (SM / CU) at
     once, each workgroup's registers kept within that share
     (`mla-outline-gpu-kernels`: NVIDIA `nvvm.minctasm`, AMD
-    `rocdl.waves_per_eu`); the host ignores it.
+    `rocdl.waves_per_eu`; more than one compute unit holds, 2048 threads
+    or on NVIDIA 32 workgroups, is an error there); the host ignores it.
 
     ```mlir
     mla.grid in (%B, %c1, %c4) {
