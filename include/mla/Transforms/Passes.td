@@ -222,9 +222,14 @@ def MLAOutlineGPUKernels : Pass<"mla-outline-gpu-kernels", "mlir::ModuleOp"> {
     by a `#mla.launch_plan` in the module's `mla.launch_plans`, whose
     launches carry the block size and the dynamic shared-memory bytes.
     On targets with programmatic dependent launch (`ArchInfo::
-    hasDependentLaunch`, sm_90a), every kernel but the first starts with
-    `nvvm.griddepcontrol wait` and its launch is `dependent`, and every
-    kernel but the last starts with `nvvm.griddepcontrol launch_dependents`.
+    hasDependentLaunch`, sm_90a), every kernel but the first waits with
+    `nvvm.griddepcontrol wait` and its launch is `dependent`: at its start
+    or, from the third kernel on, after its loads of memory the kernel
+    before it does not write (`DependentLaunch.h`). Every kernel but the
+    last issues `nvvm.griddepcontrol launch_dependents` right after its
+    wait (the first: at its start). A grid's `occupancy` becomes
+    `nvvm.minctasm` (NVIDIA) or `rocdl.waves_per_eu` (AMD); one that a
+    compute unit cannot hold is an error at the grid.
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect",
                            "mlir::memref::MemRefDialect",
