@@ -1,5 +1,6 @@
 //===- DependentLaunch.cpp - where a dependent kernel waits ---------------===//
 #include "DependentLaunch.h"
+#include "Utils.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -14,17 +15,6 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-
-/// The memref `v` views, through view-like ops (subviews, casts, reshapes).
-Value memrefRoot(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
 
 /// Whether `op` only reads the memref operand `v` (a view of it is judged
 /// by its own uses).

@@ -7,10 +7,9 @@
 // workgroup memory (steps past the block's requests skipped), with the
 // running total kept in a workgroup-memory cell; adaptive plans sum their
 // search's candidate counts between the scans (a tree reduction per
-// block). Every value the scans share is read
-// in a parallel loop (each followed by a barrier on GPUs), never by the
-// scalar code of all threads, so that no thread reads a cell while another
-// rewrites it. A batch of at most kScanBlock requests is read from global
+// block). Every value the scans share is read in a parallel loop (each
+// followed by a barrier on GPUs), never by the scalar code of all threads,
+// so that no thread reads a cell while another rewrites it. A batch of at most kScanBlock requests is read from global
 // memory once: its key tiles (and, with windows, first tiles) are kept in
 // workgroup memory for the scans (RequestCache).
 //
@@ -27,7 +26,8 @@ using namespace mla::tiling;
 
 namespace mla::tiling {
 namespace {
-/// Lengths per scan block (a power of two: the scan has log2 steps).
+/// Lengths per scan block (a power of four: the scan has log2 steps, in
+/// pairs).
 constexpr int64_t kScanBlock = 256;
 static_assert(llvm::isPowerOf2_64(kScanBlock) &&
                   (kScanBlock & 0x5555555555555555) == kScanBlock,
@@ -215,19 +215,20 @@ struct RequestCache {
   Value used;          ///< i1: the batch has at most kScanBlock requests
 };
 
-/// `cached` or, where the cache is not used, `uncached`, as one index.
-Value fromCache(ImplicitLocOpBuilder &ib, Value used,
-                function_ref<Value(ImplicitLocOpBuilder &)> cached,
-                function_ref<Value(ImplicitLocOpBuilder &)> uncached) {
-  auto ifUsed = scf::IfOp::create(ib, TypeRange{ib.getIndexType()}, used,
-                                  /*withElseRegion=*/true);
-  ImplicitLocOpBuilder tb(ib.getLoc(), ifUsed.thenBlock(),
-                          ifUsed.thenBlock()->end());
-  scf::YieldOp::create(tb, cached(tb));
-  ImplicitLocOpBuilder eb(ib.getLoc(), ifUsed.elseBlock(),
-                          ifUsed.elseBlock()->end());
-  scf::YieldOp::create(eb, uncached(eb));
-  return ifUsed.getResult(0);
+/// One index: `then` where `cond` holds, `otherwise` elsewhere (an scf.if,
+/// so that only the taken side's loads run).
+Value indexIf(ImplicitLocOpBuilder &ib, Value cond,
+              function_ref<Value(ImplicitLocOpBuilder &)> then,
+              function_ref<Value(ImplicitLocOpBuilder &)> otherwise) {
+  auto ifOp = scf::IfOp::create(ib, TypeRange{ib.getIndexType()}, cond,
+                                /*withElseRegion=*/true);
+  ImplicitLocOpBuilder tb(ib.getLoc(), ifOp.thenBlock(),
+                          ifOp.thenBlock()->end());
+  scf::YieldOp::create(tb, then(tb));
+  ImplicitLocOpBuilder eb(ib.getLoc(), ifOp.elseBlock(),
+                          ifOp.elseBlock()->end());
+  scf::YieldOp::create(eb, otherwise(eb));
+  return ifOp.getResult(0);
 }
 
 /// Builds one mla.chunk_plan's workgroup: the sizes it computes and the
@@ -250,7 +251,7 @@ struct PlanBuilder {
   }
   /// T_b, from the cache where it is used (after fillCache).
   Value tilesOf(ImplicitLocOpBuilder &ib, Value req) const {
-    return fromCache(
+    return indexIf(
         ib, cache.used,
         [&](ImplicitLocOpBuilder &cb) { return i32Load(cb, cache.tiles, req); },
         [&](ImplicitLocOpBuilder &ub) { return tilesFromLengths(ub, req); });
@@ -347,7 +348,7 @@ struct PlanBuilder {
   /// P_b, request `req`'s first tile in the batch (the plan's row 2 until
   /// an adaptive plan that chose request-aligned chunks rewrites it).
   Value firstTile(ImplicitLocOpBuilder &ib, Value req) const {
-    return fromCache(
+    return indexIf(
         ib, cache.used,
         [&](ImplicitLocOpBuilder &cb) {
           return i32Load(cb, cache.firsts, req);
@@ -388,15 +389,10 @@ struct PlanBuilder {
       return requestChunks(ib, req);
     if (!op.getAdaptive())
       return windowChunks(ib, req);
-    auto ifWindows = scf::IfOp::create(ib, TypeRange{ib.getIndexType()},
-                                       windowsChosen(ib), /*withElse=*/true);
-    ImplicitLocOpBuilder tb(ib.getLoc(), ifWindows.thenBlock(),
-                            ifWindows.thenBlock()->end());
-    scf::YieldOp::create(tb, windowChunks(tb, req));
-    ImplicitLocOpBuilder eb(ib.getLoc(), ifWindows.elseBlock(),
-                            ifWindows.elseBlock()->end());
-    scf::YieldOp::create(eb, requestChunks(eb, req));
-    return ifWindows.getResult(0);
+    return indexIf(
+        ib, windowsChosen(ib),
+        [&](ImplicitLocOpBuilder &tb) { return windowChunks(tb, req); },
+        [&](ImplicitLocOpBuilder &eb) { return requestChunks(eb, req); });
   }
   /// What recording the window starts of request `req`'s chunks needs,
   /// read once before its chunk loop: its first window P_b / q, and
@@ -520,8 +516,7 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   auto cacheBlock = [&] {
     return memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32));
   };
-  Value cachedTiles = cacheBlock();
-  RequestCache cache{cachedTiles, windows ? cacheBlock() : Value(),
+  RequestCache cache{cacheBlock(), windows ? cacheBlock() : Value(),
                      arith::CmpIOp::create(g, arith::CmpIPredicate::sle,
                                            batchSize,
                                            indexConst(g, kScanBlock))};

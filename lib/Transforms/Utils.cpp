@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -98,6 +99,16 @@ void fillBuffer(ImplicitLocOpBuilder &b, Value buffer, double value) {
                 vector::StoreOp::create(ib, splat, buffer,
                                         ValueRange{iv[0], c});
               });
+}
+
+Value memrefRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    v = view.getViewSource();
+  }
+  return v;
 }
 
 void replaceMemRefUses(Value oldV, Value newV) {

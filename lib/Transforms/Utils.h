@@ -48,6 +48,10 @@ mlir::scf::ParallelOp parallelFor(
 void fillBuffer(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
                 double value);
 
+/// The buffer a memref value views (a function argument, an allocation),
+/// through view-like ops (subviews, casts, reshapes).
+mlir::Value memrefRoot(mlir::Value v);
+
 /// Replaces the uses of memref `oldV` by `newV` (same shape, another memory
 /// space), re-creating the memref.subview users whose result type depends on
 /// the source type.

@@ -131,17 +131,6 @@ std::optional<Space> constSpace(ImplicitLocOpBuilder &b, scf::ParallelOp par,
   return s;
 }
 
-/// The buffer a memref value views (a function argument, an allocation).
-Value memrefRoot(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
-
 /// The buffers `ops` read, into `roots`; false when one of them does not
 /// say what it reads.
 bool readRoots(ArrayRef<Operation *> ops, DenseSet<Value> &roots) {
