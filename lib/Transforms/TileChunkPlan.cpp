@@ -211,8 +211,8 @@ enum Cell : int64_t {
 /// scan beside the plan's row 2). Each phase of the plan is a round trip to
 /// global memory otherwise (five in all).
 struct RequestCache {
-  Value tiles, firsts; ///< firsts: with windows only
-  Value used;          ///< i1: the batch has at most kScanBlock requests
+  Value tiles, firsts, lens; ///< firsts, lens: with windows only
+  Value used;                ///< i1: the batch has at most kScanBlock requests
 };
 
 /// One index: `then` where `cond` holds, `otherwise` elsewhere (an scf.if,
@@ -243,11 +243,14 @@ struct PlanBuilder {
   Value cell(ImplicitLocOpBuilder &ib, Cell c) const {
     return i32Load(ib, t.cells, indexConst(ib, c));
   }
+  /// max(len_b, 0) from the lengths.
+  Value lengthOf(ImplicitLocOpBuilder &ib, Value req) const {
+    return maxIdx(ib, i32Load(ib, op.getSeqLens(), req), indexConst(ib, 0));
+  }
   /// T_b = ceil(max(len_b, 0) / tile_kv) from the lengths.
   Value tilesFromLengths(ImplicitLocOpBuilder &ib, Value req) const {
-    Value len =
-        maxIdx(ib, i32Load(ib, op.getSeqLens(), req), indexConst(ib, 0));
-    return arith::CeilDivSIOp::create(ib, len, indexConst(ib, op.getTileKv()));
+    return arith::CeilDivSIOp::create(ib, lengthOf(ib, req),
+                                      indexConst(ib, op.getTileKv()));
   }
   /// T_b, from the cache where it is used (after fillCache).
   Value tilesOf(ImplicitLocOpBuilder &ib, Value req) const {
@@ -256,7 +259,15 @@ struct PlanBuilder {
         [&](ImplicitLocOpBuilder &cb) { return i32Load(cb, cache.tiles, req); },
         [&](ImplicitLocOpBuilder &ub) { return tilesFromLengths(ub, req); });
   }
-  /// The cache's T_b, one parallel phase (a barrier on GPUs).
+  /// max(len_b, 0), from the cache where it is used (with windows).
+  Value lenOf(ImplicitLocOpBuilder &ib, Value req) const {
+    return indexIf(
+        ib, cache.used,
+        [&](ImplicitLocOpBuilder &cb) { return i32Load(cb, cache.lens, req); },
+        [&](ImplicitLocOpBuilder &ub) { return lengthOf(ub, req); });
+  }
+  /// The cache's T_b (and, with windows, lengths), one parallel phase (a
+  /// barrier on GPUs).
   void fillCache() const {
     parallelFor(g, {indexConst(g, kScanBlock)},
                 [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
@@ -267,7 +278,13 @@ struct PlanBuilder {
                       /*withElseRegion=*/false);
                   ImplicitLocOpBuilder tb(ib.getLoc(),
                                           ifIn.thenBlock()->getTerminator());
-                  i32Store(tb, tilesFromLengths(tb, iv[0]), cache.tiles, iv[0]);
+                  Value len = lengthOf(tb, iv[0]);
+                  i32Store(tb,
+                           arith::CeilDivSIOp::create(
+                               tb, len, indexConst(tb, op.getTileKv())),
+                           cache.tiles, iv[0]);
+                  if (cache.lens)
+                    i32Store(tb, len, cache.lens, iv[0]);
                 });
   }
   /// P_b into the plan's row 2 and, where it is used, the cache.
@@ -398,46 +415,86 @@ struct PlanBuilder {
   /// read once before its chunk loop: its first window P_b / q, and
   /// whether its first chunk starts that window (P_b on a window's first
   /// tile, with keys).
+  /// (Also the request's P_b, T_b and length, for the keys of the chunks
+  /// that open windows.)
   struct WindowStart {
     Value window, firstOpens;
+    Value p, tiles, len;
   };
   WindowStart windowStartOf(ImplicitLocOpBuilder &ib, Value req) const {
     Value q = cell(ib, kChunkTiles), p = firstTile(ib, req);
+    Value tiles = tilesOf(ib, req);
     Value aligned = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq,
                                           arith::RemUIOp::create(ib, p, q),
                                           indexConst(ib, 0));
-    Value keys = arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt,
-                                       tilesOf(ib, req), indexConst(ib, 0));
+    Value keys = arith::CmpIOp::create(ib, arith::CmpIPredicate::sgt, tiles,
+                                       indexConst(ib, 0));
     return {arith::DivUIOp::create(ib, p, q),
-            arith::AndIOp::create(ib, aligned, keys)};
+            arith::AndIOp::create(ib, aligned, keys), p, tiles, lenOf(ib, req)};
+  }
+  /// Window `w`'s first chunk into rows 4-7: request `req`, tiles
+  /// [startTile, endTile) of it as keys [startTile·tile_kv,
+  /// min(len, endTile·tile_kv)), its length `len` (max(len_b, 0)).
+  void storeOpening(ImplicitLocOpBuilder &ib, Value w, Value req,
+                    Value startTile, Value endTile, Value len) const {
+    Value cTile = indexConst(ib, op.getTileKv());
+    i32Store(ib, req, plan,
+             {indexConst(ib, rt::schedule::kOpeningRequestRow), w});
+    i32Store(ib, arith::MulIOp::create(ib, startTile, cTile), plan,
+             {indexConst(ib, rt::schedule::kOpeningStartRow), w});
+    i32Store(ib, minIdx(ib, len, arith::MulIOp::create(ib, endTile, cTile)),
+             plan, {indexConst(ib, rt::schedule::kOpeningEndRow), w});
+    i32Store(ib, len, plan,
+             {indexConst(ib, rt::schedule::kOpeningLengthRow), w});
   }
   /// Chunk j of a request (chunk k) records k as its window's first when
   /// it starts the window: j > 0, or the request's first chunk when
-  /// `ws.firstOpens`.
+  /// `ws.firstOpens`; and its keys (the window's tiles [w·q, (w+1)·q) of
+  /// the request's [P_b, P_b + T_b)) into rows 4-7.
   void recordWindowStart(ImplicitLocOpBuilder &jb, const WindowStart &ws,
-                         Value j, Value k) const {
+                         Value j, Value k, Value req) const {
     Value later = arith::CmpIOp::create(jb, arith::CmpIPredicate::sgt, j,
                                         indexConst(jb, 0));
     auto ifOpens =
         scf::IfOp::create(jb, arith::OrIOp::create(jb, ws.firstOpens, later),
                           /*withElseRegion=*/false);
     ImplicitLocOpBuilder ob(jb.getLoc(), ifOpens.thenBlock()->getTerminator());
-    i32Store(ob, k, plan,
-             {indexConst(ob, 3), arith::AddIOp::create(ob, ws.window, j)});
+    Value w = arith::AddIOp::create(ob, ws.window, j);
+    i32Store(ob, k, plan, {indexConst(ob, 3), w});
+    Value q = cell(ob, kChunkTiles);
+    Value from = arith::MulIOp::create(ob, w, q);
+    // It opens the window: from >= P_b.
+    Value startTile = arith::SubIOp::create(ob, from, ws.p);
+    Value endTile = minIdx(
+        ob, ws.tiles,
+        arith::SubIOp::create(ob, arith::AddIOp::create(ob, from, q), ws.p));
+    storeOpening(ob, w, req, startTile, endTile, ws.len);
   }
   /// Request `req`'s chunks [first, first + n): their request in row 1
   /// and, where the plan cut windows, their windows' first chunks in row
-  /// 3 (adaptive: only when it chose windows; when it did not, C_b·q in
-  /// row 2 in place of P_b).
+  /// 3 and those chunks' keys in rows 4-7 (adaptive: only when it chose
+  /// windows; when it did not, C_b·q in row 2 in place of P_b, and each
+  /// chunk k's keys at window k).
   void writeChunks(ImplicitLocOpBuilder &ib, Value req, Value first,
                    Value n) const {
+    // Request-aligned chunks in the windows' layout (adaptive): T_b and
+    // the length for rows 4-7.
+    Value alignedTiles, alignedLen;
     auto loop = [&](ImplicitLocOpBuilder &lb, const WindowStart *ws) {
       forLoop(lb, indexConst(lb, 0), n, indexConst(lb, 1),
               [&](ImplicitLocOpBuilder &jb, Value j) {
                 Value k = arith::AddIOp::create(jb, first, j);
                 i32Store(jb, req, plan, {indexConst(jb, 1), k});
                 if (ws)
-                  recordWindowStart(jb, *ws, j, k);
+                  recordWindowStart(jb, *ws, j, k, req);
+                if (alignedTiles) {
+                  Value q = cell(jb, kChunkTiles);
+                  Value startTile = arith::MulIOp::create(jb, j, q);
+                  storeOpening(jb, k, req, startTile,
+                               minIdx(jb, alignedTiles,
+                                      arith::AddIOp::create(jb, startTile, q)),
+                               alignedLen);
+                }
               });
     };
     if (!op.getWindows())
@@ -454,6 +511,8 @@ struct PlanBuilder {
     loop(tb, &ws);
     ImplicitLocOpBuilder eb(ib.getLoc(),
                             ifWindows.elseBlock()->getTerminator());
+    alignedTiles = tilesOf(eb, req);
+    alignedLen = lenOf(eb, req);
     loop(eb, nullptr);
     // Request-aligned chunks in the windows' layout: row 2 holds C_b·q.
     i32Store(eb, arith::MulIOp::create(eb, first, cell(eb, kChunkTiles)), plan,
@@ -464,7 +523,8 @@ struct PlanBuilder {
   /// the windows past the last (w >= ceil(T / q)) at K; request-aligned
   /// chunks (adaptive): window w is chunk min(w, K), and row 2 holds C_b·q
   /// in place of P_b (writeChunks), so that window w's range in the batch
-  /// is chunk w's in its request.
+  /// is chunk w's in its request. Rows 4-7 of the windows that no chunk
+  /// with keys opens (writeChunks writes the others): an empty range.
   void finishWindows() {
     parallelFor(
         g, {indexConst(g, op.getChunks() + 1)},
@@ -491,6 +551,38 @@ struct PlanBuilder {
               arith::SelectOp::create(sb, isFirst, indexConst(sb, 0), k),
               minIdx(sb, w, k));
           i32Store(sb, v, plan, {indexConst(sb, 3), w});
+          // Rows 4-7 of the windows no chunk with keys opened: an empty
+          // range of request 0 (past the last window, no chunk at all;
+          // window 0, with keys elsewhere, request 0's chunk without keys).
+          Value zero = indexConst(ib, 0);
+          Value firstKeyless = arith::CmpIOp::create(
+              ib, arith::CmpIPredicate::ne,
+              indexIf(
+                  ib,
+                  arith::AndIOp::create(
+                      ib, chosen,
+                      arith::AndIOp::create(
+                          ib, isFirst,
+                          arith::CmpIOp::create(ib, arith::CmpIPredicate::slt,
+                                                w, used))),
+                  [&](ImplicitLocOpBuilder &tb) {
+                    Value none = arith::CmpIOp::create(
+                        tb, arith::CmpIPredicate::eq, tilesOf(tb, zero),
+                        indexConst(tb, 0));
+                    return arith::IndexCastUIOp::create(tb, tb.getIndexType(),
+                                                        none)
+                        .getResult();
+                  },
+                  [&](ImplicitLocOpBuilder &eb) { return indexConst(eb, 0); }),
+              zero);
+          Value empty = arith::SelectOp::create(
+              ib, chosen, arith::OrIOp::create(ib, past, firstKeyless),
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, w, k));
+          auto ifEmpty = scf::IfOp::create(ib, empty, /*withElseRegion=*/false);
+          ImplicitLocOpBuilder eb(ib.getLoc(),
+                                  ifEmpty.thenBlock()->getTerminator());
+          storeOpening(eb, w, indexConst(eb, 0), indexConst(eb, 0),
+                       indexConst(eb, 0), indexConst(eb, 0));
         });
   }
 };
@@ -517,6 +609,7 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
     return memref::AllocaOp::create(g, MemRefType::get({kScanBlock}, i32));
   };
   RequestCache cache{cacheBlock(), windows ? cacheBlock() : Value(),
+                     windows ? cacheBlock() : Value(),
                      arith::CmpIOp::create(g, arith::CmpIPredicate::sle,
                                            batchSize,
                                            indexConst(g, kScanBlock))};

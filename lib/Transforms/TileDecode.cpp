@@ -9,6 +9,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mla;
 using namespace mla::tiling;
@@ -356,27 +358,90 @@ KeyRange requestChunkRange(ImplicitLocOpBuilder &lb, DecodeOp op,
   return {req, len, start, end, first};
 }
 
+/// Window `w`'s first chunk as the plan's rows 4-7 hold it (read with the
+/// window's range, before its first chunk: ChunkSchedule.h, planRows).
+struct WindowOpening {
+  Value req, start, end, len;
+};
+
+WindowOpening readOpening(ImplicitLocOpBuilder &wb, const PlanReader &plan,
+                          Value w) {
+  auto row = [&](int64_t r) { return plan.at(wb, indexConst(wb, r), w); };
+  return {row(rt::schedule::kOpeningRequestRow),
+          row(rt::schedule::kOpeningStartRow),
+          row(rt::schedule::kOpeningEndRow),
+          row(rt::schedule::kOpeningLengthRow)};
+}
+
 /// The key range of plan chunk `slot` in window `w` (chunk_windows): its
 /// request's tiles in [w·q, (w+1)·q) of the batch, P_b from the plan's row
-/// 2; the request's first chunk is the one of the window it starts in.
+/// 2; the request's first chunk is the one of the window it starts in
+/// (its range starts at key 0). The window's first chunk (`slot ==
+/// firstSlot`) takes the plan's rows 4-7 instead, which do not wait for
+/// the chunk's request: `early`, read before the chunk loop, or else read
+/// there.
 KeyRange windowChunkRange(ImplicitLocOpBuilder &lb, DecodeOp op,
-                          const PlanReader &plan, Value w, Value slot) {
+                          const PlanReader &plan, Value w, Value slot,
+                          Value firstSlot,
+                          const std::optional<WindowOpening> &early) {
   Value c0 = indexConst(lb, 0), c1 = indexConst(lb, 1);
   Value cTile = indexConst(lb, op.getConfigAttr().getTileKv());
-  Value req = plan.at(lb, c1, slot);
-  Value p = plan.at(lb, indexConst(lb, 2), req);
-  Value q = plan.at(lb, c0, c1);
-  Value len = plan.len(lb, op, req);
-  Value tiles = arith::CeilDivSIOp::create(lb, len, cTile);
-  Value from = arith::MulIOp::create(lb, w, q);
-  Value to = arith::AddIOp::create(lb, from, q);
-  Value startTile = maxIdx(lb, arith::SubIOp::create(lb, from, p), c0);
+  Type idx = lb.getIndexType();
+  auto ifOpening = scf::IfOp::create(
+      lb, TypeRange{idx, idx, idx, idx},
+      arith::CmpIOp::create(lb, arith::CmpIPredicate::eq, slot, firstSlot),
+      /*withElseRegion=*/true);
+  {
+    ImplicitLocOpBuilder tb(lb.getLoc(), ifOpening.thenBlock(),
+                            ifOpening.thenBlock()->end());
+    WindowOpening opening = early ? *early : readOpening(tb, plan, w);
+    scf::YieldOp::create(
+        tb, ValueRange{opening.req, opening.len, opening.start, opening.end});
+  }
+  ImplicitLocOpBuilder eb(lb.getLoc(), ifOpening.elseBlock(),
+                          ifOpening.elseBlock()->end());
+  Value req = plan.at(eb, c1, slot);
+  Value p = plan.at(eb, indexConst(eb, 2), req);
+  Value q = plan.at(eb, c0, c1);
+  Value len = plan.len(eb, op, req);
+  Value tiles = arith::CeilDivSIOp::create(eb, len, cTile);
+  Value from = arith::MulIOp::create(eb, w, q);
+  Value to = arith::AddIOp::create(eb, from, q);
+  Value startTile = maxIdx(eb, arith::SubIOp::create(eb, from, p), c0);
   Value endTile = maxIdx(
-      lb, minIdx(lb, tiles, arith::SubIOp::create(lb, to, p)), startTile);
-  Value start = arith::MulIOp::create(lb, startTile, cTile);
-  Value end = minIdx(lb, len, arith::MulIOp::create(lb, endTile, cTile));
-  Value first = arith::CmpIOp::create(lb, arith::CmpIPredicate::sge, p, from);
-  return {req, len, start, end, first};
+      eb, minIdx(eb, tiles, arith::SubIOp::create(eb, to, p)), startTile);
+  Value start = arith::MulIOp::create(eb, startTile, cTile);
+  Value end = minIdx(eb, len, arith::MulIOp::create(eb, endTile, cTile));
+  scf::YieldOp::create(eb, ValueRange{req, len, start, end});
+  Value first = arith::CmpIOp::create(lb, arith::CmpIPredicate::eq,
+                                      ifOpening.getResult(2), c0);
+  return {ifOpening.getResult(0), ifOpening.getResult(1),
+          ifOpening.getResult(2), ifOpening.getResult(3), first};
+}
+
+/// The window loop's chunk bound `last` with the early opening's rows read
+/// in it: an opening chunk with keys (of a request of the batch, its end
+/// within its length) means the window runs at least one chunk, so
+/// max(last, first + 1) = last there. The bound reads all four rows, so
+/// that their loads go out with the range's, ahead of the loop's guard
+/// (LLVM sinks loads used only inside a loop below its guard, one round
+/// trip later).
+Value boundReadingOpening(ImplicitLocOpBuilder &wb, DecodeOp op,
+                          const WindowOpening &opening, Value first,
+                          Value last) {
+  auto cmp = [&](arith::CmpIPredicate pred, Value a, Value b) {
+    return arith::CmpIOp::create(wb, pred, a, b).getResult();
+  };
+  Value opens = arith::AndIOp::create(
+      wb, cmp(arith::CmpIPredicate::slt, opening.start, opening.end),
+      arith::AndIOp::create(
+          wb,
+          cmp(arith::CmpIPredicate::slt, opening.req,
+              dimValue(wb, op.getQ(), 0)),
+          cmp(arith::CmpIPredicate::sle, opening.end, opening.len)));
+  Value atLeastOne =
+      maxIdx(wb, last, arith::AddIOp::create(wb, first, indexConst(wb, 1)));
+  return arith::SelectOp::create(wb, opens, atLeastOne, last);
 }
 
 /// The length-aware schedule (kv_chunks > 0, #mla.config says more):
@@ -384,7 +449,8 @@ KeyRange windowChunkRange(ImplicitLocOpBuilder &lb, DecodeOp op,
 /// group (headGroupGrid) that take the plan's chunks in turn (with
 /// chunk_windows, the chunks of one window each), each chunk's partial
 /// result in its own workspace slot, then mla.chunk_merge.
-void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
+void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, const ArchInfo *arch,
+                bool queriesInPlace) {
   ConfigAttr cfg = op.getConfigAttr();
   const int64_t sq = op.getQLen(), heads = op.getNumHeads(),
                 dv = op.getLatentDim();
@@ -468,11 +534,17 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, bool queriesInPlace) {
     ImplicitLocOpBuilder wb(op.getLoc(), windowLoop.getBody()->getTerminator());
     Value w = windowLoop.getInductionVar();
     Value cRowW = indexConst(wb, 3);
-    auto [loop, lb] =
-        chunkLoop(wb, plan.at(wb, cRowW, w),
-                  plan.at(wb, cRowW, arith::AddIOp::create(wb, w, c1)), c1);
+    Value firstSlot = plan.at(wb, cRowW, w);
+    Value lastSlot = plan.at(wb, cRowW, arith::AddIOp::create(wb, w, c1));
+    std::optional<WindowOpening> early;
+    if (!arch || arch->readsWindowOpeningEarly()) {
+      early = readOpening(wb, plan, w);
+      lastSlot = boundReadingOpening(wb, op, *early, firstSlot, lastSlot);
+    }
+    auto [loop, lb] = chunkLoop(wb, firstSlot, lastSlot, c1);
     Value slot = loop.getInductionVar();
-    emitChunk(lb, slot, windowChunkRange(lb, op, plan, w, slot));
+    emitChunk(lb, slot,
+              windowChunkRange(lb, op, plan, w, slot, firstSlot, early));
   }
   ChunkMergeOp::create(b, wsO, wsL, planMem, op.getO(), op.getLse(),
                        cfg.getMergeGroups());
@@ -495,7 +567,7 @@ LogicalResult tileDecode(DecodeOp op, const ArchInfo *arch) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   const bool inPlace = decodeQueriesInPlace(arch, op.getQLen());
   if (cfg.getKvChunks())
-    tileChunks(b, op, inPlace);
+    tileChunks(b, op, arch, inPlace);
   else
     tileFixedSplits(b, op, inPlace);
   op.erase();

@@ -106,7 +106,7 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
   const int64_t groups = (m.heads + **group - 1) / **group;
   const int64_t aim = schedule::chunkSlots(kvChunks, groups, windows);
   const int64_t rows = schedule::planRows(windows);
-  static_assert(schedule::planRows(false) == 2 && schedule::planRows(true) == 4,
+  static_assert(schedule::planRows(false) == 2 && schedule::planRows(true) == 8,
                 "the plan's description below");
   const std::string chunksText =
       "chunkSlots(kv_chunks, head groups) = " + std::to_string(aim);
@@ -129,7 +129,7 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
   plan.workspaces = {
       {DType::I32,
        {SizeRule::constantOf(rows, std::to_string(rows)), planCols},
-       windows ? "plan [4, batch + chunks + 2]"
+       windows ? "plan [8, batch + chunks + 2]"
                : "plan [2, batch + chunks + 2]"},
       {DType::F32,
        {slots, qLen, heads, latent},

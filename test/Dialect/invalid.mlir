@@ -1089,7 +1089,7 @@ func.func @chunk_plan_rows(%lens: memref<?xi32>, %plan: memref<3x?xi32>) {
 // -----
 
 func.func @chunk_plan_windows_rows(%lens: memref<?xi32>, %plan: memref<2x?xi32>) {
-  // expected-error @+1 {{operand 'plan' dim 0 must be 4 with windows (the header and C_b row, the chunks' requests, P_b, the windows' first chunks), got 2}}
+  // expected-error @+1 {{operand 'plan' dim 0 must be 8 with windows (the header and C_b row, the chunks' requests, P_b, the windows' first chunks, their requests, first keys, key ends and lengths), got 2}}
   mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, windows} : memref<?xi32>, memref<2x?xi32>
   return
 }
@@ -1104,16 +1104,16 @@ func.func @chunk_plan_adaptive_needs_windows(%lens: memref<?xi32>, %plan: memref
 
 // -----
 
-func.func @chunk_plan_windows_refine(%lens: memref<?xi32>, %plan: memref<4x?xi32>) {
+func.func @chunk_plan_windows_refine(%lens: memref<?xi32>, %plan: memref<8x?xi32>) {
   // expected-error @+1 {{windows has no refinement: refine must be 1, got 4}}
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, refine = 4, windows} : memref<?xi32>, memref<4x?xi32>
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, refine = 4, windows} : memref<?xi32>, memref<8x?xi32>
   return
 }
 
 // -----
 
 func.func @chunk_merge_plan_rows(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
-  // expected-error @+1 {{operand 'plan' dim 0 must be 2 or 4 (mla.chunk_plan's rows), got 3}}
+  // expected-error @+1 {{operand 'plan' dim 0 must be 2 or 8 (mla.chunk_plan's rows), got 3}}
   mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return
 }

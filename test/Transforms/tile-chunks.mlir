@@ -80,29 +80,45 @@
 // PERSIST: mla.grid in (%c3{{.*}}, %{{.*}}, %{{.*}}) attributes {config = #mla.config<{{.*}}kv_chunks = 8, workgroups = 3>}
 // PERSIST: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c3
 // chunk_windows = 1: the batch's tiles cut into at most 8 windows, so at
-// most batch + 8 chunks (no refinement); the plan's 4 rows (P_b in row 2,
-// each window's first chunk in row 3, windows past the last at K); one
-// workgroup per window, running the window's chunks [plan[3][w],
-// plan[3][w + 1]) in turn.
+// most batch + 8 chunks (no refinement); the plan's 8 rows (P_b in row 2,
+// each window's first chunk in row 3, windows past the last at K, that
+// chunk's request, keys and length in rows 4-7, from the chunk that opens
+// the window or, past the last, zeros); one workgroup per window, running
+// the window's chunks [plan[3][w], plan[3][w + 1]) in turn, reading rows
+// 3-7 at once (the loop's bound uses them all) and taking the first
+// chunk from rows 4-7, the others from rows 1 and 2.
 // WINDOWS-LABEL: func @chunks
 // WINDOWS-SAME: kv_chunks=8 chunk_windows=1"
 // WINDOWS: %[[B:.*]] = memref.dim %arg0, %c0
 // WINDOWS: %[[SLOTS:.*]] = arith.addi %[[B]], %c8
 // WINDOWS: %[[COLS:.*]] = arith.addi %[[B]], %c10
-// WINDOWS: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<4x?xi32>
+// WINDOWS: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<8x?xi32>
 // WINDOWS: mla.grid in (%c1, %c1, %c1) {
-// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<4x?xi32>
-// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c3{{.*}}, %{{.*}}] : memref<4x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<8x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c3{{.*}}, %[[OPENED:.*]]] : memref<8x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c4{{.*}}, %[[OPENED]]] : memref<8x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c5{{.*}}, %[[OPENED]]] : memref<8x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c6{{.*}}, %[[OPENED]]] : memref<8x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c7{{.*}}, %[[OPENED]]] : memref<8x?xi32>
 // WINDOWS: %[[C9:.*]] = arith.constant 9 : index
 // WINDOWS: scf.parallel (%[[W:.*]]) = (%{{.*}}) to (%[[C9]])
 // WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c3{{.*}}, %[[W]]]
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c7{{.*}}, %[[W]]]
 // WINDOWS: mla.grid in (%[[C8:.*]], %{{.*}}, %{{.*}}) attributes {config = #mla.config<{{.*}}kv_chunks = 8, chunk_windows = 1>} {
 // WINDOWS: ^bb0(%[[X:.*]]: index, %{{.*}}: index, %{{.*}}: index):
 // WINDOWS: scf.for %[[WIN:.*]] = %[[X]] to %{{.*}} step %{{.*}} {
+// WINDOWS: %[[FIRST:.*]] = arith.index_cast %{{.*}} : i32 to index
 // WINDOWS: %[[NEXT:.*]] = arith.addi %[[WIN]], %c1
 // WINDOWS: memref.load %[[PLAN]][%c3{{.*}}, %[[NEXT]]]
-// WINDOWS: memref.load %[[PLAN]][%c3{{.*}}, %[[WIN]]]
-// WINDOWS: scf.for %[[SLOT:.*]] = %{{.*}} to %{{.*}} step %c1{{.*}} {
+// WINDOWS: memref.load %[[PLAN]][%c4{{.*}}, %[[WIN]]]
+// WINDOWS: memref.load %[[PLAN]][%c5{{.*}}, %[[WIN]]]
+// WINDOWS: memref.load %[[PLAN]][%c6{{.*}}, %[[WIN]]]
+// WINDOWS: memref.load %[[PLAN]][%c7{{.*}}, %[[WIN]]]
+// WINDOWS: %[[LAST:.*]] = arith.select
+// WINDOWS: scf.for %[[SLOT:.*]] = %[[FIRST]] to %[[LAST]] step %c1{{.*}} {
+// WINDOWS: %[[OPENING:.*]] = arith.cmpi eq, %[[SLOT]], %[[FIRST]]
+// WINDOWS: scf.if %[[OPENING]] -> (index, index, index, index) {
+// WINDOWS: } else {
 // WINDOWS: memref.load %[[PLAN]][%c1{{.*}}, %[[SLOT]]]
 // WINDOWS: mla.attention_step
 // WINDOWS: } {mla.fresh_tiles}
@@ -114,10 +130,11 @@
 // reduction over a 4 x 256 buffer; unsigned 32-bit divisions), takes the
 // least that fits 8 chunks
 // (the choice in cell 3: none fits takes windows), and where it keeps them
-// rewrites row 2 as C_b·q.
+// rewrites row 2 as C_b·q and writes chunk k's request and keys as window
+// k's in rows 4-7.
 // ADAPTIVE-LABEL: func @chunks
 // ADAPTIVE-SAME: kv_chunks=8 chunk_windows=2"
-// ADAPTIVE: %[[PLAN:.*]] = memref.alloc(%{{.*}}) : memref<4x?xi32>
+// ADAPTIVE: %[[PLAN:.*]] = memref.alloc(%{{.*}}) : memref<8x?xi32>
 // ADAPTIVE: mla.grid in (%c1, %c1, %c1) {
 // ADAPTIVE: %[[CELLS:.*]] = memref.alloca() : memref<8xi32>
 // ADAPTIVE: arith.muli %{{.*}}, %c64
@@ -128,7 +145,9 @@
 // ADAPTIVE: arith.cmpi sle, %{{.*}}, %c8
 // ADAPTIVE: memref.store %{{.*}}, %[[CELLS]][%c3
 // ADAPTIVE: arith.muli
-// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<4x?xi32>
+// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c4{{.*}}, %[[K:.*]]] : memref<8x?xi32>
+// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c7{{.*}}, %[[K]]] : memref<8x?xi32>
+// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<8x?xi32>
 // ADAPTIVE: mla.grid in (%c8{{.*}}, %{{.*}}, %{{.*}}) attributes {config = #mla.config<{{.*}}kv_chunks = 8, chunk_windows = 2>}
 func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x2x2x32xbf16>, %lse: memref<?x2x2xf32>) {
   mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 2, warps = 1, stages = 1, kv_chunks = 8>} : memref<?x2x2x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x2x32xbf16>, memref<?x2x2xf32>

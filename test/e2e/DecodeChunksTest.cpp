@@ -13,6 +13,7 @@
 #include "mla/runtime/ChunkSchedule.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -98,6 +99,10 @@ struct AdaptivePlan {
   bool windows = false;
   std::vector<int64_t> firstChunk; ///< C_b for b = 0..B (row 0 from 2)
   std::vector<int64_t> row2;       ///< C_b·q (request-aligned) or P_b
+  /// Rows 3-7 for each window w = 0..chunks - 1: its first chunk, that
+  /// chunk's request, first key, key end and request length (zeros but
+  /// row 3 where no chunk with keys opens it).
+  std::vector<std::array<int64_t, 5>> opening;
 };
 
 AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
@@ -135,6 +140,19 @@ AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
     plan.q = q;
     fill([&](int64_t b) { return std::max<int64_t>(1, ceilDiv(tiles[b], q)); },
          [&](int64_t, int64_t first) { return first * q; });
+    // Window w is chunk w: chunk j of request b holds tiles [j·q,
+    // min((j + 1)·q, T_b)).
+    for (int64_t w = 0; w < chunks; ++w) {
+      std::array<int64_t, 5> o = {std::min(w, plan.k), 0, 0, 0, 0};
+      for (int64_t b = 0; b < batch && w < plan.k; ++b)
+        if (plan.firstChunk[b] <= w && w < plan.firstChunk[b + 1]) {
+          const int64_t len = std::max<int32_t>(lens[b], 0);
+          const int64_t j = w - plan.firstChunk[b];
+          o = {w, b, j * q * tileKv,
+               std::min(len, std::min(tiles[b], (j + 1) * q) * tileKv), len};
+        }
+      plan.opening.push_back(o);
+    }
     return plan;
   }
   plan.q = q0;
@@ -149,6 +167,26 @@ AdaptivePlan adaptiveRule(const std::vector<int32_t> &lens, int64_t tileKv,
         return (start[b] + tiles[b] - 1) / q0 - start[b] / q0 + 1;
       },
       [&](int64_t b, int64_t) { return start[b]; });
+  // Window w's tiles [w·q, (w + 1)·q) of the batch: its first chunk is
+  // that of the request with keys holding tile w·q (chunk 0 for w = 0);
+  // past the last window, K.
+  const int64_t used = ceilDiv(total, q0);
+  for (int64_t w = 0; w < chunks; ++w) {
+    std::array<int64_t, 5> o = {w == 0 ? 0 : plan.k, 0, 0, 0, 0};
+    for (int64_t b = 0; b < batch && w < used; ++b) {
+      const int64_t from = w * q0;
+      if (tiles[b] == 0 || from < start[b] || from >= start[b] + tiles[b])
+        continue;
+      if (w == 0 && b != 0)
+        break; // chunk 0, request 0's without keys
+      const int64_t len = std::max<int32_t>(lens[b], 0);
+      o = {plan.firstChunk[b] + w - start[b] / q0, b,
+           (from - start[b]) * tileKv,
+           std::min(len, std::min(tiles[b], from + q0 - start[b]) * tileKv),
+           len};
+    }
+    plan.opening.push_back(o);
+  }
   return plan;
 }
 
@@ -211,13 +249,18 @@ TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
     const auto *plan = reinterpret_cast<const int32_t *>(workspace.data);
     const int64_t batch = static_cast<int64_t>(rule.lens.size());
     const int64_t row = batch + rule.chunks + mla::rt::schedule::kPlanHeader;
-    ASSERT_GE(workspace.bytes, sizeof(int32_t) * 4 * row);
+    ASSERT_GE(workspace.bytes,
+              sizeof(int32_t) * mla::rt::schedule::planRows(true) * row);
     EXPECT_EQ(plan[0], want.k) << "K";
     EXPECT_EQ(plan[1], want.q) << "q";
     for (int64_t b = 0; b <= batch; ++b)
       EXPECT_EQ(plan[2 + b], want.firstChunk[b]) << "C_b, b = " << b;
     for (int64_t b = 0; b < batch; ++b)
       EXPECT_EQ(plan[2 * row + b], want.row2[b]) << "row 2, b = " << b;
+    for (int64_t w = 0; w < rule.chunks; ++w)
+      for (int64_t r = 0; r < 5; ++r)
+        EXPECT_EQ(plan[(3 + r) * row + w], want.opening[w][r])
+            << "row " << 3 + r << ", window " << w;
   }
 }
 

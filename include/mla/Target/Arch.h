@@ -100,6 +100,13 @@ struct ArchInfo {
   /// contiguous view). AMD only; elsewhere mla-tile stages the tile (a
   /// prefill's with its rows masked).
   bool readsQueriesInPlace() const { return kind == TargetKind::AMD; }
+  /// Whether decode's window loop reads its first chunk's plan rows (4-7,
+  /// ChunkSchedule.h planRows) with the window's range, ahead of its chunk
+  /// loop, keeping them live across it; otherwise the first chunk reads
+  /// them (one round trip after the range instead of two). Not on AMD:
+  /// gfx950's H=128 chunks kernel, at 502 VGPRs, spilled 12 bytes with the
+  /// four values live.
+  bool readsWindowOpeningEarly() const { return kind != TargetKind::AMD; }
   /// Global vector accesses marked 16-byte aligned become one wide access
   /// (NVIDIA; AMD's buffer operations get no benefit from the mark).
   bool marksVectorAlignment() const { return kind == TargetKind::NVIDIA; }

@@ -619,7 +619,8 @@ LogicalResult ChunkPlanOp::verify() {
                          << (getWindows()
                                  ? " with windows (the header and C_b row, "
                                    "the chunks' requests, P_b, the "
-                                   "windows' first chunks)"
+                                   "windows' first chunks, their requests, "
+                                   "first keys, key ends and lengths)"
                                  : " (the header and C_b row, the chunks' "
                                    "requests)")
                          << ", got " << plan.getDimSize(0);

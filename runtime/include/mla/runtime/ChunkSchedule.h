@@ -63,8 +63,17 @@ inline constexpr int64_t kPlanHeader = 2;
 
 /// The plan's rows: 0 the header and each request's first chunk, 1 each
 /// chunk's request; with windows also 2 each request's first key tile in
-/// the batch and 3 each window's first chunk (mla.chunk_plan).
-inline constexpr int64_t planRows(bool windows) { return windows ? 4 : 2; }
+/// the batch, 3 each window's first chunk and, for that chunk, 4 its
+/// request, 5 its first key, 6 its key end and 7 its request's length
+/// (mla.chunk_plan): a workgroup reads its first chunk in one round trip
+/// with its window, instead of three after it.
+inline constexpr int64_t planRows(bool windows) { return windows ? 8 : 2; }
+
+/// The rows of a window's first chunk (planRows).
+inline constexpr int64_t kOpeningRequestRow = 4;
+inline constexpr int64_t kOpeningStartRow = 5;
+inline constexpr int64_t kOpeningEndRow = 6;
+inline constexpr int64_t kOpeningLengthRow = 7;
 
 /// The plan's balance: chunks of at least ceil(sqrt(T / kChunkBalance))
 /// key tiles for T tiles in the batch (mla.chunk_plan). Measured on the

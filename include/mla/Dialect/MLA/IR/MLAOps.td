@@ -240,11 +240,16 @@ def MLA_ChunkPlanOp : MLA_Op<"chunk_plan"> {
     `plan` is `memref<R x N x i32>` with `N >= B + refine · chunks + 2`:
     `plan[0][0] = K`, `plan[0][1] = q`, `plan[0][2 + b] = C_b` for
     `b = 0..B` (so `plan[0][2 + B] = K`), and `plan[1][k]` is the request of
-    chunk `k < K`; `R = 2`. With `windows`, `R = 4`: also `plan[2][b] =
+    chunk `k < K`; `R = 2`. With `windows`, `R = 8`: also `plan[2][b] =
     P_b` and `plan[3][w]` the first chunk of window `w` for `w = 0..chunks`
     (`K` past the last window; window `w` runs chunks `[plan[3][w],
-    plan[3][w + 1])`, requests without keys included). `mla-tile` runs it
-    as one workgroup (a scan over the lengths in blocks of 256).
+    plan[3][w + 1])`, requests without keys included), and that chunk's
+    request `plan[4][w]`, keys `[plan[5][w], plan[6][w])` and request
+    length `plan[7][w]` (`max(seq_lens[b], 0)`; an empty range of request
+    0, length 0, where the window has no chunk or its first chunk is
+    request 0's without keys), so that a workgroup reads its first chunk
+    with its window. `mla-tile` runs it as one workgroup (a scan over
+    the lengths in blocks of 256).
 
     ```mlir
     mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16,
