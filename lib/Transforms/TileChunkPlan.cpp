@@ -9,9 +9,10 @@
 // search's candidate counts between the scans (a tree reduction per
 // block). Every value the scans share is read in a parallel loop (each
 // followed by a barrier on GPUs), never by the scalar code of all threads,
-// so that no thread reads a cell while another rewrites it. A batch of at most kScanBlock requests is read from global
-// memory once: its key tiles (and, with windows, first tiles) are kept in
-// workgroup memory for the scans (RequestCache).
+// so that no thread reads a cell while another rewrites it. A batch of at
+// most kScanBlock requests is read from global memory once: its key tiles
+// (and, with windows, first tiles and lengths) are kept in workgroup
+// memory for the scans (RequestCache).
 //
 //===----------------------------------------------------------------------===//
 #include "TileCore.h"
@@ -247,10 +248,13 @@ struct PlanBuilder {
   Value lengthOf(ImplicitLocOpBuilder &ib, Value req) const {
     return maxIdx(ib, i32Load(ib, op.getSeqLens(), req), indexConst(ib, 0));
   }
+  /// ceil(len / tile_kv) for a length `len` >= 0.
+  Value tilesOfLength(ImplicitLocOpBuilder &ib, Value len) const {
+    return arith::CeilDivSIOp::create(ib, len, indexConst(ib, op.getTileKv()));
+  }
   /// T_b = ceil(max(len_b, 0) / tile_kv) from the lengths.
   Value tilesFromLengths(ImplicitLocOpBuilder &ib, Value req) const {
-    return arith::CeilDivSIOp::create(ib, lengthOf(ib, req),
-                                      indexConst(ib, op.getTileKv()));
+    return tilesOfLength(ib, lengthOf(ib, req));
   }
   /// T_b, from the cache where it is used (after fillCache).
   Value tilesOf(ImplicitLocOpBuilder &ib, Value req) const {
@@ -279,10 +283,7 @@ struct PlanBuilder {
                   ImplicitLocOpBuilder tb(ib.getLoc(),
                                           ifIn.thenBlock()->getTerminator());
                   Value len = lengthOf(tb, iv[0]);
-                  i32Store(tb,
-                           arith::CeilDivSIOp::create(
-                               tb, len, indexConst(tb, op.getTileKv())),
-                           cache.tiles, iv[0]);
+                  i32Store(tb, tilesOfLength(tb, len), cache.tiles, iv[0]);
                   if (cache.lens)
                     i32Store(tb, len, cache.lens, iv[0]);
                 });
@@ -412,11 +413,10 @@ struct PlanBuilder {
         [&](ImplicitLocOpBuilder &eb) { return requestChunks(eb, req); });
   }
   /// What recording the window starts of request `req`'s chunks needs,
-  /// read once before its chunk loop: its first window P_b / q, and
-  /// whether its first chunk starts that window (P_b on a window's first
-  /// tile, with keys).
-  /// (Also the request's P_b, T_b and length, for the keys of the chunks
-  /// that open windows.)
+  /// read once before its chunk loop: its first window P_b / q, whether
+  /// its first chunk starts that window (P_b on a window's first tile,
+  /// with keys), and its P_b, T_b and length for the keys of the chunks
+  /// that open windows (rows 4-7).
   struct WindowStart {
     Value window, firstOpens;
     Value p, tiles, len;
@@ -477,43 +477,45 @@ struct PlanBuilder {
   /// chunk k's keys at window k).
   void writeChunks(ImplicitLocOpBuilder &ib, Value req, Value first,
                    Value n) const {
-    // Request-aligned chunks in the windows' layout (adaptive): T_b and
-    // the length for rows 4-7.
-    Value alignedTiles, alignedLen;
-    auto loop = [&](ImplicitLocOpBuilder &lb, const WindowStart *ws) {
+    // `ws`: the windows' cut. `aligned`: request-aligned chunks in the
+    // windows' layout (adaptive), whose rows 4-7 need T_b and the length.
+    struct Aligned {
+      Value tiles, len;
+    };
+    auto loop = [&](ImplicitLocOpBuilder &lb, const WindowStart *ws,
+                    const Aligned *aligned) {
       forLoop(lb, indexConst(lb, 0), n, indexConst(lb, 1),
               [&](ImplicitLocOpBuilder &jb, Value j) {
                 Value k = arith::AddIOp::create(jb, first, j);
                 i32Store(jb, req, plan, {indexConst(jb, 1), k});
                 if (ws)
                   recordWindowStart(jb, *ws, j, k, req);
-                if (alignedTiles) {
+                if (aligned) {
                   Value q = cell(jb, kChunkTiles);
                   Value startTile = arith::MulIOp::create(jb, j, q);
                   storeOpening(jb, k, req, startTile,
-                               minIdx(jb, alignedTiles,
+                               minIdx(jb, aligned->tiles,
                                       arith::AddIOp::create(jb, startTile, q)),
-                               alignedLen);
+                               aligned->len);
                 }
               });
     };
     if (!op.getWindows())
-      return loop(ib, nullptr);
+      return loop(ib, nullptr, nullptr);
     if (!op.getAdaptive()) {
       WindowStart ws = windowStartOf(ib, req);
-      return loop(ib, &ws);
+      return loop(ib, &ws, nullptr);
     }
     auto ifWindows =
         scf::IfOp::create(ib, windowsChosen(ib), /*withElseRegion=*/true);
     ImplicitLocOpBuilder tb(ib.getLoc(),
                             ifWindows.thenBlock()->getTerminator());
     WindowStart ws = windowStartOf(tb, req);
-    loop(tb, &ws);
+    loop(tb, &ws, nullptr);
     ImplicitLocOpBuilder eb(ib.getLoc(),
                             ifWindows.elseBlock()->getTerminator());
-    alignedTiles = tilesOf(eb, req);
-    alignedLen = lenOf(eb, req);
-    loop(eb, nullptr);
+    Aligned aligned{tilesOf(eb, req), lenOf(eb, req)};
+    loop(eb, nullptr, &aligned);
     // Request-aligned chunks in the windows' layout: row 2 holds C_b·q.
     i32Store(eb, arith::MulIOp::create(eb, first, cell(eb, kChunkTiles)), plan,
              {indexConst(eb, 2), req});
@@ -554,27 +556,20 @@ struct PlanBuilder {
           // Rows 4-7 of the windows no chunk with keys opened: an empty
           // range of request 0 (past the last window, no chunk at all;
           // window 0, with keys elsewhere, request 0's chunk without keys).
+          // T_0 is read only for window 0 of a cut with keys (so B >= 1).
           Value zero = indexConst(ib, 0);
+          Value readsFirst = arith::AndIOp::create(
+              ib, chosen,
+              arith::AndIOp::create(
+                  ib, isFirst,
+                  arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, w,
+                                        used)));
+          Value firstTiles = indexIf(
+              ib, readsFirst,
+              [&](ImplicitLocOpBuilder &tb) { return tilesOf(tb, zero); },
+              [&](ImplicitLocOpBuilder &eb) { return indexConst(eb, 1); });
           Value firstKeyless = arith::CmpIOp::create(
-              ib, arith::CmpIPredicate::ne,
-              indexIf(
-                  ib,
-                  arith::AndIOp::create(
-                      ib, chosen,
-                      arith::AndIOp::create(
-                          ib, isFirst,
-                          arith::CmpIOp::create(ib, arith::CmpIPredicate::slt,
-                                                w, used))),
-                  [&](ImplicitLocOpBuilder &tb) {
-                    Value none = arith::CmpIOp::create(
-                        tb, arith::CmpIPredicate::eq, tilesOf(tb, zero),
-                        indexConst(tb, 0));
-                    return arith::IndexCastUIOp::create(tb, tb.getIndexType(),
-                                                        none)
-                        .getResult();
-                  },
-                  [&](ImplicitLocOpBuilder &eb) { return indexConst(eb, 0); }),
-              zero);
+              ib, arith::CmpIPredicate::eq, firstTiles, zero);
           Value empty = arith::SelectOp::create(
               ib, chosen, arith::OrIOp::create(ib, past, firstKeyless),
               arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, w, k));

@@ -66,7 +66,7 @@ inline constexpr int64_t kPlanHeader = 2;
 /// the batch, 3 each window's first chunk and, for that chunk, 4 its
 /// request, 5 its first key, 6 its key end and 7 its request's length
 /// (mla.chunk_plan): a workgroup reads its first chunk in one round trip
-/// with its window, instead of three after it.
+/// with its window, instead of two more after it.
 inline constexpr int64_t planRows(bool windows) { return windows ? 8 : 2; }
 
 /// The rows of a window's first chunk (planRows).
