@@ -53,6 +53,7 @@ static constexpr std::pair<const char *, int64_t ConfigFields::*>
         {"merge_groups", &ConfigFields::mergeGroups},
         {"chunk_windows", &ConfigFields::chunkWindows},
         {"blocked_copies", &ConfigFields::blockedCopies},
+        {"overlap", &ConfigFields::overlap},
 };
 
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {

@@ -88,14 +88,59 @@ ConfigFields hostDecodeConfig(DecodeOp op) {
 /// the lowering mla-distribute will choose (WorkgroupTiles.h).
 int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
                        const ArchInfo &arch) {
-  ConfigAttr attr =
-      ConfigAttr::get(op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
-                      cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ,
-                      cfg.wgmma, cfg.kvChunks, cfg.workgroups, cfg.chunkBalance,
-                      cfg.mergeGroups, cfg.chunkWindows, cfg.blockedCopies);
+  ConfigAttr attr = ConfigAttr::get(
+      op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup, cfg.warps,
+      cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma, cfg.kvChunks,
+      cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups, cfg.chunkWindows,
+      cfg.blockedCopies, cfg.overlap);
   FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, arch);
   return succeeded(tiles) ? tiles->bytes()
                           : std::numeric_limits<int64_t>::max();
+}
+
+/// A config with `overlap = 1` (each tile's P·V lagged by one step) where
+/// its lowering exists: a prefill with a pipelined key loop, on the host
+/// (whose steps run in order) or on warpgroup MMA's fused step with whole
+/// scores; else an error located at `op` saying why (no silent fallback: a
+/// step in sequence would read values still in flight).
+LogicalResult checkOverlapRequest(Operation *op, ConfigAttr attr,
+                                  const ArchInfo &arch) {
+  if (!attr.getOverlap())
+    return success();
+  auto prefill = dyn_cast<PrefillOp>(op);
+  if (!prefill)
+    return op->emitError()
+           << "config overlap = 1 applies to prefill only (a decode's "
+              "values are its keys' first columns: there is no value tile "
+              "to copy behind the keys)";
+  const bool host = arch.kind == TargetKind::Host;
+  if (!host && (!arch.hasWarpgroupMma() || !attr.getWgmma()))
+    return op->emitError()
+           << "config overlap = 1 needs the fused warpgroup-MMA step "
+              "(sm_90a with wgmma = 1) or the host; target "
+           << arch.name << (attr.getWgmma() ? "" : " with wgmma = 0")
+           << " has no lowering that lags P·V";
+  if (attr.getStages() < 2)
+    return op->emitError() << "config overlap = 1 needs a pipelined key loop "
+                              "(stages >= 2, no mask variant), got stages = "
+                           << attr.getStages();
+  if (host)
+    return success();
+  std::string why;
+  FailureOr<nvidia::StepPlan> p = nvidia::planFusedStep(
+      {prefill.getQ().getType().getElementType(), attr.getTileQ(),
+       prefill.getQkDim(), attr.getTileKv(), prefill.getVDim(),
+       attr.getWarps()},
+      true, op->getLoc(), &why);
+  if (succeeded(p) && p->wgmma && !p->transposed && !p->splitScores)
+    return success();
+  return op->emitError() << "config overlap = 1 needs the fused "
+                            "warpgroup-MMA step with one warp per 16-row "
+                            "block, which this config ("
+                         << attr.getTileQ() << " rows, " << attr.getTileKv()
+                         << "-key tiles, " << attr.getWarps()
+                         << " warps) does not take"
+                         << (why.empty() ? "" : ": " + why);
 }
 
 /// The NVIDIA fused strategy for a step of `rows` x `tileKv` on `warps`
@@ -512,7 +557,8 @@ struct SelectConfigPass
              existing.getTileQ(),        existing.getWgmma(),
              existing.getKvChunks(),     existing.getWorkgroups(),
              existing.getChunkBalance(), existing.getMergeGroups(),
-             existing.getChunkWindows(), existing.getBlockedCopies()};
+             existing.getChunkWindows(), existing.getBlockedCopies(),
+             existing.getOverlap()};
     const bool stagesAsked = existing || specHasField(perfConfig, "stages");
     if (failed(applyOverrides(op, perfConfig, cfg)))
       return {};
@@ -565,7 +611,7 @@ struct SelectConfigPass
         emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
         cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
         cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups,
-        cfg.chunkWindows, cfg.blockedCopies);
+        cfg.chunkWindows, cfg.blockedCopies, cfg.overlap);
     if (!attr || failed(checkConfigForTarget(op, attr, arch)))
       return ConfigAttr();
     return attr;
@@ -596,7 +642,8 @@ struct SelectConfigPass
             op, op.getQ().getType().getElementType(), attr.getTileQ(),
             op.getQkDim(), attr.getTileKv(), op.getVDim(), attr.getWarps())))
       return failure();
-    if (failed(checkHostStack(op, attr, arch)))
+    if (failed(checkOverlapRequest(op, attr, arch)) ||
+        failed(checkHostStack(op, attr, arch)))
       return failure();
     LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
     op.setConfigAttr(attr);
@@ -632,7 +679,8 @@ struct SelectConfigPass
                      << " does not divide the head count " << op.getNumHeads();
       return failure();
     }
-    if (failed(checkHostStack(op, attr, arch)))
+    if (failed(checkOverlapRequest(op, attr, arch)) ||
+        failed(checkHostStack(op, attr, arch)))
       return failure();
     if (wgmma == 1 &&
         failed(checkWgmmaRequest(op, op.getQ().getType().getElementType(),

@@ -269,7 +269,8 @@ void emitOnlineSoftmax(
                                          minIdx(tb, end, visibleEnd(tb, c0)));
     auto step = AttentionStepOp::create(
         tb, t.qTile, kTile, vTile, t.acc, t.mBuf, t.lBuf,
-        tb.getI64IntegerAttr(stages), /*query_groups=*/nullptr, allVisible);
+        tb.getI64IntegerAttr(stages), /*query_groups=*/nullptr,
+        t.overlap && stages > 1 ? tb.getUnitAttr() : UnitAttr(), allVisible);
     if (!t.queryGroups.empty())
       step.setQueryGroupsAttr(tb.getDenseI64ArrayAttr(t.queryGroups));
     Type idxType = tb.getIndexType();
@@ -310,26 +311,46 @@ void emitOnlineSoftmax(
     // into the slot tile i - 1 used (a GPU target may keep stages - 1 such
     // copies in flight while it computes: the step's `stages`), then
     // computes tile i from slot i % stages. Copies past `end` only write
-    // zeros.
+    // zeros. With `t.overlap` the values run one tile behind the keys
+    // (`lag` 1): iteration i copies value tile i + stages - 2 into the slot
+    // value tile i - 2 used, so tile i - 1's values are still in place for
+    // a P·V issued in iteration i; the groups a step waits for are then
+    // those of one iteration earlier, as without the lag.
     const int64_t stages = t.stages;
+    const int64_t lag = t.overlap && t.separateValues ? 1 : 0;
+    auto tileStart = [&](ImplicitLocOpBuilder &b, Value base,
+                         int64_t ahead) -> Value {
+      if (ahead == 0)
+        return base;
+      return arith::AddIOp::create(b, base, indexConst(b, ahead * t.tile));
+    };
     for (int64_t s = 0; s + 1 < stages; ++s) {
       Value slot = indexConst(g, s);
-      Value kTile = t.kTile(g, slot), vTile = t.vTile(g, slot);
-      loadTiles(g, arith::AddIOp::create(g, start, indexConst(g, s * t.tile)),
-                kTile, vTile);
+      Value kTile = t.kTile(g, slot);
+      Value vTile = s + 1 + lag < stages ? t.vTile(g, slot) : Value();
+      loadTiles(g, tileStart(g, start, s), kTile, vTile);
     }
     Value cStages = indexConst(g, stages);
     forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
       Value i = arith::DivUIOp::create(lb, arith::SubIOp::create(lb, t0, start),
                                        cTile);
       Value slot = arith::RemUIOp::create(lb, i, cStages);
-      Value next = arith::RemUIOp::create(
-          lb, arith::AddIOp::create(lb, i, indexConst(lb, stages - 1)),
-          cStages);
-      Value kNext = t.kTile(lb, next), vNext = t.vTile(lb, next);
-      Value tNext =
-          arith::AddIOp::create(lb, t0, indexConst(lb, (stages - 1) * t.tile));
-      loadTiles(lb, tNext, kNext, vNext);
+      auto slotAhead = [&](int64_t ahead) {
+        Value tileIdx =
+            ahead ? arith::AddIOp::create(lb, i, indexConst(lb, ahead))
+                        .getResult()
+                  : i;
+        return arith::RemUIOp::create(lb, tileIdx, cStages);
+      };
+      Value next = slotAhead(stages - 1);
+      Value kNext = t.kTile(lb, next);
+      Value vNext = lag ? Value() : t.vTile(lb, next);
+      loadTiles(lb, tileStart(lb, t0, stages - 1), kNext, vNext);
+      if (lag) {
+        // Value tile i + stages - 2, into the slot of value tile i - 2.
+        Value vBehind = t.vTile(lb, slotAhead(stages - 1 - lag));
+        loadTiles(lb, tileStart(lb, t0, stages - 1 - lag), Value(), vBehind);
+      }
       Value kTile = t.kTile(lb, slot), vTile = t.vTile(lb, slot);
       tileBody(lb, t0, kTile, vTile, stages);
     });

@@ -75,6 +75,11 @@ struct AttentionTiles {
   /// rows come in groups (decode MTP in place); empty: qTile's rows are
   /// the step's.
   SmallVector<int64_t, 2> queryGroups = {};
+  /// With separate value tiles and `stages` > 1: the key loop copies the
+  /// values one tile behind the keys and marks its steps `overlap` (the
+  /// config's `overlap`), so that a lowering may lag each tile's P·V by one
+  /// step.
+  bool overlap = false;
 
   /// The key / value tile in slot `slot` (an index) of the buffers.
   Value kTile(ImplicitLocOpBuilder &b, Value slot) const {
@@ -115,7 +120,10 @@ Variants variantsOf(Region &score, Region &mask, Region &sink);
 void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t);
 
 /// The online softmax over the key tiles from `start` below `end`, one
-/// mla.attention_step per tile (TileCore.cpp says more). `visibleEnd(b,
+/// mla.attention_step per tile (TileCore.cpp says more). `loadTiles(b, t0,
+/// kTile, vTile)` copies tile t0's keys into `kTile` and its values into
+/// `vTile`; either may be null (with `t.overlap` the two go in different
+/// iterations), and then that side is not copied. `visibleEnd(b,
 /// row)` must not decrease with the row: row 0's bounds every row's, which
 /// sets the steps' `all_visible`.
 void emitOnlineSoftmax(

@@ -24,10 +24,11 @@ void recordPrefillInfo(PrefillOp op) {
   Builder b(op.getContext());
   ConfigAttr cfg = op.getConfigAttr();
   std::string config =
-      llvm::formatv("tile_q={0} tile_kv={1} warps={2} stages={3}{4}{5}",
+      llvm::formatv("tile_q={0} tile_kv={1} warps={2} stages={3}{4}{5}{6}",
                     cfg.getTileQ(), cfg.getTileKv(), cfg.getWarps(),
                     cfg.getStages(), cfg.getWgmma() ? "" : " wgmma=0",
-                    cfg.getBlockedCopies() ? "" : " blocked_copies=0")
+                    cfg.getBlockedCopies() ? "" : " blocked_copies=0",
+                    cfg.getOverlap() ? " overlap=1" : "")
           .str();
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kPrefill));
@@ -124,6 +125,7 @@ LogicalResult tilePrefill(PrefillOp op, const ArchInfo *arch) {
                           arith::AddIOp::create(
                               g, arith::AddIOp::create(g, q0, cTileQ), shift),
                           c0));
+    t.overlap = cfg.getOverlap() != 0;
     initSoftmaxState(g, t);
     if (prefillQueriesInPlace(arch, !op.getMask().empty())) {
       // The step reads q[firstRow + r, head, :] itself (AttentionLayout.h).
@@ -153,8 +155,10 @@ LogicalResult tilePrefill(PrefillOp op, const ArchInfo *arch) {
             return SmallVector<Value>{arith::AddIOp::create(ib, keyRow, r),
                                       head, d};
           };
-          maskedRowCopy(tb, kTile, tile, dim, limit, op.getK(), at);
-          maskedRowCopy(tb, vTile, tile, dv, limit, op.getV(), at);
+          if (kTile)
+            maskedRowCopy(tb, kTile, tile, dim, limit, op.getK(), at);
+          if (vTile)
+            maskedRowCopy(tb, vTile, tile, dv, limit, op.getV(), at);
         },
         [&](ImplicitLocOpBuilder &rb, Value row) -> Value {
           if (!causal)

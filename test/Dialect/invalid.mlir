@@ -495,6 +495,11 @@ func.func private @bad_blocked_copies() attributes {cfg = #mla.config<tile_kv = 
 
 // -----
 
+// expected-error @+1 {{overlap must be 0 or 1, got 2}}
+func.func private @bad_overlap() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 2, overlap = 2>}
+
+// -----
+
 func.func @decode_tile_q(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   // expected-error @+1 {{config tile_q applies to prefill only, got 64}}
   mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 4, stages = 1, tile_q = 64>} : memref<?x1x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
@@ -678,6 +683,18 @@ func.func @softmax_op(%s: memref<16x32xf32>, %p: memref<16x32xbf16>, %m: memref<
 func.func @step_elem(%q: memref<16x64xbf16>, %k: memref<32x64xf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
   // expected-error @+1 {{'mla.attention_step' op queries ('bf16'), keys ('f16') and values ('bf16') must have one element type}}
   mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 : memref<16x64xbf16>, memref<32x64xf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
+  ^bb0(%r: index, %c: index, %x: f32):
+    %t = arith.constant true
+    mla.yield %x, %t : f32, i1
+  }
+  return
+}
+
+// -----
+
+func.func @step_overlap_stages(%q: memref<16x64xbf16>, %k: memref<32x64xbf16>, %v: memref<32x32xbf16>, %acc: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>) {
+  // expected-error @+1 {{'mla.attention_step' op overlap needs a pipelined key loop (stages >= 2), got stages 1}}
+  mla.attention_step %q, %k, %v -> %acc state(%m, %l) stages 1 {overlap} : memref<16x64xbf16>, memref<32x64xbf16>, memref<32x32xbf16>, memref<16x32xf32>, memref<16xf32>, memref<16xf32> {
   ^bb0(%r: index, %c: index, %x: f32):
     %t = arith.constant true
     mla.yield %x, %t : f32, i1

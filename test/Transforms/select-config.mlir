@@ -18,6 +18,7 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=kv_chunks=0,kv_splits=8" | FileCheck %s --check-prefix=SM90FIXED
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=chunk_balance=64" 2>&1 | FileCheck %s --check-prefix=SM90BALANCE
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=chunk_windows=0,chunk_balance=64" | FileCheck %s --check-prefix=SM90BALANCE0
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=overlap=1" 2>&1 | FileCheck %s --check-prefix=OVERLAP
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
@@ -56,7 +57,10 @@
 // BADTILE: error: perf-config: tile_kv must be a power of two in [8, 256], got 48
 // EMPTY: error: perf-config: empty field in 'tile_kv=32,,stages=2'
 // TWICE: error: perf-config: field 'tile_kv' is given twice
-// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance, merge_groups, chunk_windows, blocked_copies)
+// overlap = 1 (the lagged P·V) is prefill's: a decode's values are its
+// keys' columns.
+// OVERLAP: error: config overlap = 1 applies to prefill only (a decode's values are its keys' first columns: there is no value tile to copy behind the keys)
+// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance, merge_groups, chunk_windows, blocked_copies, overlap)
 // HOSTWARPS: error: config warps = 3 is not supported on target host: a host workgroup runs on one thread (allowed: warps = 1)
 // WARPS17: error: perf-config: warps must be in [1, 16], got 17
 // TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)

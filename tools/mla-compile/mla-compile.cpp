@@ -165,7 +165,11 @@ static cl::opt<std::string>
                         "else windows, the chunks bounded by the merge),"
                         "blocked_copies=0|1 (NVIDIA: cp.async copies "
                         "spread row by row with fixed 16-byte pieces, "
-                        "default 1; 0 the linear mapping)"),
+                        "default 1; 0 the linear mapping),"
+                        "overlap=0|1 (prefill, sm_90a or the host: each "
+                        "tile's P.V issued in the next step, beside its "
+                        "softmax; values copied one tile behind the keys; "
+                        "default 0)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

@@ -344,6 +344,18 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
             continue;
           }
         }
+        // A step whose values are copied one tile behind its keys reads
+        // them only once its P·V is lagged: no other lowering may take it.
+        if (step.getOverlap()) {
+          step.emitOpError()
+              << "has overlap (values copied one tile behind the keys), "
+                 "which only NVIDIA's fused warpgroup-MMA step with whole "
+                 "scores lowers; target "
+              << arch->name
+              << " cannot take this step (-debug-only=mla-distribute says "
+                 "why)";
+          return WalkResult::interrupt();
+        }
         if (succeeded(registerAttentionStep(step, ti, arch->matrixInstrs,
                                             arch->sharedBytes)))
           continue;

@@ -40,11 +40,9 @@
 // state in registers across its loop.
 //
 //===----------------------------------------------------------------------===//
+#include "FusedStep.h"
 #include "../AttentionLayout.h"
-#include "../GPU/MatrixEmitter.h"
 #include "../Utils.h"
-#include "NVIDIA.h"
-#include "Wgmma.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -74,96 +72,9 @@ LogicalResult refuse(Location loc, const Twine &why) {
 LogicalResult refuse(AttentionStepOp op, const Twine &why) {
   return refuse(op.getLoc(), why);
 }
+} // namespace
 
-/// The emitter of one fused step: the products through the emitters of
-/// the plan's instructions (`mma`: the product's, mma.sync or warpgroup
-/// MMA; `frag`: the warp's, whose fragments hold the state), every
-/// coordinate from their layouts.
-class FusedStep {
-public:
-  FusedStep(AttentionStepOp op, const ThreadInfo &ti, const StepPlan &plan)
-      : op(op), ti(ti), p(plan), ci(plan.frag->c),
-        fragEm(createMatrixEmitter(*plan.frag, ti)),
-        mmaEm(plan.wgmma ? createMatrixEmitter(plan.productInstr(), ti)
-                         : nullptr),
-        frag(*fragEm), mma(mmaEm ? *mmaEm : *fragEm),
-        loop(stepKeyLoop(op, /*tileSkip=*/true)), q(op.getQ()), k(op.getK()),
-        v(op.getV()), acc(op.getAcc()), mBuf(op.getM()), lBuf(op.getL()),
-        qInfo(analyzeView(q)), kInfo(analyzeView(k)), vInfo(analyzeView(v)) {
-    // The rows of a fragment: the distinct row offsets of its elements.
-    for (int64_t e = 0; e < ci.elems; ++e) {
-      int64_t r = MatrixEmitter::elemCoord(ci.row, e);
-      auto *it = llvm::find(rowOffsets, r);
-      elemRow.push_back(it - rowOffsets.begin());
-      if (it == rowOffsets.end())
-        rowOffsets.push_back(r);
-    }
-  }
-
-  /// Moves the swizzled operands (wgmma) to their buffers' replacements.
-  void swizzleOperands(ArrayRef<memref::AllocaOp> roots);
-  LogicalResult emit();
-
-private:
-  void setUp(ImplicitLocOpBuilder &b);
-  SmallVector<Value> initialState(ImplicitLocOpBuilder &b);
-  SmallVector<Value> step(ImplicitLocOpBuilder &ib,
-                          ArrayRef<BlockArgument> args);
-  SmallVector<Value>
-  softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
-          ArrayRef<Value> scores, SmallVectorImpl<Value> &mNew,
-          SmallVectorImpl<Value> &corr, SmallVectorImpl<Value> &sum);
-  SmallVector<Value> softmaxTile(ImplicitLocOpBuilder &ib,
-                                 ArrayRef<BlockArgument> args,
-                                 ArrayRef<Value> scores, bool assumeVisible,
-                                 SmallVectorImpl<Value> &mNew,
-                                 SmallVectorImpl<Value> &corr,
-                                 SmallVectorImpl<Value> &sum);
-  SmallVector<Value> scoresWgmma(ImplicitLocOpBuilder &ib);
-  SmallVector<Value> scoresMmaSync(ImplicitLocOpBuilder &ib);
-  void probabilitiesToTile(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob);
-  SmallVector<Value> probabilityA(ImplicitLocOpBuilder &ib,
-                                  ArrayRef<Value> prob, int64_t kk);
-  void valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
-                   SmallVectorImpl<Value> &state);
-  void valuesMmaSync(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
-                     SmallVectorImpl<Value> &state);
-  void writeBack(ImplicitLocOpBuilder &ab, ValueRange fin);
-
-  Value rowReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax);
-  /// Column `col` of fragment element `e`: base + this lane's column + the
-  /// element's.
-  Value fragCol(ImplicitLocOpBuilder &ib, Value base, int64_t col, int64_t e) {
-    return arith::AddIOp::create(
-        ib, arith::AddIOp::create(ib, base, cCol),
-        indexConst(ib, col + MatrixEmitter::elemCoord(ci.col, e)));
-  }
-  Value accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t e);
-  Value rowBytes(ImplicitLocOpBuilder &ib, Value view, Value extraRows);
-  Value operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info, Value rowBytes,
-                    int64_t col, int64_t lbo);
-  /// This lane's row of fragment element `e`.
-  Value rowOf(int64_t e) const { return rows[elemRow[e]]; }
-  int64_t nRows() const { return rowOffsets.size(); }
-
-  AttentionStepOp op;
-  const ThreadInfo &ti;
-  StepPlan p;
-  const FragLayout &ci; ///< the fragments' C layout
-  std::unique_ptr<MatrixEmitter> fragEm, mmaEm;
-  MatrixEmitter &frag, &mma;
-  scf::ForOp loop;
-  Value q, k, v, acc, mBuf, lBuf;
-  ViewInfo qInfo, kInfo, vInfo;
-  DenseMap<Operation *, Value> swizzled; // operand root -> swizzled buffer
-  Value pTile, corrBuf, halfMax;         // split scores only
-  /// Row offsets of a fragment's elements, and each element's.
-  SmallVector<int64_t> rowOffsets, elemRow;
-  // Lanes and rows (setUp): this lane's rows (one per row offset), its
-  // column within a fragment, the first lane of each row.
-  SmallVector<Value> rows;
-  Value rowBase, colPart, colBase, keyBase, cCol, rowLead, owner, negInf;
-};
+namespace mla::nvidia {
 
 void FusedStep::swizzleOperands(ArrayRef<memref::AllocaOp> roots) {
   swizzled = nvidia::swizzleOperands(loop, roots);
@@ -233,6 +144,8 @@ SmallVector<Value> FusedStep::initialState(ImplicitLocOpBuilder &b) {
 }
 
 LogicalResult FusedStep::emit() {
+  if (op.getOverlap())
+    return emitOverlapped();
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   setUp(b);
   // After the loop: the state back to shared memory for the epilogue.
@@ -378,6 +291,15 @@ SmallVector<Value> FusedStep::softmaxTile(
 /// runs while the next one's product is computed (FlashAttention-3's
 /// ping-pong).
 SmallVector<Value> FusedStep::scoresWgmma(ImplicitLocOpBuilder &ib) {
+  SmallVector<Value> s = issueScores(ib);
+  pingPong(ib, /*arrive=*/true);
+  mma.wait(ib, 0);
+  return mma.fenceRegisters(ib, s);
+}
+
+/// The scores' products issued and committed as one group (after the
+/// ping-pong wait of warpgroups after the first), not waited for.
+SmallVector<Value> FusedStep::issueScores(ImplicitLocOpBuilder &ib) {
   const MatrixInstr &wi = p.productInstr();
   const int64_t warpsPerGroup = wi.lanes / ti.warpSize;
   Value wgIdx =
@@ -390,23 +312,7 @@ SmallVector<Value> FusedStep::scoresWgmma(ImplicitLocOpBuilder &ib) {
       indexConst(ib, wi.m));
   Value qRows = rowBytes(ib, q, wgRows);
   Value kRows = rowBytes(ib, k, keyBase);
-  const int64_t groups = p.splitScores ? 1 : p.warps / warpsPerGroup;
-  auto namedBarrier = [&](Value cond, Value id, bool arrive) {
-    guarded(ib, cond, [&](ImplicitLocOpBuilder &gb) {
-      Value i32Id = arith::IndexCastUIOp::create(gb, gb.getI32Type(), id);
-      Value count =
-          arith::ConstantIntOp::create(gb, gb.getI32Type(), 2 * wi.lanes);
-      if (arrive)
-        NVVM::BarrierArriveOp::create(gb, i32Id, count);
-      else
-        NVVM::BarrierOp::create(gb, Type(), i32Id, count,
-                                NVVM::BarrierReductionAttr(), Value());
-    });
-  };
-  if (groups > 1)
-    namedBarrier(arith::CmpIOp::create(ib, arith::CmpIPredicate::ugt, wgIdx,
-                                       indexConst(ib, 0)),
-                 wgIdx, /*arrive=*/false);
+  pingPong(ib, /*arrive=*/false);
   SmallVector<Value> s;
   mma.fence(ib);
   for (int64_t k0 = 0; k0 < p.dim; k0 += wi.k)
@@ -415,13 +321,38 @@ SmallVector<Value> FusedStep::scoresWgmma(ImplicitLocOpBuilder &ib) {
                           operandDesc(ib, kInfo, kRows, k0, 16),
                           /*bMNMajor=*/false);
   mma.commit(ib);
-  if (groups > 1)
-    namedBarrier(arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, wgIdx,
-                                       indexConst(ib, groups - 1)),
-                 arith::AddIOp::create(ib, wgIdx, indexConst(ib, 1)),
-                 /*arrive=*/true);
-  mma.wait(ib, 0);
-  return mma.fenceRegisters(ib, s);
+  return s;
+}
+
+/// The ping-pong of the warpgroups' score products (scoresWgmma): with
+/// several warpgroups of whole scores, warpgroup g > 0 waits on named
+/// barrier g before issuing (`arrive` false), and g < last arrives on
+/// barrier g + 1 once it has issued (`arrive` true).
+void FusedStep::pingPong(ImplicitLocOpBuilder &ib, bool arrive) {
+  const MatrixInstr &wi = p.productInstr();
+  const int64_t warpsPerGroup = wi.lanes / ti.warpSize;
+  const int64_t groups = p.splitScores ? 1 : p.warps / warpsPerGroup;
+  if (groups <= 1)
+    return;
+  Value wgIdx =
+      arith::DivUIOp::create(ib, frag.group, indexConst(ib, warpsPerGroup));
+  Value cond = arrive ? arith::CmpIOp::create(ib, arith::CmpIPredicate::ult,
+                                              wgIdx, indexConst(ib, groups - 1))
+                      : arith::CmpIOp::create(ib, arith::CmpIPredicate::ugt,
+                                              wgIdx, indexConst(ib, 0));
+  Value id =
+      arrive ? arith::AddIOp::create(ib, wgIdx, indexConst(ib, 1)).getResult()
+             : wgIdx;
+  guarded(ib, cond, [&](ImplicitLocOpBuilder &gb) {
+    Value i32Id = arith::IndexCastUIOp::create(gb, gb.getI32Type(), id);
+    Value count =
+        arith::ConstantIntOp::create(gb, gb.getI32Type(), 2 * wi.lanes);
+    if (arrive)
+      NVVM::BarrierArriveOp::create(gb, i32Id, count);
+    else
+      NVVM::BarrierOp::create(gb, Type(), i32Id, count,
+                              NVVM::BarrierReductionAttr(), Value());
+  });
 }
 
 /// This warp's m rows times its key columns (all, or its half from
@@ -514,53 +445,79 @@ SmallVector<Value> FusedStep::probabilityA(ImplicitLocOpBuilder &ib,
 /// colSplit) in steps of at most 256 columns.
 void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
                             SmallVectorImpl<Value> &state) {
-  const MatrixInstr &wi = p.productInstr();
   const int64_t nAcc = p.nAcc();
   SmallVector<Value> regs(state.begin(), state.end());
+  llvm::append_range(regs, probabilityRegs(ib, prob));
+  regs = mma.fenceRegisters(ib, regs);
+  state.assign(regs.begin(), regs.begin() + nAcc);
+  Value vRows = valueRowBytes(ib);
+  mma.fence(ib);
+  issueValues(ib, ArrayRef<Value>(regs).drop_front(nAcc), vRows, state);
+  mma.wait(ib, 0);
+  SmallVector<Value> done = mma.fenceRegisters(ib, state);
+  state.assign(done.begin(), done.end());
+}
+
+/// The A registers (i32) of P·V's key steps, one step after the other.
+SmallVector<Value> FusedStep::probabilityRegs(ImplicitLocOpBuilder &ib,
+                                              ArrayRef<Value> prob) {
+  const MatrixInstr &wi = p.productInstr();
+  SmallVector<Value> regs;
   for (int64_t kk = 0; kk < p.tile / wi.k; ++kk)
     for (Value r : probabilityA(ib, prob, kk))
       regs.push_back(asI32(ib, r));
-  const int64_t aRegCount = (int64_t(regs.size()) - nAcc) / (p.tile / wi.k);
-  regs = mma.fenceRegisters(ib, regs);
-  state.assign(regs.begin(), regs.begin() + nAcc);
-  const int64_t cols = p.dv / p.colSplit;
-  const int64_t chunk = std::min<int64_t>(cols, 256);
+  return regs;
+}
+
+/// Bytes (i64) from the swizzled value root to this step's value tile and
+/// this warpgroup's first value column block.
+Value FusedStep::valueRowBytes(ImplicitLocOpBuilder &ib) {
   const int64_t vRootRows = vInfo.root.getType().getDimSize(0);
-  const int64_t vLbo = swizzledBlockBytes(vRootRows);
   Value colBlockBytes = arith::IndexCastUIOp::create(
       ib, ib.getI64Type(),
       arith::MulIOp::create(
           ib, arith::DivUIOp::create(ib, colBase, indexConst(ib, 64)),
           indexConst(ib, swizzledBlockBytes(vRootRows))));
-  mma.fence(ib);
-  for (int64_t kk = 0; kk < p.tile / wi.k; ++kk) {
-    Value vRows = arith::AddIOp::create(
-        ib, rowBytes(ib, v, indexConst(ib, kk * wi.k)), colBlockBytes);
-    ArrayRef<Value> aRegs =
-        ArrayRef<Value>(regs).slice(nAcc + kk * aRegCount, aRegCount);
+  return arith::AddIOp::create(ib, rowBytes(ib, v, indexConst(ib, 0)),
+                               colBlockBytes);
+}
+
+/// acc += P·V issued and committed as one group, not waited for: `aRegs`
+/// the A registers of every key step (probabilityRegs), the value tile at
+/// `vRowBytes` (valueRowBytes) from the swizzled root.
+void FusedStep::issueValues(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
+                            Value vRowBytes, SmallVectorImpl<Value> &state) {
+  const MatrixInstr &wi = p.productInstr();
+  const int64_t steps = p.tile / wi.k;
+  const int64_t aRegCount = int64_t(aRegs.size()) / steps;
+  const int64_t cols = p.dv / p.colSplit;
+  const int64_t chunk = std::min<int64_t>(cols, 256);
+  const int64_t vRootRows = vInfo.root.getType().getDimSize(0);
+  const int64_t vLbo = swizzledBlockBytes(vRootRows);
+  Value root = sharedAddress(ib, swizzled.lookup(vInfo.root));
+  for (int64_t kk = 0; kk < steps; ++kk) {
     for (int64_t n0 = 0; n0 < cols; n0 += chunk) {
       int64_t n = std::min(chunk, cols - n0);
-      // An MN-major descriptor starts at a 64-column block.
-      Value root = swizzled.lookup(vInfo.root);
+      // An MN-major descriptor starts at a 64-column block; key step kk
+      // is wi.k rows of 128 bytes further.
       int64_t c = vInfo.col0 + n0;
       Value addr = arith::AddIOp::create(
-          ib, sharedAddress(ib, root),
-          arith::AddIOp::create(ib, vRows,
-                                arith::ConstantIntOp::create(
-                                    ib, ib.getI64Type(),
-                                    c / 64 * swizzledBlockBytes(vRootRows))));
+          ib, root,
+          arith::AddIOp::create(
+              ib, vRowBytes,
+              arith::ConstantIntOp::create(
+                  ib, ib.getI64Type(),
+                  kk * wi.k * 128 + c / 64 * swizzledBlockBytes(vRootRows))));
       // n columns: n / 8 blocks of the warp's fragment.
       const int64_t first = n0 / wi.n * ci.elems, count = n / wi.n * ci.elems;
       SmallVector<Value> res = mma.multiplyAsync(
-          ib, n, ArrayRef<Value>(state).slice(first, count), Value(), aRegs,
+          ib, n, ArrayRef<Value>(state).slice(first, count), Value(),
+          aRegs.slice(kk * aRegCount, aRegCount),
           mma.descriptor(ib, addr, vLbo, 1024), /*bMNMajor=*/true);
       llvm::copy(res, state.begin() + first);
     }
   }
   mma.commit(ib);
-  mma.wait(ib, 0);
-  SmallVector<Value> done = mma.fenceRegisters(ib, state);
-  state.assign(done.begin(), done.end());
 }
 
 /// acc += P·V by mma.sync over the key tile in steps of k keys; V read
@@ -659,7 +616,7 @@ Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
   return mma.descriptor(ib, addr, lbo, 1024);
 }
 
-} // namespace
+} // namespace mla::nvidia
 
 LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
                                              const ThreadInfo &ti) {
@@ -670,8 +627,11 @@ LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
   SmallVector<Operation *> pure;
   if (failed(plan))
     return failure();
-  if (plan->transposed)
+  if (plan->transposed) {
+    if (op.getOverlap())
+      return refuse(op, "the transposed step does not lag P·V (overlap)");
     return fuseTransposedStep(op, ti, *plan);
+  }
   // A mask's tile-skipping scf.if around the step carries the state.
   if (std::string why; failed(checkStepLoop(op, pure, why, /*tileSkip=*/true)))
     return refuse(op, why);
@@ -683,6 +643,13 @@ LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
                   "layout\n");
     plan->wgmma = false;
   }
+  // The overlapped step (FusedStepOverlap.cpp) carries A registers of a
+  // warpgroup's whole scores from one iteration to the next.
+  if (op.getOverlap() &&
+      (!plan->wgmma || plan->splitScores || stepTileSkip(op) ||
+       !isa<scf::ForOp>(op->getParentOp())))
+    return refuse(op, "overlap needs warpgroup MMA with whole scores in a "
+                      "key loop without a tile skip");
   FusedStep fused(op, ti, *plan);
   if (plan->wgmma)
     fused.swizzleOperands(swizzleRoots);

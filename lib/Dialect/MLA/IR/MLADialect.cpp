@@ -91,7 +91,7 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t tileQ, int64_t wgmma, int64_t kvChunks,
                                  int64_t workgroups, int64_t chunkBalance,
                                  int64_t mergeGroups, int64_t chunkWindows,
-                                 int64_t blockedCopies) {
+                                 int64_t blockedCopies, int64_t overlap) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -115,6 +115,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (blockedCopies != 0 && blockedCopies != 1)
     return emitError() << "blocked_copies must be 0 or 1, got "
                        << blockedCopies;
+  if (overlap != 0 && overlap != 1)
+    return emitError() << "overlap must be 0 or 1, got " << overlap;
   if (kvChunks < 0 || kvChunks > (int64_t{1} << 20))
     return emitError() << "kv_chunks must be in [0, 2^20], got " << kvChunks;
   if (workgroups < 0 || workgroups > (int64_t{1} << 20))

@@ -491,6 +491,10 @@ LogicalResult AttentionStepOp::verify() {
     if (cast<MemRefType>(val.getType()).getDimSize(0) != rows)
       return emitOpError() << "'" << name << "' must have " << rows
                            << " elements (one per query row)";
+  if (getOverlap() && getStages() < 2)
+    return emitOpError() << "overlap needs a pipelined key loop (stages >= "
+                            "2), got stages "
+                         << getStages();
   if (getBody().empty())
     return emitOpError() << "needs an element region";
   Builder b(getContext());

@@ -87,6 +87,16 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       immediate offsets, whole sectors per warp instruction); 0 keeps the
       linear mapping (`idx = tid + k * threads`, the previous strategy, for
       comparison). Other targets ignore it.
+    * `overlap` (optional, default 0): 1 lags each key tile's P·V by one
+      step so that it runs while the next tile's softmax does: `mla-tile`
+      copies the values one tile behind the keys and marks the step
+      `overlap`; on sm_90a the fused warpgroup-MMA step then issues tile
+      i's scores, then tile i - 1's P·V, and computes tile i's softmax
+      while that product runs (FlashAttention-3's intra-warpgroup
+      overlap). Prefill only, with `stages` >= 2, no mask variant, on
+      targets with warpgroup MMA or the host (which runs the lagged copies
+      in order, for testing); `mla-select-config` refuses it elsewhere. 0
+      keeps the step in sequence.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
@@ -102,7 +112,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         DefaultValuedParameter<"int64_t", "::mla::rt::schedule::kChunkBalance">:$chunk_balance,
                         DefaultValuedParameter<"int64_t", "1">:$merge_groups,
                         DefaultValuedParameter<"int64_t", "0">:$chunk_windows,
-                        DefaultValuedParameter<"int64_t", "1">:$blocked_copies);
+                        DefaultValuedParameter<"int64_t", "1">:$blocked_copies,
+                        DefaultValuedParameter<"int64_t", "0">:$overlap);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -599,6 +599,16 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     copies before the op in the loop body) while this step reads tile `i`,
     so a GPU target may keep the copies of `S - 1` tiles in flight.
 
+    `overlap` (a unit attribute; needs `S > 1`) says that the loop body
+    copies value tile `i + S - 2`, one tile behind the keys, so that value
+    tile `i` stays intact through the next iteration's step: a lowering may
+    then issue this tile's P·V in the next iteration, beside that tile's
+    softmax (NVIDIA's fused warpgroup-MMA step; `mla-tile` sets it from the
+    config's `overlap`). The op's meaning is unchanged, and the lowerings
+    that compute P·V in the step itself (the host, the decomposition)
+    ignore it; on a GPU target a step with `overlap` that no lowering can
+    lag is an error, since the copies of its values may still be in flight.
+
     `all_visible(%f)` (optional, `i1`) says, where `%f` is true, that every
     element of this tile is visible: the element is then visible whatever
     the region yields (visibility is `%f or vis`), so a lowering may skip
@@ -638,6 +648,7 @@ def MLA_AttentionStepOp : MLA_Op<"attention_step"> {
     Arg<MemRefRankOf<[F32], [1]>, "running sum", [MemRead, MemWrite]>:$l,
     ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<4>]>:$stages,
     OptionalAttr<DenseI64ArrayAttr>:$query_groups,
+    UnitAttr:$overlap,
     Optional<I1>:$all_visible);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

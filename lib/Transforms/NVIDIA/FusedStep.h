@@ -1,0 +1,142 @@
+//===- FusedStep.h - mla.attention_step in registers (NVIDIA) --*- C++ -*-===//
+//
+// Library-private: the emitter of NVIDIA's fused attention step, shared by
+// its step in sequence (FusedStep.cpp) and its overlapped step, which lags
+// each tile's P·V by one iteration (FusedStepOverlap.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLA_LIB_TRANSFORMS_NVIDIA_FUSEDSTEP_H
+#define MLA_LIB_TRANSFORMS_NVIDIA_FUSEDSTEP_H
+
+#include "../GPU/MatrixEmitter.h"
+#include "../Utils.h"
+#include "NVIDIA.h"
+#include "Wgmma.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <memory>
+
+namespace mla::nvidia {
+using mlir::ArrayRef;
+using mlir::BlockArgument;
+using mlir::DenseMap;
+using mlir::ImplicitLocOpBuilder;
+using mlir::LogicalResult;
+using mlir::Operation;
+using mlir::SmallVector;
+using mlir::SmallVectorImpl;
+using mlir::Value;
+using mlir::ValueRange;
+namespace arith = mlir::arith;
+namespace memref = mlir::memref;
+namespace scf = mlir::scf;
+
+/// The emitter of one fused step: the products through the emitters of
+/// the plan's instructions (`mma`: the product's, mma.sync or warpgroup
+/// MMA; `frag`: the warp's, whose fragments hold the state), every
+/// coordinate from their layouts.
+class FusedStep {
+public:
+  FusedStep(AttentionStepOp op, const ThreadInfo &ti, const StepPlan &plan)
+      : op(op), ti(ti), p(plan), ci(plan.frag->c),
+        fragEm(createMatrixEmitter(*plan.frag, ti)),
+        mmaEm(plan.wgmma ? createMatrixEmitter(plan.productInstr(), ti)
+                         : nullptr),
+        frag(*fragEm), mma(mmaEm ? *mmaEm : *fragEm),
+        loop(stepKeyLoop(op, /*tileSkip=*/true)), q(op.getQ()), k(op.getK()),
+        v(op.getV()), acc(op.getAcc()), mBuf(op.getM()), lBuf(op.getL()),
+        qInfo(analyzeView(q)), kInfo(analyzeView(k)), vInfo(analyzeView(v)) {
+    // The rows of a fragment: the distinct row offsets of its elements.
+    for (int64_t e = 0; e < ci.elems; ++e) {
+      int64_t r = MatrixEmitter::elemCoord(ci.row, e);
+      auto *it = llvm::find(rowOffsets, r);
+      elemRow.push_back(it - rowOffsets.begin());
+      if (it == rowOffsets.end())
+        rowOffsets.push_back(r);
+    }
+  }
+
+  /// Moves the swizzled operands (wgmma) to their buffers' replacements.
+  void swizzleOperands(ArrayRef<memref::AllocaOp> roots);
+  /// Emits the step (overlapped where the op has `overlap`).
+  LogicalResult emit();
+
+private:
+  void setUp(ImplicitLocOpBuilder &b);
+  SmallVector<Value> initialState(ImplicitLocOpBuilder &b);
+  SmallVector<Value> step(ImplicitLocOpBuilder &ib,
+                          ArrayRef<BlockArgument> args);
+  SmallVector<Value>
+  softmax(ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args,
+          ArrayRef<Value> scores, SmallVectorImpl<Value> &mNew,
+          SmallVectorImpl<Value> &corr, SmallVectorImpl<Value> &sum);
+  SmallVector<Value> softmaxTile(ImplicitLocOpBuilder &ib,
+                                 ArrayRef<BlockArgument> args,
+                                 ArrayRef<Value> scores, bool assumeVisible,
+                                 SmallVectorImpl<Value> &mNew,
+                                 SmallVectorImpl<Value> &corr,
+                                 SmallVectorImpl<Value> &sum);
+  SmallVector<Value> scoresWgmma(ImplicitLocOpBuilder &ib);
+  SmallVector<Value> issueScores(ImplicitLocOpBuilder &ib);
+  void pingPong(ImplicitLocOpBuilder &ib, bool arrive);
+  SmallVector<Value> scoresMmaSync(ImplicitLocOpBuilder &ib);
+  void probabilitiesToTile(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob);
+  SmallVector<Value> probabilityA(ImplicitLocOpBuilder &ib,
+                                  ArrayRef<Value> prob, int64_t kk);
+  void valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
+                   SmallVectorImpl<Value> &state);
+  SmallVector<Value> probabilityRegs(ImplicitLocOpBuilder &ib,
+                                     ArrayRef<Value> prob);
+  Value valueRowBytes(ImplicitLocOpBuilder &ib);
+  void issueValues(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
+                   Value vRowBytes, SmallVectorImpl<Value> &state);
+  // The overlapped step (FusedStepOverlap.cpp).
+  LogicalResult emitOverlapped();
+  SmallVector<Value> overlappedStep(ImplicitLocOpBuilder &ib,
+                                    ArrayRef<BlockArgument> args);
+  void lastValues(ImplicitLocOpBuilder &ab, ValueRange fin, Value ran);
+  void valuesMmaSync(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
+                     SmallVectorImpl<Value> &state);
+  void writeBack(ImplicitLocOpBuilder &ab, ValueRange fin);
+
+  Value rowReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax);
+  /// Column `col` of fragment element `e`: base + this lane's column + the
+  /// element's.
+  Value fragCol(ImplicitLocOpBuilder &ib, Value base, int64_t col, int64_t e) {
+    return arith::AddIOp::create(
+        ib, arith::AddIOp::create(ib, base, cCol),
+        indexConst(ib, col + MatrixEmitter::elemCoord(ci.col, e)));
+  }
+  Value accCol(ImplicitLocOpBuilder &ib, int64_t blk, int64_t e);
+  Value rowBytes(ImplicitLocOpBuilder &ib, Value view, Value extraRows);
+  Value operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info, Value rowBytes,
+                    int64_t col, int64_t lbo);
+  /// This lane's row of fragment element `e`.
+  Value rowOf(int64_t e) const { return rows[elemRow[e]]; }
+  int64_t nRows() const { return rowOffsets.size(); }
+
+  AttentionStepOp op;
+  const ThreadInfo &ti;
+  StepPlan p;
+  const FragLayout &ci; ///< the fragments' C layout
+  std::unique_ptr<MatrixEmitter> fragEm, mmaEm;
+  MatrixEmitter &frag, &mma;
+  scf::ForOp loop;
+  Value q, k, v, acc, mBuf, lBuf;
+  ViewInfo qInfo, kInfo, vInfo;
+  DenseMap<Operation *, Value> swizzled; // operand root -> swizzled buffer
+  Value pTile, corrBuf, halfMax;         // split scores only
+  /// Row offsets of a fragment's elements, and each element's.
+  SmallVector<int64_t> rowOffsets, elemRow;
+  // Lanes and rows (setUp): this lane's rows (one per row offset), its
+  // column within a fragment, the first lane of each row.
+  SmallVector<Value> rows;
+  Value rowBase, colPart, colBase, keyBase, cCol, rowLead, owner, negInf;
+};
+
+} // namespace mla::nvidia
+
+#endif // MLA_LIB_TRANSFORMS_NVIDIA_FUSEDSTEP_H
