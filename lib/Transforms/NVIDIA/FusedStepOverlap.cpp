@@ -59,9 +59,8 @@ LogicalResult FusedStep::emitOverlapped() {
 /// One iteration: tile i's scores, tile i - 1's P·V beside its softmax,
 /// then the correction of the accumulators. The state: accumulators, m, l
 /// (as the step in sequence), tile i's A registers and value offset.
-SmallVector<Value>
-FusedStep::overlappedStep(ImplicitLocOpBuilder &ib,
-                          ArrayRef<BlockArgument> args) {
+SmallVector<Value> FusedStep::overlappedStep(ImplicitLocOpBuilder &ib,
+                                             ArrayRef<BlockArgument> args) {
   const int64_t nAcc = p.nAcc(), nR = nRows();
   const int64_t nP = probabilityRegCount(p);
   auto forOp = cast<scf::ForOp>(op->getParentOp());
@@ -97,9 +96,9 @@ FusedStep::overlappedStep(ImplicitLocOpBuilder &ib,
   SmallVector<Value> prob = softmax(ib, args, s, mNew, corr, sum);
   // P·V (i - 1) done: the accumulators take tile i's correction.
   mma.wait(ib, 0);
-  SmallVector<Value> state = mma.fenceRegisters(
-      ib, SmallVector<Value>(lagged.getResults().begin(),
-                             lagged.getResults().end()));
+  SmallVector<Value> state =
+      mma.fenceRegisters(ib, SmallVector<Value>(lagged.getResults().begin(),
+                                                lagged.getResults().end()));
   for (int64_t a = 0; a < nAcc; ++a)
     state[a] = arith::MulFOp::create(ib, state[a], corr[elemRow[a % ci.elems]]);
   llvm::append_range(state, mNew);
