@@ -32,7 +32,10 @@
 // 128-byte swizzle and its descriptors, the warpgroups' named barriers.
 //
 // Fewer than 64 rows on one warpgroup with 64-key tiles take the
-// transposed step instead (TransposedStep.cpp: keys as wgmma's M).
+// transposed step instead (TransposedStep.cpp: keys as wgmma's M). A step
+// marked `overlap` (config `overlap = 1`) issues each tile's P·V in the
+// next iteration, beside that tile's softmax (FusedStepOverlap.cpp, on the
+// issue and wait halves of the products here).
 //
 // Strategy: planFusedStep (FusedStepPlan.cpp) decides from the shapes, the
 // warps and the target (every refusal says why under
