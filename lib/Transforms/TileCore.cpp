@@ -234,6 +234,128 @@ void initSoftmaxState(ImplicitLocOpBuilder &g, const AttentionTiles &t) {
   fillBuffer(g, t.lBuf, 0.0);
 }
 
+/// The body of one key tile (emitOnlineSoftmax's): the tile at t0 from
+/// the given key and value tiles, with the key loop's pipeline depth.
+using TileBodyFn =
+    function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value, int64_t)>;
+using LoadTilesFn =
+    function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)>;
+
+/// A pipelined key loop (no mask, `t.stages` > 1).
+static void emitPipelinedKeyLoop(ImplicitLocOpBuilder &g,
+                                 const AttentionTiles &t, Value start,
+                                 Value end, Value cTile, LoadTilesFn loadTiles,
+                                 TileBodyFn tileBody) {
+  // A pipeline of `stages` tiles: the first stages - 1 are copied before
+  // the loop; iteration i first starts the copy of tile i + stages - 1
+  // into the slot tile i - 1 used (a GPU target may keep stages - 1 such
+  // copies in flight while it computes: the step's `stages`), then
+  // computes tile i from slot i % stages. Copies past `end` only write
+  // zeros. With `t.overlap` the values run one tile behind the keys
+  // (`lag` 1): iteration i copies value tile i + stages - 2 into the slot
+  // value tile i - 2 used, so tile i - 1's values are still in place for
+  // a P·V issued in iteration i; the groups a step waits for are then
+  // those of one iteration earlier, as without the lag.
+  const int64_t stages = t.stages;
+  const int64_t lag = t.overlap && t.separateValues ? 1 : 0;
+  auto tileStart = [&](ImplicitLocOpBuilder &b, Value base,
+                       int64_t ahead) -> Value {
+    if (ahead == 0)
+      return base;
+    return arith::AddIOp::create(b, base, indexConst(b, ahead * t.tile));
+  };
+  for (int64_t s = 0; s + 1 < stages; ++s) {
+    Value slot = indexConst(g, s);
+    Value kTile = t.kTile(g, slot);
+    Value vTile = s + 1 + lag < stages ? t.vTile(g, slot) : Value();
+    loadTiles(g, tileStart(g, start, s), kTile, vTile);
+  }
+  Value cStages = indexConst(g, stages);
+  forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
+    Value i =
+        arith::DivUIOp::create(lb, arith::SubIOp::create(lb, t0, start), cTile);
+    Value slot = arith::RemUIOp::create(lb, i, cStages);
+    auto slotAhead = [&](int64_t ahead) {
+      Value tileIdx =
+          ahead
+              ? arith::AddIOp::create(lb, i, indexConst(lb, ahead)).getResult()
+              : i;
+      return arith::RemUIOp::create(lb, tileIdx, cStages);
+    };
+    Value next = slotAhead(stages - 1);
+    Value kNext = t.kTile(lb, next);
+    Value vNext = lag ? Value() : t.vTile(lb, next);
+    loadTiles(lb, tileStart(lb, t0, stages - 1), kNext, vNext);
+    if (lag) {
+      // Value tile i + stages - 2, into the slot of value tile i - 2.
+      Value vBehind = t.vTile(lb, slotAhead(stages - 1 - lag));
+      loadTiles(lb, tileStart(lb, t0, stages - 1 - lag), Value(), vBehind);
+    }
+    Value kTile = t.kTile(lb, slot), vTile = t.vTile(lb, slot);
+    tileBody(lb, t0, kTile, vTile, stages);
+  });
+}
+
+/// A key loop with a mask variant, skipping the tiles no row sees.
+static void
+emitMaskedKeyLoop(ImplicitLocOpBuilder &g, const AttentionTiles &t, Value start,
+                  Value end, Value cTile, const Variants &variants,
+                  LoadTilesFn loadTiles,
+                  function_ref<Value(ImplicitLocOpBuilder &, Value)> visibleEnd,
+                  TileBodyFn tileBody) {
+  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
+  Value cRows = indexConst(g, t.rows);
+  Value zeroF = f32Const(g, 0.0);
+  // With a mask, a key tile that no row of the workgroup sees is skipped
+  // (not loaded, no products): the mask is evaluated for every (row, key)
+  // of the tile first, which costs a fraction of Q·Kᵀ and holds for any
+  // mask. Per-row flags, then one workgroup-wide flag, each written by one
+  // parallel phase (so that on GPUs a barrier separates them from readers).
+  ImplicitLocOpBuilder topBuilder =
+      builderAtGridTop(g.getLoc(), g.getInsertionBlock());
+  Value anyFlag = memref::AllocaOp::create(
+      topBuilder, MemRefType::get({1}, g.getF32Type()));
+  forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
+    Value one = f32Const(lb, 1.0);
+    parallelFor(lb, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
+      Value row = iv[0];
+      Value visEnd = minIdx(rb, end, visibleEnd(rb, row));
+      Value hi = minIdx(
+          rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0), cTile);
+      std::array<Value, 3> pos = variants.position(rb, row);
+      Value seen = reduceLoop(
+          rb, c0, hi, c1, zeroF,
+          [&](ImplicitLocOpBuilder &cb, Value c, Value acc) -> Value {
+            Value key = arith::AddIOp::create(cb, t0, c);
+            Value visible = inlineVariant(cb, *variants.mask,
+                                          {pos[0], pos[1], pos[2], key});
+            return arith::SelectOp::create(cb, visible, one, acc);
+          });
+      memref::StoreOp::create(rb, seen, t.rowScratch, ValueRange{row});
+    });
+    parallelFor(
+        lb, {indexConst(lb, 1)}, [&](ImplicitLocOpBuilder &rb, ValueRange) {
+          Value seen = reduceLoop(
+              rb, c0, cRows, c1, zeroF,
+              [&](ImplicitLocOpBuilder &cb, Value r, Value acc) -> Value {
+                return arith::MaximumFOp::create(
+                    cb, acc,
+                    memref::LoadOp::create(cb, t.rowScratch, ValueRange{r}));
+              });
+          memref::StoreOp::create(rb, seen, anyFlag, ValueRange{c0});
+        });
+    Value any = arith::CmpFOp::create(
+        lb, arith::CmpFPredicate::OGT,
+        memref::LoadOp::create(lb, anyFlag, ValueRange{c0}), zeroF);
+    auto ifOp = scf::IfOp::create(lb, any, /*withElseRegion=*/false);
+    ImplicitLocOpBuilder ib(lb.getLoc(), ifOp.thenBlock()->getTerminator());
+    Value slot = indexConst(ib, 0);
+    Value kTile = t.kTile(ib, slot), vTile = t.vTile(ib, slot);
+    loadTiles(ib, t0, kTile, vTile);
+    tileBody(ib, t0, kTile, vTile, /*stages=*/1);
+  });
+}
+
 /// The online softmax over the key tiles starting at `start`, `start +
 /// tile`, ... below `end`. `loadTiles(b, t0)` stages keys (and values)
 /// t0, t0 + 1, ... into the key (and value) tile, zeros past `end`;
@@ -249,9 +371,8 @@ void emitOnlineSoftmax(
     function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)> loadTiles,
     function_ref<Value(ImplicitLocOpBuilder &, Value)> visibleEnd) {
   Value scaleLog2 = arith::MulFOp::create(g, scale, f32Const(g, kLog2e));
-  Value c0 = indexConst(g, 0), c1 = indexConst(g, 1);
-  Value cTile = indexConst(g, t.tile), cRows = indexConst(g, t.rows);
-  Value zeroF = f32Const(g, 0.0);
+  Value c0 = indexConst(g, 0);
+  Value cTile = indexConst(g, t.tile);
   // Tile t0 from the given key / value tiles (already staged): one
   // attention step. Its element function maps (row, column, raw score) to
   // the log2-domain logit and its visibility: columns past the row's
@@ -305,57 +426,8 @@ void emitOnlineSoftmax(
     YieldOp::create(eb, ValueRange{x, visible});
     tb.setInsertionPointAfter(step);
   };
-  if (!variants.mask && t.stages > 1) {
-    // A pipeline of `stages` tiles: the first stages - 1 are copied before
-    // the loop; iteration i first starts the copy of tile i + stages - 1
-    // into the slot tile i - 1 used (a GPU target may keep stages - 1 such
-    // copies in flight while it computes: the step's `stages`), then
-    // computes tile i from slot i % stages. Copies past `end` only write
-    // zeros. With `t.overlap` the values run one tile behind the keys
-    // (`lag` 1): iteration i copies value tile i + stages - 2 into the slot
-    // value tile i - 2 used, so tile i - 1's values are still in place for
-    // a P·V issued in iteration i; the groups a step waits for are then
-    // those of one iteration earlier, as without the lag.
-    const int64_t stages = t.stages;
-    const int64_t lag = t.overlap && t.separateValues ? 1 : 0;
-    auto tileStart = [&](ImplicitLocOpBuilder &b, Value base,
-                         int64_t ahead) -> Value {
-      if (ahead == 0)
-        return base;
-      return arith::AddIOp::create(b, base, indexConst(b, ahead * t.tile));
-    };
-    for (int64_t s = 0; s + 1 < stages; ++s) {
-      Value slot = indexConst(g, s);
-      Value kTile = t.kTile(g, slot);
-      Value vTile = s + 1 + lag < stages ? t.vTile(g, slot) : Value();
-      loadTiles(g, tileStart(g, start, s), kTile, vTile);
-    }
-    Value cStages = indexConst(g, stages);
-    forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
-      Value i = arith::DivUIOp::create(lb, arith::SubIOp::create(lb, t0, start),
-                                       cTile);
-      Value slot = arith::RemUIOp::create(lb, i, cStages);
-      auto slotAhead = [&](int64_t ahead) {
-        Value tileIdx =
-            ahead ? arith::AddIOp::create(lb, i, indexConst(lb, ahead))
-                        .getResult()
-                  : i;
-        return arith::RemUIOp::create(lb, tileIdx, cStages);
-      };
-      Value next = slotAhead(stages - 1);
-      Value kNext = t.kTile(lb, next);
-      Value vNext = lag ? Value() : t.vTile(lb, next);
-      loadTiles(lb, tileStart(lb, t0, stages - 1), kNext, vNext);
-      if (lag) {
-        // Value tile i + stages - 2, into the slot of value tile i - 2.
-        Value vBehind = t.vTile(lb, slotAhead(stages - 1 - lag));
-        loadTiles(lb, tileStart(lb, t0, stages - 1 - lag), Value(), vBehind);
-      }
-      Value kTile = t.kTile(lb, slot), vTile = t.vTile(lb, slot);
-      tileBody(lb, t0, kTile, vTile, stages);
-    });
-    return;
-  }
+  if (!variants.mask && t.stages > 1)
+    return emitPipelinedKeyLoop(g, t, start, end, cTile, loadTiles, tileBody);
   if (!variants.mask) {
     forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
       Value slot = indexConst(lb, 0);
@@ -365,54 +437,8 @@ void emitOnlineSoftmax(
     });
     return;
   }
-  // With a mask, a key tile that no row of the workgroup sees is skipped
-  // (not loaded, no products): the mask is evaluated for every (row, key)
-  // of the tile first, which costs a fraction of Q·Kᵀ and holds for any
-  // mask. Per-row flags, then one workgroup-wide flag, each written by one
-  // parallel phase (so that on GPUs a barrier separates them from readers).
-  ImplicitLocOpBuilder topBuilder =
-      builderAtGridTop(g.getLoc(), g.getInsertionBlock());
-  Value anyFlag = memref::AllocaOp::create(
-      topBuilder, MemRefType::get({1}, g.getF32Type()));
-  forLoop(g, start, end, cTile, [&](ImplicitLocOpBuilder &lb, Value t0) {
-    Value one = f32Const(lb, 1.0);
-    parallelFor(lb, {cRows}, [&](ImplicitLocOpBuilder &rb, ValueRange iv) {
-      Value row = iv[0];
-      Value visEnd = minIdx(rb, end, visibleEnd(rb, row));
-      Value hi = minIdx(
-          rb, maxIdx(rb, arith::SubIOp::create(rb, visEnd, t0), c0), cTile);
-      std::array<Value, 3> pos = variants.position(rb, row);
-      Value seen = reduceLoop(
-          rb, c0, hi, c1, zeroF,
-          [&](ImplicitLocOpBuilder &cb, Value c, Value acc) -> Value {
-            Value key = arith::AddIOp::create(cb, t0, c);
-            Value visible = inlineVariant(cb, *variants.mask,
-                                          {pos[0], pos[1], pos[2], key});
-            return arith::SelectOp::create(cb, visible, one, acc);
-          });
-      memref::StoreOp::create(rb, seen, t.rowScratch, ValueRange{row});
-    });
-    parallelFor(
-        lb, {indexConst(lb, 1)}, [&](ImplicitLocOpBuilder &rb, ValueRange) {
-          Value seen = reduceLoop(
-              rb, c0, cRows, c1, zeroF,
-              [&](ImplicitLocOpBuilder &cb, Value r, Value acc) -> Value {
-                return arith::MaximumFOp::create(
-                    cb, acc,
-                    memref::LoadOp::create(cb, t.rowScratch, ValueRange{r}));
-              });
-          memref::StoreOp::create(rb, seen, anyFlag, ValueRange{c0});
-        });
-    Value any = arith::CmpFOp::create(
-        lb, arith::CmpFPredicate::OGT,
-        memref::LoadOp::create(lb, anyFlag, ValueRange{c0}), zeroF);
-    auto ifOp = scf::IfOp::create(lb, any, /*withElseRegion=*/false);
-    ImplicitLocOpBuilder ib(lb.getLoc(), ifOp.thenBlock()->getTerminator());
-    Value slot = indexConst(ib, 0);
-    Value kTile = t.kTile(ib, slot), vTile = t.vTile(ib, slot);
-    loadTiles(ib, t0, kTile, vTile);
-    tileBody(ib, t0, kTile, vTile, /*stages=*/1);
-  });
+  emitMaskedKeyLoop(g, t, start, end, cTile, variants, loadTiles, visibleEnd,
+                    tileBody);
 }
 
 /// A sink logit joins each row's softmax denominator: with z the logit in
