@@ -270,6 +270,40 @@ TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
 // later layers, with other q, cache and block table but the same lengths,
 // skip the plan launch and match the reference and a full launch bit for
 // bit. A kernel without a plan (fixed split-KV) ignores the option.
+// One workspace across launches whose lengths change (as a CUDA graph
+// replays its launches with new lengths): each launch's plan rewrites
+// every row its chunks read, so no earlier launch's plan leaks into the
+// next one, whichever cut the plan chooses; requests whose lengths drop to
+// zero (the first among them) get o 0 and lse -inf.
+TEST(DecodeChunks, ChangedLengthsInOneWorkspace) {
+  const std::vector<std::vector<int32_t>> batches = {
+      {400, 250, 310, 520, 180, 290, 330, 240},
+      {300, 150, 210, 420, 80, 190, 230, 140},
+      {0, 150, 0, 420, 80, 0, 230, 140},
+      {0, 0, 0, 0, 0, 0, 0, 0},
+      {2000, 0, 1, 0, 64, 0, 0, 3},
+      {400, 250, 310, 520, 180, 290, 330, 240}};
+  for (std::string cut : {"kv_chunks=12,chunk_windows=0",
+                          "kv_chunks=12,chunk_windows=1",
+                          "kv_chunks=12,chunk_windows=2",
+                          "kv_chunks=256,merge_groups=4,chunk_windows=2"}) {
+    Case c{"relen_" + cut.substr(cut.size() - 1), 16, 512, 64, 64, 2, "bf16",
+           batches[0], cut};
+    std::optional<Kernel> kernel;
+    ASSERT_NO_FATAL_FAILURE(loadDecode(c, kernel));
+    Workspace workspace;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      Case l = c;
+      l.name += "_" + std::to_string(i);
+      l.lens = batches[i];
+      DecodeRun r;
+      ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, l, r, {}, &workspace));
+      SCOPED_TRACE(cut + ", launch " + std::to_string(i));
+      checkReference(l, r);
+    }
+  }
+}
+
 TEST(DecodeChunks, ReusedPlanAcrossLayers) {
   const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 129};
   Case c{"reuse_layer0", 16, 512, 64, 16, 1, "bf16", lens, "kv_chunks=10"};

@@ -463,33 +463,49 @@ def test_flashmla_grid(b, s_q, s_k, h_q, varlen, causal, zero):
 
 
 def test_flashmla_in_a_cuda_graph():
+    """A decode step in a CUDA graph, replayed with other lengths: a
+    metadata object serves one step's lengths (as FlashMLA's), so the step
+    takes a new one inside the captured region. Its first layer computes
+    the plan (a node of the graph, recomputed at each replay), the second
+    reuses it. A metadata object filled before the capture would hold the
+    plan of the warm-up's lengths at every replay."""
     q, k_cache, table, lens = _flashmla_inputs(8, 2, 300, 16, True, False, 9)
-    meta, _ = flashmla.get_mla_metadata()
+    q2 = (q.float() * -0.5).bfloat16()
 
-    def call():
-        return flashmla.flash_mla_with_kvcache(q, k_cache, table, lens,
-                                               LATENT, meta, causal=False)
+    def step():
+        meta, _ = flashmla.get_mla_metadata()
+        return [flashmla.flash_mla_with_kvcache(x, k_cache, table, lens,
+                                                LATENT, meta, causal=False)
+                for x in (q, q2)]
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        call()
+        step()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        out, lse = call()
-    lens.copy_(torch.clamp(lens - 100, min=0))
-    graph.replay()
-    torch.cuda.synchronize()
-    ref_o, ref_lse = ref_decode(q, k_cache.view(-1, 64, DIM).nan_to_num(0.0),
-                                table.clamp(max=k_cache.shape[0] - 1), lens,
-                                DIM ** -0.5, causal=False)
-    ref_lse = ref_lse.masked_fill(ref_lse == float("-inf"), float("inf"))
-    ok, why = _close("out", out, ref_o.bfloat16(), 8e-4, 2.01 / 128, 5e-6)
-    assert ok, "out: " + why
-    ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(), 1e-6,
-                     8.01 / 65536)
-    assert ok, "lse: " + why
+        layers = step()
+    original = lens.clone()
+    # Shorter lengths (some 0), then the original ones again: a plan left
+    # from the shorter lengths would miss the longer ones' last tiles.
+    for new_lens in (torch.clamp(original - 100, min=0), original):
+        lens.copy_(new_lens)
+        graph.replay()
+        torch.cuda.synchronize()
+        for x, (out, lse) in zip((q, q2), layers):
+            ref_o, ref_lse = ref_decode(
+                x, k_cache.view(-1, 64, DIM).nan_to_num(0.0),
+                table.clamp(max=k_cache.shape[0] - 1), lens, DIM ** -0.5,
+                causal=False)
+            ref_lse = ref_lse.masked_fill(ref_lse == float("-inf"),
+                                          float("inf"))
+            ok, why = _close("out", out, ref_o.bfloat16(), 8e-4, 2.01 / 128,
+                             5e-6)
+            assert ok, f"out (lengths {lens.tolist()}): " + why
+            ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(),
+                             1e-6, 8.01 / 65536)
+            assert ok, f"lse (lengths {lens.tolist()}): " + why
 
 
 def _flashmla_itself():
