@@ -283,12 +283,19 @@ TEST(DecodeChunks, ChangedLengthsInOneWorkspace) {
       {0, 0, 0, 0, 0, 0, 0, 0},
       {2000, 0, 1, 0, 64, 0, 0, 3},
       {400, 250, 310, 520, 180, 290, 330, 240}};
-  for (std::string cut : {"kv_chunks=12,chunk_windows=0",
-                          "kv_chunks=12,chunk_windows=1",
-                          "kv_chunks=12,chunk_windows=2",
-                          "kv_chunks=256,merge_groups=4,chunk_windows=2"}) {
-    Case c{"relen_" + cut.substr(cut.size() - 1), 16, 512, 64, 64, 2, "bf16",
-           batches[0], cut};
+  for (std::string cut :
+       {"kv_chunks=12,chunk_windows=0", "kv_chunks=12,chunk_windows=1",
+        "kv_chunks=12,chunk_windows=2",
+        "kv_chunks=256,merge_groups=4,chunk_windows=2"}) {
+    Case c{"relen_" + cut.substr(cut.size() - 1),
+           16,
+           512,
+           64,
+           64,
+           2,
+           "bf16",
+           batches[0],
+           cut};
     std::optional<Kernel> kernel;
     ASSERT_NO_FATAL_FAILURE(loadDecode(c, kernel));
     Workspace workspace;
