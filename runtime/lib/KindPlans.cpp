@@ -76,11 +76,13 @@ public:
   Status check();
 
 private:
+  /// A launch plan that is not this runtime's: the manifest line, what
+  /// differs, and its likeliest cause (kForeignPlanHint).
   Status fail(int line, const std::string &message) const {
     return Status::error(ErrorCode::InvalidManifest,
                          "manifest line " + std::to_string(line) + ": " +
                              m.kernel + " target '" + target.name + "' " +
-                             message);
+                             message + kForeignPlanHint);
   }
   Status checkWorkspace(const WorkspaceSpec &spec, const WorkspaceRule &rule);
   Status checkLaunch(const LaunchSpec &spec, const LaunchRule &rule);

@@ -114,10 +114,16 @@ struct KindPlan {
   std::vector<LaunchRule> launches;
 };
 
+/// What every plan mismatch ends with: its likeliest cause, a package from
+/// an mla-compile whose launch plans differ from this runtime's.
+inline constexpr const char *kForeignPlanHint =
+    " (not this runtime's launch plan: compile the package with the "
+    "mla-compile of this runtime)";
+
 /// Checks `target` of `m` against `plan` (InvalidManifest errors naming
-/// the line and the field: "manifest line 22: decode target 'sm_90a' launch
-/// 'decode_k0' grid y is 0, expected 1 (ceil(heads / head_group) = ceil(16 /
-/// 16))").
+/// the line and the field, then kForeignPlanHint: "manifest line 22: decode
+/// target 'sm_90a' launch 'decode_k0' grid y is 0, expected 1 (ceil(heads /
+/// head_group) = ceil(16 / 16)) (not this runtime's launch plan: ...)").
 Status checkTargetPlan(const Manifest &m, const TargetSpec &target,
                        const KindPlan &plan);
 

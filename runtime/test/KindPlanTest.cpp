@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KindPlans.h"
 #include "KindTestUtils.h"
 #include "TestUtils.h"
 
@@ -46,9 +47,15 @@ const char *const kK0 = "launch 'mla_decode_k0' (the partial results per "
 const char *const kK1 = "launch 'mla_decode_k1' (the merge of the splits "
                         "per request, query and head)";
 
-std::string decodeError(int line, const std::string &what) {
+/// A config value out of range (configValue's error).
+std::string configError(int line, const std::string &what) {
   return "manifest line " + std::to_string(line) +
          ": decode target 'host-x86_64' " + what;
+}
+
+/// A launch plan that is not the runtime's (its checker's error).
+std::string decodeError(int line, const std::string &what) {
+  return configError(line, what) + plans::kForeignPlanHint;
 }
 
 } // namespace
@@ -149,10 +156,10 @@ TEST(KindPlanTest, DecodeLaunchesPassTheirArguments) {
 
 TEST(KindPlanTest, DecodeConfigValues) {
   EXPECT_EQ(manifestError(edited(kDecode, "kv_splits=3", "kv_splits=0")),
-            decodeError(19, "config kv_splits=0 is not an integer in [1, "
+            configError(19, "config kv_splits=0 is not an integer in [1, "
                             "2147483647]"));
   EXPECT_EQ(manifestError(edited(kDecode, "head_group=4", "head_group=5")),
-            decodeError(19, "config head_group=5 is not an integer in [1, 4]"));
+            configError(19, "config head_group=5 is not an integer in [1, 4]"));
   // A target's config comes before the manifest's: head_group 2 gives two
   // head groups, the grid's dim 0 (schedule::headGroupGridDim: they vary
   // fastest), the requests dim 1.
@@ -223,13 +230,17 @@ TEST(KindPlanTest, PrefillMergeAndAppendGrids) {
                   "'mla_ref_prefill_bf16_causal' (the attention per query "
                   "tile, head and request) grid ";
   EXPECT_EQ(manifestError(edited(prefill, "arg0.0/4,", "arg0.0/64,")),
-            p + "x is 'arg0.0/64' (q dim 0), expected ceil(query rows / "
+            p +
+                "x is 'arg0.0/64' (q dim 0), expected ceil(query rows / "
                 "tile_q) = ceil(query rows / 4) (query rows: q dim 0, o dim 0 "
-                "or lse dim 1)");
+                "or lse dim 1)" +
+                plans::kForeignPlanHint);
   EXPECT_EQ(manifestError(edited(prefill, "arg3.0-1\n", "arg3.0\n")),
-            p + "z is 'arg3.0' (cu_seqlens_q dim 0), expected the requests "
+            p +
+                "z is 'arg3.0' (cu_seqlens_q dim 0), expected the requests "
                 "(offsets - 1) (offsets: cu_seqlens_q dim 0 or cu_seqlens_k "
-                "dim 0)");
+                "dim 0)" +
+                plans::kForeignPlanHint);
   EXPECT_TRUE(parseManifest(edited(prefill, "arg3.0-1\n", "arg4.0-1\n")).ok());
 
   std::string merge = mergeManifest(MergeShape());
