@@ -88,6 +88,33 @@ def test_metadata_reused_and_checked(rng):
                                         causal=True)
 
 
+def test_metadata_with_other_lengths_plans_again(rng):
+    """A metadata object serves one step's lengths; lengths written in place
+    since its plan (or another array of other lengths) take a new plan
+    rather than the stale one, and match the reference."""
+    q, k_cache, table, lens, q64, k64 = reference.flashmla_inputs(
+        rng, 4, 1, 200, 3, True, False, 64)
+    meta, _ = flashmla.get_mla_metadata()
+    flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV, meta)
+    first = meta.decode_plan
+    flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV, meta)
+    assert meta.decode_plan is first  # the same lengths: reused
+    lens[:] = np.maximum(lens - 100, 0)
+    lens[0] = 0
+    out, lse = flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV,
+                                               meta)
+    assert meta.decode_plan is not first and meta.decode_plan.ready
+    ref_out, ref_lse = reference.flashmla_decode(q64, k64, table, lens, DV,
+                                                 False, DIM ** -0.5)
+    ok, why = reference.flashmla_close(
+        mla.from_bf16(out), mla.from_bf16(mla.to_bf16(ref_out)),
+        abs_tol=8e-4, rel_tol=2.01 / 128, cos_diff_tol=5e-6)
+    assert ok, "out: " + why
+    ok, why = reference.flashmla_close(lse, ref_lse.astype(np.float32),
+                                       abs_tol=1e-6, rel_tol=8.01 / 65536)
+    assert ok, "lse: " + why
+
+
 def test_unsupported_and_bad_arguments(rng):
     q, k_cache, table, lens, _, _ = reference.flashmla_inputs(
         rng, 2, 1, 40, 3, False, False, 64)

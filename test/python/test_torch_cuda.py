@@ -462,18 +462,22 @@ def test_flashmla_grid(b, s_q, s_k, h_q, varlen, causal, zero):
     assert ok, "lse: " + why
 
 
-def test_flashmla_in_a_cuda_graph():
+@pytest.mark.parametrize("meta_in_capture", [True, False])
+def test_flashmla_in_a_cuda_graph(meta_in_capture):
     """A decode step in a CUDA graph, replayed with other lengths: a
-    metadata object serves one step's lengths (as FlashMLA's), so the step
-    takes a new one inside the captured region. Its first layer computes
-    the plan (a node of the graph, recomputed at each replay), the second
-    reuses it. A metadata object filled before the capture would hold the
-    plan of the warm-up's lengths at every replay."""
+    metadata object serves one step's lengths (as FlashMLA's), and the
+    step's first layer computes the plan in the graph (a node recomputed at
+    each replay), the second reuses it. With the metadata taken inside the
+    captured region that is the first call's plan; with one filled by the
+    warm-up before the capture, mla.flashmla sees the capture begin and
+    records a plan of its own (a plan computed outside the graph would hold
+    the warm-up's lengths at every replay)."""
     q, k_cache, table, lens = _flashmla_inputs(8, 2, 300, 16, True, False, 9)
     q2 = (q.float() * -0.5).bfloat16()
+    shared, _ = flashmla.get_mla_metadata()
 
     def step():
-        meta, _ = flashmla.get_mla_metadata()
+        meta = flashmla.get_mla_metadata()[0] if meta_in_capture else shared
         return [flashmla.flash_mla_with_kvcache(x, k_cache, table, lens,
                                                 LATENT, meta, causal=False)
                 for x in (q, q2)]
@@ -506,6 +510,30 @@ def test_flashmla_in_a_cuda_graph():
             ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(),
                              1e-6, 8.01 / 65536)
             assert ok, f"lse (lengths {lens.tolist()}): " + why
+
+
+def test_flashmla_lengths_written_in_place_plan_again():
+    """Eager calls: lengths written in place through torch (its version
+    counter) after a metadata object's plan take a new plan, not the
+    stale one."""
+    q, k_cache, table, lens = _flashmla_inputs(8, 1, 300, 16, True, False, 11)
+    meta, _ = flashmla.get_mla_metadata()
+    flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, LATENT, meta)
+    first = meta.decode_plan
+    lens.sub_(100).clamp_(min=0)
+    out, lse = flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, LATENT,
+                                               meta)
+    torch.cuda.synchronize()
+    assert meta.decode_plan is not first
+    ref_o, ref_lse = ref_decode(q, k_cache.view(-1, 64, DIM).nan_to_num(0.0),
+                                table.clamp(max=k_cache.shape[0] - 1), lens,
+                                DIM ** -0.5, causal=False)
+    ref_lse = ref_lse.masked_fill(ref_lse == float("-inf"), float("inf"))
+    ok, why = _close("out", out, ref_o.bfloat16(), 8e-4, 2.01 / 128, 5e-6)
+    assert ok, "out: " + why
+    ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(), 1e-6,
+                     8.01 / 65536)
+    assert ok, "lse: " + why
 
 
 def _flashmla_itself():

@@ -47,7 +47,10 @@ class FlashMLASchedMeta:
     lookup, and an mla.DecodePlan: the first call computes the
     length-aware schedule's plan of chunks from cache_seqlens, the later
     calls with this metadata skip that launch and reuse it, as FlashMLA's
-    own scheduler metadata is computed once for a step's lengths."""
+    own scheduler metadata is computed once for a step's lengths; a call
+    whose lengths are visibly not the plan's (another tensor, one written
+    in place since, a graph capture begun since: _lengths_key) plans
+    again."""
 
     @dataclasses.dataclass
     class Config:
@@ -68,6 +71,7 @@ class FlashMLASchedMeta:
     num_splits: Any = None
     plan: Any = None
     decode_plan: Any = None
+    lengths: Any = None  # _lengths_key of the lengths decode_plan serves
 
 
 def get_mla_metadata(*args, **kwargs):
@@ -149,6 +153,22 @@ def _plan(meta, q, k_cache, head_dim_v, causal):
     return meta.plan[1]
 
 
+def _lengths_key(cache_seqlens):
+    """What tells, without reading them (no sync), that the lengths differ
+    from those a plan was computed from: a torch tensor's storage and
+    version counter (every in-place write through torch bumps it) and
+    whether a CUDA graph is being captured (a plan computed outside the
+    capture is not a node of the graph: the capture's first call records
+    its own); a numpy array's bytes."""
+    if _dev.is_torch(cache_seqlens):
+        torch = _dev.torch_module()
+        capturing = (cache_seqlens.device.type == "cuda"
+                     and torch.cuda.is_current_stream_capturing())
+        return ("torch", cache_seqlens.data_ptr(), cache_seqlens._version,
+                capturing)
+    return ("numpy", np.asarray(cache_seqlens).tobytes())
+
+
 def _contiguous(array):
     if _dev.is_torch(array):
         return array.contiguous()
@@ -198,6 +218,13 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
     if softmax_scale is None:
         softmax_scale = dim ** -0.5
     plan = _plan(meta, q, k_cache, head_dim_v, causal)
+    # The plan of chunks is the step's (its lengths'): lengths written in
+    # place since, another tensor, or a graph capture begun since take a new
+    # one (FlashMLA would reuse its stale metadata).
+    lengths = _lengths_key(cache_seqlens)
+    if meta.decode_plan is not None and meta.lengths != lengths:
+        meta.decode_plan = None
+    meta.lengths = lengths
     q = _contiguous(q)
     # FlashMLA needs only a unit last stride of the block table (serving
     # engines pass row slices of a larger table); mla's C API takes dense
