@@ -105,7 +105,7 @@ class Engine:
             shadow[slot] = np.concatenate([kv_c64[t], k_pe64[t, 0]])
         np.testing.assert_array_equal(self.kv_cache, before)
 
-    def decode(self, impl, requests, q_len):
+    def decode(self, impl, requests, q_len, attn=None):
         tokens = len(requests) * q_len
         # forward_impl's q: ql_nope from a transposed bmm output and q_pe a
         # slice of q, both non-contiguous views.
@@ -114,7 +114,7 @@ class Engine:
         pe, pe64 = reference.random_input(self.rng, (tokens, HEADS, 192),
                                           "bf16")
         q = (nope.transpose(1, 0, 2), pe[..., 128:])
-        attn = self.metadata(requests, q_len)
+        attn = attn or self.metadata(requests, q_len)
         o, lse = impl.forward_mqa(q, self.kv_cache, attn, None)
         q64 = np.concatenate([nope64.transpose(1, 0, 2), pe64[..., 128:]], -1)
         ref_o, ref_lse = reference.decode(
@@ -150,6 +150,39 @@ def test_serving_steps(rng):
              engine.schedule(20, 17)]
     engine.kv_update(impl, np.concatenate(slots))
     engine.decode(impl, [7, 3], 1)
+
+
+def test_layers_of_a_step_share_the_plan(rng):
+    """The layers of one step (one attn_metadata) share one DecodePlan: the
+    first layer's call computes it, the others reuse it and still match the
+    reference; a new step's metadata, or lengths written in place, plan
+    again."""
+    impl, engine = make_impl(), Engine(rng)
+    prompts = {1: 300, 2: 17, 3: 129, 4: 64}
+    engine.kv_update(impl, np.concatenate(
+        [engine.schedule(r, n) for r, n in prompts.items()]))
+    requests = list(prompts)
+    engine.kv_update(impl, np.concatenate(
+        [engine.schedule(r, 1) for r in requests]))
+    attn = engine.metadata(requests, 1)
+    plans = []
+    for layer in range(3):  # other q each layer (Engine.decode), same step
+        engine.decode(impl, requests, 1, attn)
+        plans.append(attn._mla_decode_plan[1])
+    assert plans[0].ready and plans[1] is plans[0] and plans[2] is plans[0]
+    # The lengths written in place (a shorter step, for the test): a new
+    # plan, which matches the reference.
+    for r in requests:
+        engine.lengths[r] -= 10
+    attn.decode.seq_lens[:] = [engine.lengths[r] for r in requests]
+    engine.decode(impl, requests, 1, attn)
+    assert attn._mla_decode_plan[1] is not plans[0]
+    # The next step: its own metadata, its own plan.
+    engine.kv_update(impl, np.concatenate(
+        [engine.schedule(r, 1) for r in requests]))
+    step = engine.metadata(requests, 1)
+    engine.decode(impl, requests, 1, step)
+    assert step._mla_decode_plan[1] is not attn._mla_decode_plan[1]
 
 
 def test_int64_slots_outside_int32_and_cache_dtype(rng):

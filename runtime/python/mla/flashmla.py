@@ -49,8 +49,8 @@ class FlashMLASchedMeta:
     calls with this metadata skip that launch and reuse it, as FlashMLA's
     own scheduler metadata is computed once for a step's lengths; a call
     whose lengths are visibly not the plan's (another tensor, one written
-    in place since, a graph capture begun since: _lengths_key) plans
-    again."""
+    in place since, a graph capture begun since: mla._runtime.lengths_key)
+    plans again."""
 
     @dataclasses.dataclass
     class Config:
@@ -71,7 +71,7 @@ class FlashMLASchedMeta:
     num_splits: Any = None
     plan: Any = None
     decode_plan: Any = None
-    lengths: Any = None  # _lengths_key of the lengths decode_plan serves
+    lengths: Any = None  # lengths_key of the lengths decode_plan serves
 
 
 def get_mla_metadata(*args, **kwargs):
@@ -153,22 +153,6 @@ def _plan(meta, q, k_cache, head_dim_v, causal):
     return meta.plan[1]
 
 
-def _lengths_key(cache_seqlens):
-    """What tells, without reading them (no sync), that the lengths differ
-    from those a plan was computed from: a torch tensor's storage and
-    version counter (every in-place write through torch bumps it) and
-    whether a CUDA graph is being captured (a plan computed outside the
-    capture is not a node of the graph: the capture's first call records
-    its own); a numpy array's bytes."""
-    if _dev.is_torch(cache_seqlens):
-        torch = _dev.torch_module()
-        capturing = (cache_seqlens.device.type == "cuda"
-                     and torch.cuda.is_current_stream_capturing())
-        return ("torch", cache_seqlens.data_ptr(), cache_seqlens._version,
-                capturing)
-    return ("numpy", np.asarray(cache_seqlens).tobytes())
-
-
 def _contiguous(array):
     if _dev.is_torch(array):
         return array.contiguous()
@@ -221,7 +205,7 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
     # The plan of chunks is the step's (its lengths'): lengths written in
     # place since, another tensor, or a graph capture begun since take a new
     # one (FlashMLA would reuse its stale metadata).
-    lengths = _lengths_key(cache_seqlens)
+    lengths = _runtime.lengths_key(cache_seqlens)
     if meta.decode_plan is not None and meta.lengths != lengths:
         meta.decode_plan = None
     meta.lengths = lengths

@@ -21,8 +21,13 @@ the backend): per layer and step, vLLM calls
 with kv_cache = kv_c_and_k_pe_cache [num_blocks, block_size, L + R] (vLLM's
 MLA layout, which is mla's page pool). do_kv_cache_update runs mla's
 append_kv (int64 slots narrowed to i32), forward_mqa mla's decode (MTP
-with q_len > 1, causal, as vLLM's speculative decode needs). Prefill
-(forward_mha) stays vLLM's (MLACommonImpl and its prefill backend).
+with q_len > 1, causal, as vLLM's speculative decode needs). The layers of
+one step share the length-aware schedule's plan (an mla.DecodePlan kept on
+the step's attn_metadata): the first layer's call computes it, the others
+skip that launch, as FlashMLA's callers share one scheduler metadata;
+lengths visibly not the plan's (another seq_lens, one written in place, a
+CUDA graph capture begun since) plan again. Prefill (forward_mha) stays
+vLLM's (MLACommonImpl and its prefill backend).
 
 The methods live in MlaDecodeMethods, which needs no vLLM (the tests drive
 it as vLLM would); with vLLM importable this module also defines
@@ -43,6 +48,7 @@ import numpy as np
 from . import _capi
 from . import _devarrays as _dev
 from . import _packages
+from . import _runtime
 
 VLLM_COMMIT = "0014ca6b9929614f1b72c4bb11e5238de49cba89"
 _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16",
@@ -142,11 +148,33 @@ class MlaDecodeMethods:
         if _dev.is_torch(q):
             q = q.contiguous()
         decode = attn_metadata.decode
-        o, lse = kernel.decode(q.reshape(requests, q_len, heads, dim), cache,
-                               decode.block_table, decode.seq_lens,
-                               self.scale, validate=self._mla_validate(q))
+        q = q.reshape(requests, q_len, heads, dim)
+        plan = _step_plan(attn_metadata, kernel, decode.seq_lens,
+                          (q.shape, cache.shape, decode.block_table.shape))
+        o, lse = kernel.decode(q, cache, decode.block_table, decode.seq_lens,
+                               self.scale, validate=self._mla_validate(q),
+                               plan=plan)
         return o.reshape(tokens, heads, self.kv_lora_rank), \
             lse.reshape(tokens, heads)
+
+
+def _step_plan(attn_metadata, kernel, seq_lens, shapes):
+    """The step's mla.DecodePlan for this kernel and these shapes, kept on
+    attn_metadata (vLLM builds one per step; its layers see the same
+    lengths): a new one where the lengths are visibly not the kept plan's
+    (mla._runtime.lengths_key) or the kernel or shapes differ; None where
+    attn_metadata keeps no attribute (each layer then plans)."""
+    key = (_runtime.lengths_key(seq_lens), id(kernel),
+           tuple(tuple(shape) for shape in shapes))
+    kept = getattr(attn_metadata, "_mla_decode_plan", None)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    plan = _runtime.DecodePlan()
+    try:
+        attn_metadata._mla_decode_plan = (key, plan)
+    except (AttributeError, TypeError):  # slots or a frozen dataclass
+        return None
+    return plan
 
 
 def _define_backend():
