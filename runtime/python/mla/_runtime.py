@@ -358,20 +358,21 @@ class DecodePlan:
 
 def lengths_key(seq_lens):
     """What tells, without reading them (no sync), that a decode's lengths
-    are not those a DecodePlan was computed from: a torch tensor's storage
-    and version counter (every in-place write through torch bumps it) and
-    whether a CUDA graph is being captured (a plan computed outside the
-    capture is not a node of the graph: the capture's first call must
-    record its own); a numpy array's address and bytes. Equal keys are the
-    caller's promise of equal lengths (a kernel writing the tensor's memory
-    directly is not seen)."""
+    are not those a DecodePlan was computed from: a torch tensor's identity,
+    storage and version counter (every in-place write through torch bumps
+    it) and whether a CUDA graph is being captured (a plan computed outside
+    the capture is not a node of the graph: the capture's first call must
+    record its own); a numpy array's bytes. Whoever keeps a key keeps the
+    array too, so that no other array takes its identity. Equal keys are
+    the caller's promise of equal lengths (a kernel writing the tensor's
+    memory directly is not seen)."""
     if _devarrays.is_torch(seq_lens):
         torch = _devarrays.torch_module()
         capturing = (seq_lens.device.type == "cuda"
                      and torch.cuda.is_current_stream_capturing())
-        return ("torch", seq_lens.data_ptr(), seq_lens._version, capturing)
-    array = np.asarray(seq_lens)
-    return ("numpy", array.__array_interface__["data"][0], array.tobytes())
+        return ("torch", id(seq_lens), seq_lens.data_ptr(), seq_lens._version,
+                capturing)
+    return ("numpy", np.asarray(seq_lens).tobytes())
 
 
 def _is_array(value):

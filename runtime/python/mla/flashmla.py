@@ -71,7 +71,7 @@ class FlashMLASchedMeta:
     num_splits: Any = None
     plan: Any = None
     decode_plan: Any = None
-    lengths: Any = None  # lengths_key of the lengths decode_plan serves
+    lengths: Any = None  # (lengths_key, the lengths) decode_plan serves
 
 
 def get_mla_metadata(*args, **kwargs):
@@ -206,9 +206,10 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
     # place since, another tensor, or a graph capture begun since take a new
     # one (FlashMLA would reuse its stale metadata).
     lengths = _runtime.lengths_key(cache_seqlens)
-    if meta.decode_plan is not None and meta.lengths != lengths:
+    if meta.decode_plan is not None and (meta.lengths is None
+                                         or meta.lengths[0] != lengths):
         meta.decode_plan = None
-    meta.lengths = lengths
+    meta.lengths = (lengths, cache_seqlens)
     q = _contiguous(q)
     # FlashMLA needs only a unit last stride of the block table (serving
     # engines pass row slices of a larger table); mla's C API takes dense

@@ -170,8 +170,8 @@ def _step_plan(attn_metadata, kernel, seq_lens, shapes):
     if kept is not None and kept[0] == key:
         return kept[1]
     plan = _runtime.DecodePlan()
-    try:
-        attn_metadata._mla_decode_plan = (key, plan)
+    try:  # the lengths kept with their key (lengths_key)
+        attn_metadata._mla_decode_plan = (key, plan, seq_lens, kernel)
     except (AttributeError, TypeError):  # slots or a frozen dataclass
         return None
     return plan
