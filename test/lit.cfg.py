@@ -27,6 +27,13 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# nvcc likewise: scripts/racecheck-pingpong.cu (gpu-roundtrip's reproducer)
+# is compiled and its barriers checked.
+nvcc = shutil.which("nvcc") or (
+    "/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+if nvcc:
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", nvcc))
 
 # valgrind (installed by scripts/setup) runs the compiler under memcheck in
 # test/tools/memcheck-*.test: a use of an erased op is found on every run,
