@@ -88,24 +88,30 @@ def test_metadata_reused_and_checked(rng):
                                         causal=True)
 
 
-def test_metadata_with_other_lengths_plans_again(rng):
+@pytest.mark.parametrize("q_len,causal", [(1, False), (2, False),
+                                          (2, True)])
+def test_metadata_with_other_lengths_plans_again(rng, q_len, causal):
     """A metadata object serves one step's lengths; lengths written in place
-    since its plan (or another array of other lengths) take a new plan
-    rather than the stale one, and match the reference."""
+    since its plan (numpy: other values) take a new plan rather than the
+    stale one, and match the reference (Sq = 2 non-causal: the Sq rows of a
+    request with its lengths repeated)."""
     q, k_cache, table, lens, q64, k64 = reference.flashmla_inputs(
-        rng, 4, 1, 200, 3, True, False, 64)
+        rng, 4, q_len, 200, 3, True, False, 64)
     meta, _ = flashmla.get_mla_metadata()
-    flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV, meta)
+    call = lambda lengths: flashmla.flash_mla_with_kvcache(  # noqa: E731
+        q, k_cache, table, lengths, DV, meta, causal=causal)
+    call(lens)
     first = meta.decode_plan
-    flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV, meta)
+    call(lens)
     assert meta.decode_plan is first  # the same lengths: reused
-    lens[:] = np.maximum(lens - 100, 0)
-    lens[0] = 0
-    out, lse = flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV,
-                                               meta)
+    call(lens.copy())
+    assert meta.decode_plan is first  # numpy: equal values, the same plan
+    lens[:] = np.maximum(lens - 100, q_len)
+    lens[0] = q_len
+    out, lse = call(lens)
     assert meta.decode_plan is not first and meta.decode_plan.ready
     ref_out, ref_lse = reference.flashmla_decode(q64, k64, table, lens, DV,
-                                                 False, DIM ** -0.5)
+                                                 causal, DIM ** -0.5)
     ok, why = reference.flashmla_close(
         mla.from_bf16(out), mla.from_bf16(mla.to_bf16(ref_out)),
         abs_tol=8e-4, rel_tol=2.01 / 128, cos_diff_tol=5e-6)
