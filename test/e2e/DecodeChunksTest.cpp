@@ -264,12 +264,6 @@ TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
   }
 }
 
-// Decode's plan of chunks depends on seq_lens alone: the layers of a decode
-// step can share it (LaunchOptions::reusePlan, as FlashMLA's callers share
-// one scheduler metadata). Layer 0 computes it in a caller workspace; the
-// later layers, with other q, cache and block table but the same lengths,
-// skip the plan launch and match the reference and a full launch bit for
-// bit. A kernel without a plan (fixed split-KV) ignores the option.
 // One workspace across launches whose lengths change (as a CUDA graph
 // replays its launches with new lengths): each launch's plan rewrites
 // every row its chunks read, so no earlier launch's plan leaks into the
@@ -283,11 +277,12 @@ TEST(DecodeChunks, ChangedLengthsInOneWorkspace) {
       {0, 0, 0, 0, 0, 0, 0, 0},
       {2000, 0, 1, 0, 64, 0, 0, 3},
       {400, 250, 310, 520, 180, 290, 330, 240}};
-  for (std::string cut :
-       {"kv_chunks=12,chunk_windows=0", "kv_chunks=12,chunk_windows=1",
-        "kv_chunks=12,chunk_windows=2",
-        "kv_chunks=256,merge_groups=4,chunk_windows=2"}) {
-    Case c{"relen_" + cut.substr(cut.size() - 1),
+  const std::vector<std::string> cuts = {
+      "kv_chunks=12,chunk_windows=0", "kv_chunks=12,chunk_windows=1",
+      "kv_chunks=12,chunk_windows=2",
+      "kv_chunks=256,merge_groups=4,chunk_windows=2"};
+  for (size_t k = 0; k < cuts.size(); ++k) {
+    Case c{"relen_" + std::to_string(k),
            16,
            512,
            64,
@@ -295,22 +290,28 @@ TEST(DecodeChunks, ChangedLengthsInOneWorkspace) {
            2,
            "bf16",
            batches[0],
-           cut};
+           cuts[k]};
     std::optional<Kernel> kernel;
     ASSERT_NO_FATAL_FAILURE(loadDecode(c, kernel));
     Workspace workspace;
     for (size_t i = 0; i < batches.size(); ++i) {
+      SCOPED_TRACE(cuts[k] + ", launch " + std::to_string(i));
       Case l = c;
       l.name += "_" + std::to_string(i);
       l.lens = batches[i];
       DecodeRun r;
       ASSERT_NO_FATAL_FAILURE(runDecodeWith(*kernel, l, r, {}, &workspace));
-      SCOPED_TRACE(cut + ", launch " + std::to_string(i));
       checkReference(l, r);
     }
   }
 }
 
+// Decode's plan of chunks depends on seq_lens alone: the layers of a decode
+// step can share it (LaunchOptions::reusePlan, as FlashMLA's callers share
+// one scheduler metadata). Layer 0 computes it in a caller workspace; the
+// later layers, with other q, cache and block table but the same lengths,
+// skip the plan launch and match the reference and a full launch bit for
+// bit. A kernel without a plan (fixed split-KV) ignores the option.
 TEST(DecodeChunks, ReusedPlanAcrossLayers) {
   const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 129};
   Case c{"reuse_layer0", 16, 512, 64, 16, 1, "bf16", lens, "kv_chunks=10"};

@@ -15,6 +15,21 @@ import reference
 DIM, DV = 576, 512
 
 
+def check_reference(out, lse, q64, k64, table, lens, causal):
+    """out and lse against the float64 reference of FlashMLA's semantics,
+    compared as FlashMLA compares (out in bf16 with its reference rounded
+    to bf16)."""
+    ref_out, ref_lse = reference.flashmla_decode(q64, k64, table, lens, DV,
+                                                 causal, DIM ** -0.5)
+    ok, why = reference.flashmla_close(
+        mla.from_bf16(out), mla.from_bf16(mla.to_bf16(ref_out)),
+        abs_tol=8e-4, rel_tol=2.01 / 128, cos_diff_tol=5e-6)
+    assert ok, "out: " + why
+    ok, why = reference.flashmla_close(lse, ref_lse.astype(np.float32),
+                                       abs_tol=1e-6, rel_tol=8.01 / 65536)
+    assert ok, "lse: " + why
+
+
 def run(rng, batch, q_len, s_k, heads, varlen, causal, page_size=64,
         zero_lengths=False):
     q, k_cache, table, lens, q64, k64 = reference.flashmla_inputs(
@@ -27,16 +42,7 @@ def run(rng, batch, q_len, s_k, heads, varlen, causal, page_size=64,
     assert out.shape == (batch, q_len, heads, DV) and out.dtype == np.uint16
     assert lse.shape == (batch, heads, q_len) and lse.dtype == np.float32
     assert lse.flags.c_contiguous
-    ref_out, ref_lse = reference.flashmla_decode(q64, k64, table, lens, DV,
-                                                 causal, DIM ** -0.5)
-    # FlashMLA compares out in bf16 with its reference rounded to bf16.
-    ok, why = reference.flashmla_close(
-        mla.from_bf16(out), mla.from_bf16(mla.to_bf16(ref_out)),
-        abs_tol=8e-4, rel_tol=2.01 / 128, cos_diff_tol=5e-6)
-    assert ok, "out: " + why
-    ok, why = reference.flashmla_close(lse, ref_lse.astype(np.float32),
-                                       abs_tol=1e-6, rel_tol=8.01 / 65536)
-    assert ok, "lse: " + why
+    check_reference(out, lse, q64, k64, table, lens, causal)
     assert meta.have_initialized and meta.config.h_q == heads
     return out, lse, meta
 
@@ -76,12 +82,7 @@ def test_metadata_reused_and_checked(rng):
         rng, 2, 1, 40, 3, False, False, 64)
     np.testing.assert_array_equal(lens2, lens)
     out, lse = flashmla.flash_mla_with_kvcache(q2, k2, table2, lens, DV, meta)
-    ref_out, ref_lse = reference.flashmla_decode(q64, k64, table2, lens, DV,
-                                                 False, DIM ** -0.5)
-    ok, why = reference.flashmla_close(
-        mla.from_bf16(out), mla.from_bf16(mla.to_bf16(ref_out)),
-        abs_tol=8e-4, rel_tol=2.01 / 128, cos_diff_tol=5e-6)
-    assert ok, "out: " + why
+    check_reference(out, lse, q64, k64, table2, lens, False)
     with pytest.raises(mla.InvalidArgumentError, match="causal is True, the "
                        "first call with this metadata had False"):
         flashmla.flash_mla_with_kvcache(q, k_cache, table, lens, DV, meta,
@@ -110,15 +111,7 @@ def test_metadata_with_other_lengths_plans_again(rng, q_len, causal):
     lens[0] = q_len
     out, lse = call(lens)
     assert meta.decode_plan is not first and meta.decode_plan.ready
-    ref_out, ref_lse = reference.flashmla_decode(q64, k64, table, lens, DV,
-                                                 causal, DIM ** -0.5)
-    ok, why = reference.flashmla_close(
-        mla.from_bf16(out), mla.from_bf16(mla.to_bf16(ref_out)),
-        abs_tol=8e-4, rel_tol=2.01 / 128, cos_diff_tol=5e-6)
-    assert ok, "out: " + why
-    ok, why = reference.flashmla_close(lse, ref_lse.astype(np.float32),
-                                       abs_tol=1e-6, rel_tol=8.01 / 65536)
-    assert ok, "lse: " + why
+    check_reference(out, lse, q64, k64, table, lens, causal)
 
 
 def test_unsupported_and_bad_arguments(rng):

@@ -441,6 +441,20 @@ def _flashmla_inputs(b, s_q, s_k, h_q, varlen, zero, seed):
             torch.tensor(lengths, dtype=torch.int32, device=CUDA))
 
 
+def _check_flashmla(out, lse, q, k_cache, table, lens, causal, what=""):
+    """out and lse of mla.flashmla against ref_decode, compared as FlashMLA
+    compares (FlashMLA's lse: +inf where a query sees no key)."""
+    ref_o, ref_lse = ref_decode(q, k_cache.view(-1, 64, DIM).nan_to_num(0.0),
+                                table.clamp(max=k_cache.shape[0] - 1), lens,
+                                DIM ** -0.5, causal=causal)
+    ref_lse = ref_lse.masked_fill(ref_lse == float("-inf"), float("inf"))
+    ok, why = _close("out", out, ref_o.bfloat16(), 8e-4, 2.01 / 128, 5e-6)
+    assert ok, "out" + what + ": " + why
+    ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(), 1e-6,
+                     8.01 / 65536)
+    assert ok, "lse" + what + ": " + why
+
+
 @pytest.mark.parametrize("b,s_q,s_k,h_q,varlen,causal,zero", _grid())
 def test_flashmla_grid(b, s_q, s_k, h_q, varlen, causal, zero):
     q, k_cache, table, lens = _flashmla_inputs(b, s_q, s_k, h_q, varlen, zero,
@@ -451,15 +465,7 @@ def test_flashmla_grid(b, s_q, s_k, h_q, varlen, causal, zero):
                                                causal=causal)
     assert out.shape == (b, s_q, h_q, LATENT) and out.dtype == torch.bfloat16
     assert lse.shape == (b, h_q, s_q) and lse.dtype == torch.float32
-    ref_o, ref_lse = ref_decode(q, k_cache.view(-1, 64, DIM).nan_to_num(0.0),
-                                table.clamp(max=k_cache.shape[0] - 1), lens,
-                                DIM ** -0.5, causal=causal or s_q == 1)
-    ref_lse = ref_lse.masked_fill(ref_lse == float("-inf"), float("inf"))
-    ok, why = _close("out", out, ref_o.bfloat16(), 8e-4, 2.01 / 128, 5e-6)
-    assert ok, "out: " + why
-    ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(), 1e-6,
-                     8.01 / 65536)
-    assert ok, "lse: " + why
+    _check_flashmla(out, lse, q, k_cache, table, lens, causal or s_q == 1)
 
 
 @pytest.mark.parametrize("meta_in_capture", [True, False])
@@ -498,18 +504,8 @@ def test_flashmla_in_a_cuda_graph(meta_in_capture):
         graph.replay()
         torch.cuda.synchronize()
         for x, (out, lse) in zip((q, q2), layers):
-            ref_o, ref_lse = ref_decode(
-                x, k_cache.view(-1, 64, DIM).nan_to_num(0.0),
-                table.clamp(max=k_cache.shape[0] - 1), lens, DIM ** -0.5,
-                causal=False)
-            ref_lse = ref_lse.masked_fill(ref_lse == float("-inf"),
-                                          float("inf"))
-            ok, why = _close("out", out, ref_o.bfloat16(), 8e-4, 2.01 / 128,
-                             5e-6)
-            assert ok, f"out (lengths {lens.tolist()}): " + why
-            ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(),
-                             1e-6, 8.01 / 65536)
-            assert ok, f"lse (lengths {lens.tolist()}): " + why
+            _check_flashmla(out, lse, x, k_cache, table, lens, False,
+                            f" (lengths {lens.tolist()})")
 
 
 def test_flashmla_lengths_written_in_place_plan_again():
@@ -525,15 +521,7 @@ def test_flashmla_lengths_written_in_place_plan_again():
                                                meta)
     torch.cuda.synchronize()
     assert meta.decode_plan is not first
-    ref_o, ref_lse = ref_decode(q, k_cache.view(-1, 64, DIM).nan_to_num(0.0),
-                                table.clamp(max=k_cache.shape[0] - 1), lens,
-                                DIM ** -0.5, causal=False)
-    ref_lse = ref_lse.masked_fill(ref_lse == float("-inf"), float("inf"))
-    ok, why = _close("out", out, ref_o.bfloat16(), 8e-4, 2.01 / 128, 5e-6)
-    assert ok, "out: " + why
-    ok, why = _close("lse", lse, ref_lse.transpose(1, 2).float(), 1e-6,
-                     8.01 / 65536)
-    assert ok, "lse: " + why
+    _check_flashmla(out, lse, q, k_cache, table, lens, False)
 
 
 def _flashmla_itself():
