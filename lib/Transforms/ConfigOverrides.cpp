@@ -54,6 +54,7 @@ static constexpr std::pair<const char *, int64_t ConfigFields::*>
         {"chunk_windows", &ConfigFields::chunkWindows},
         {"blocked_copies", &ConfigFields::blockedCopies},
         {"overlap", &ConfigFields::overlap},
+        {"fused_merge", &ConfigFields::fusedMerge},
 };
 
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {

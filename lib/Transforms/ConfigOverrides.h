@@ -22,7 +22,7 @@ struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages,
       minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0,
       chunkBalance = rt::schedule::kChunkBalance, mergeGroups = 1,
-      chunkWindows = 0, blockedCopies = 1, overlap = 0;
+      chunkWindows = 0, blockedCopies = 1, overlap = 0, fusedMerge = 0;
 };
 
 /// Whether the perf-config `spec` names `field` (its syntax is checked by

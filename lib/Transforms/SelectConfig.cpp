@@ -92,7 +92,7 @@ int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
       op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup, cfg.warps,
       cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma, cfg.kvChunks,
       cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups, cfg.chunkWindows,
-      cfg.blockedCopies, cfg.overlap);
+      cfg.blockedCopies, cfg.overlap, cfg.fusedMerge);
   FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, arch);
   return succeeded(tiles) ? tiles->bytes()
                           : std::numeric_limits<int64_t>::max();
@@ -558,13 +558,17 @@ struct SelectConfigPass
              existing.getKvChunks(),     existing.getWorkgroups(),
              existing.getChunkBalance(), existing.getMergeGroups(),
              existing.getChunkWindows(), existing.getBlockedCopies(),
-             existing.getOverlap()};
+             existing.getOverlap(),      existing.getFusedMerge()};
     const bool stagesAsked = existing || specHasField(perfConfig, "stages");
     if (failed(applyOverrides(op, perfConfig, cfg)))
       return {};
     // The part groups are the length-aware schedule's: a default of more
     // than one goes with it when the overrides select fixed splits.
     if (!existing && cfg.kvChunks == 0 &&
+        !specHasField(perfConfig, "merge_groups"))
+      cfg.mergeGroups = 1;
+    // A fused merge has no merge launch: the part groups' default goes.
+    if (!existing && cfg.fusedMerge &&
         !specHasField(perfConfig, "merge_groups"))
       cfg.mergeGroups = 1;
     // So are the windows.
@@ -611,7 +615,7 @@ struct SelectConfigPass
         emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
         cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
         cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups,
-        cfg.chunkWindows, cfg.blockedCopies, cfg.overlap);
+        cfg.chunkWindows, cfg.blockedCopies, cfg.overlap, cfg.fusedMerge);
     if (!attr || failed(checkConfigForTarget(op, attr, arch)))
       return ConfigAttr();
     return attr;

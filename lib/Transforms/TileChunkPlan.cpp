@@ -698,6 +698,12 @@ LogicalResult tileChunkPlan(ChunkPlanOp op) {
   // 5. With windows: the rest of row 3.
   if (windows)
     pb.finishWindows();
+  // 6. The requests' finished-chunk counters (#mla.config fused_merge),
+  // zero before the chunks count.
+  parallelFor(g, {batch}, [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+    i32Store(ib, indexConst(ib, 0), plan,
+             {indexConst(ib, rt::schedule::counterRow(windows)), iv[0]});
+  });
   op.erase();
   return success();
 }

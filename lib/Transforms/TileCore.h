@@ -158,6 +158,14 @@ LogicalResult tileMerge(MergeOp op);
 LogicalResult tileChunkPlan(ChunkPlanOp op);
 LogicalResult tileChunkMerge(ChunkMergeOp op, const ArchInfo *arch);
 
+/// The merge of request `req`'s chunk parts [lo, hi) (`oParts` [slots,
+/// q_len, heads, dv] f32, `lseParts` [slots, q_len, heads]) into its rows
+/// of `o` and `lse`, for every query and head, by the current workgroup
+/// (TileMerge.cpp; the fused merge of TileDecode.cpp).
+void emitRequestMerge(ImplicitLocOpBuilder &b, Value oParts, Value lseParts,
+                      Value o, Value lse, Value req, Value lo, Value hi,
+                      const ArchInfo *arch);
+
 } // namespace mla::tiling
 
 #endif // MLA_LIB_TRANSFORMS_TILECORE_H

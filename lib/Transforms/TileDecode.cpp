@@ -6,6 +6,7 @@
 #include "mla/runtime/ChunkSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -48,6 +49,8 @@ void recordDecodeInfo(DecodeOp op) {
     config += " merge_groups=" + std::to_string(cfg.getMergeGroups());
   if (cfg.getChunkWindows())
     config += " chunk_windows=" + std::to_string(cfg.getChunkWindows());
+  if (cfg.getFusedMerge())
+    config += " fused_merge=1";
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",
@@ -444,6 +447,70 @@ Value boundReadingOpening(ImplicitLocOpBuilder &wb, DecodeOp op,
   return arith::SelectOp::create(wb, opens, atLeastOne, last);
 }
 
+/// #mla.config fused_merge, after chunk `kr.req`'s partial results: a
+/// phase that only orders them (its barrier: any thread may have written
+/// them), then one thread counts the chunk in its request's counter (the
+/// plan's counterRow; an atomic add, acquire-release) and says in `flag`
+/// (a workgroup cell) whether it completed the count, `groups` (the head
+/// groups) times the request's chunks, and if so zeroes the counter for
+/// the next launch; that workgroup then merges the request
+/// (emitRequestMerge), every part being written.
+void countAndMerge(ImplicitLocOpBuilder &lb, DecodeOp op, Value planMem,
+                   bool windows, int64_t groups, Value flag, Value req,
+                   Value wsO, Value wsL, const ArchInfo *arch) {
+  PlanReader plan{planMem};
+  auto requestChunks = [&](ImplicitLocOpBuilder &ib) {
+    Value c0 = indexConst(ib, 0);
+    Value lo = plan.at(ib, c0, arith::AddIOp::create(ib, req, indexConst(ib, 2)));
+    Value hi = plan.at(ib, c0, arith::AddIOp::create(ib, req, indexConst(ib, 3)));
+    return std::pair(lo, hi);
+  };
+  Value c1 = indexConst(lb, 1);
+  parallelFor(lb, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+    memref::StoreOp::create(ib, arith::ConstantIntOp::create(ib, 0, 32), flag,
+                            ValueRange{indexConst(ib, 0)});
+  });
+  parallelFor(lb, {c1}, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+    Value c0 = indexConst(ib, 0);
+    Value row = indexConst(ib, rt::schedule::counterRow(windows));
+    Value one = arith::ConstantIntOp::create(ib, 1, 32);
+    // Release: the workgroup's partial results (ordered before this
+    // thread by the barrier) reach the device before the count; acquire:
+    // the other chunks' results, counted before, are seen by the merge
+    // (the barrier after this phase orders the workgroup's reads).
+    StringRef scope = arch ? arch->deviceSyncScope() : StringRef();
+    LLVM::FenceOp::create(ib, LLVM::AtomicOrdering::release, scope);
+    Value old = memref::AtomicRMWOp::create(ib, arith::AtomicRMWKind::addi,
+                                            one, planMem, ValueRange{row, req});
+    LLVM::FenceOp::create(ib, LLVM::AtomicOrdering::acquire, scope);
+    auto [lo, hi] = requestChunks(ib);
+    Value expected = arith::MulIOp::create(
+        ib, arith::SubIOp::create(ib, hi, lo), indexConst(ib, groups));
+    Value done = arith::IndexCastOp::create(
+        ib, ib.getIndexType(), arith::AddIOp::create(ib, old, one));
+    Value last =
+        arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, done, expected);
+    memref::StoreOp::create(ib, arith::ExtUIOp::create(ib, ib.getI32Type(), last),
+                            flag, ValueRange{c0});
+    scf::IfOp::create(ib, last, [&](OpBuilder &nb, Location loc) {
+      ImplicitLocOpBuilder tb(loc, nb);
+      memref::StoreOp::create(tb, arith::ConstantIntOp::create(tb, 0, 32),
+                              planMem, ValueRange{row, req});
+      scf::YieldOp::create(tb);
+    });
+  });
+  Value merges = arith::CmpIOp::create(
+      lb, arith::CmpIPredicate::ne,
+      memref::LoadOp::create(lb, flag, ValueRange{indexConst(lb, 0)}),
+      arith::ConstantIntOp::create(lb, 0, 32));
+  scf::IfOp::create(lb, merges, [&](OpBuilder &nb, Location loc) {
+    ImplicitLocOpBuilder mb(loc, nb);
+    auto [lo, hi] = requestChunks(mb);
+    emitRequestMerge(mb, wsO, wsL, op.getO(), op.getLse(), req, lo, hi, arch);
+    scf::YieldOp::create(mb);
+  });
+}
+
 /// The length-aware schedule (kv_chunks > 0, #mla.config says more):
 /// mla.chunk_plan from the lengths, a grid of workgroups for each head
 /// group (headGroupGrid) that take the plan's chunks in turn (with
@@ -507,13 +574,21 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, const ArchInfo *arch,
                           : arith::AddIOp::create(g, dimValue(g, op.getQ(), 0),
                                                   indexConst(g, extra));
   AttentionTiles t = decodeTiles(g, op);
-  // One chunk: the online softmax over its range and its partial result.
+  const bool fused = cfg.getFusedMerge();
+  Value flag = fused ? memref::AllocaOp::create(
+                           g, MemRefType::get({1}, g.getI32Type()))
+                     : Value();
+  // One chunk: the online softmax over its range and its partial result
+  // (fused_merge: then its count, and the request's merge by the last).
   auto emitChunk = [&](ImplicitLocOpBuilder &lb, Value slot,
                        const KeyRange &kr) {
     emitKeyRange(lb, op, t, queriesInPlace, headBase, kr, wsO, wsL,
                  [&](ImplicitLocOpBuilder &, Value i, Value head) {
                    return SmallVector<Value>{slot, i, head};
                  });
+    if (fused)
+      countAndMerge(lb, op, planMem, windows, heads / group, flag, kr.req, wsO,
+                    wsL, arch);
   };
   // Each chunk writes every tile before reading it (mla.fresh_tiles).
   auto chunkLoop = [&](ImplicitLocOpBuilder &lb, Value from, Value to,
@@ -546,8 +621,9 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, const ArchInfo *arch,
     emitChunk(lb, slot,
               windowChunkRange(lb, op, plan, w, slot, firstSlot, early));
   }
-  ChunkMergeOp::create(b, wsO, wsL, planMem, op.getO(), op.getLse(),
-                       cfg.getMergeGroups());
+  if (!fused)
+    ChunkMergeOp::create(b, wsO, wsL, planMem, op.getO(), op.getLse(),
+                         cfg.getMergeGroups());
   memref::DeallocOp::create(b, wsO);
   memref::DeallocOp::create(b, wsL);
   memref::DeallocOp::create(b, planMem);

@@ -469,4 +469,51 @@ LogicalResult tileChunkMerge(ChunkMergeOp op, const ArchInfo *arch) {
   return success();
 }
 
+/// The merge of request `req`'s parts [lo, hi) for every query and head of
+/// `o` by the current workgroup (#mla.config fused_merge: the workgroup
+/// whose chunk finished the request): one parallel phase over (query x
+/// head, vector column), each iteration summing its column's parts in
+/// rounds of kMergeUnroll loads (mergeOnline) and storing it.
+void emitRequestMerge(ImplicitLocOpBuilder &b, Value oParts, Value lseParts,
+                      Value o, Value lse, Value req, Value lo, Value hi,
+                      const ArchInfo *arch) {
+  auto oType = cast<MemRefType>(o.getType());
+  const int64_t sq = oType.getDimSize(1), heads = oType.getDimSize(2),
+                dv = oType.getDimSize(3);
+  const int64_t vw = mergeVectorWidth(dv, arch);
+  auto vecType = VectorType::get({vw}, b.getF32Type());
+  parallelFor(
+      b, {indexConst(b, sq * heads), indexConst(b, dv / vw)},
+      [&](ImplicitLocOpBuilder &ib, ValueRange iv) {
+        Value cHeads = indexConst(ib, heads);
+        Value i = arith::DivUIOp::create(ib, iv[0], cHeads);
+        Value head = arith::RemUIOp::create(ib, iv[0], cHeads);
+        Value d = arith::MulIOp::create(ib, iv[1], indexConst(ib, vw));
+        // Named: MergeRowIO holds references to them.
+        auto lseAt = [&](ImplicitLocOpBuilder &jb, Value n) -> Value {
+          return memref::LoadOp::create(jb, lseParts, ValueRange{n, i, head});
+        };
+        auto oAt = [&](ImplicitLocOpBuilder &pb, Value n, Value col,
+                       VectorType t) -> Value {
+          return vector::LoadOp::create(pb, t, oParts,
+                                        ValueRange{n, i, head, col});
+        };
+        auto storeO = [&](ImplicitLocOpBuilder &jb, Value col, Value merged) {
+          vector::StoreOp::create(jb, merged, o, ValueRange{req, i, head, col});
+        };
+        auto storeLse = [&](ImplicitLocOpBuilder &jb, Value l) {
+          memref::StoreOp::create(jb, l, lse, ValueRange{req, i, head});
+        };
+        MergeRowIO io{lseAt, oAt, storeO, storeLse};
+        storeMerged(
+            ib, mergeOnline(ib, lo, hi, 1, kMergeUnroll, d, vecType, io), d,
+            vecType, oType.getElementType(),
+            [&](ImplicitLocOpBuilder &jb) -> Value {
+              return arith::CmpIOp::create(jb, arith::CmpIPredicate::eq, iv[1],
+                                           indexConst(jb, 0));
+            },
+            io);
+      });
+}
+
 } // namespace mla::tiling

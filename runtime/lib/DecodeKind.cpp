@@ -59,6 +59,7 @@ std::vector<std::pair<int64_t, const char *>> expectedDims(const Manifest &m,
 
 bool isInputRole(const KindRole &role) { return role.isInput(); }
 bool isOutputRole(const KindRole &role) { return role.isOutput(); }
+bool anyRole(const KindRole &) { return true; }
 
 /// The grid of a key-range launch: `x` (workgroups or requests) by
 /// `groups` (head groups) by `z`, in the order of
@@ -103,10 +104,15 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
   // 1: windows; 2: windows or request-aligned chunks, the plan's choice
   // (the same plan shape and grid).
   const bool windows = windowsField->value_or(0) != 0;
+  Expected<std::optional<int64_t>> fusedField =
+      plans::configValue(m, target, "fused_merge", 0, 1);
+  if (!fusedField.ok())
+    return fusedField.status();
+  const bool fused = fusedField->value_or(0) != 0;
   const int64_t groups = (m.heads + **group - 1) / **group;
   const int64_t aim = schedule::chunkSlots(kvChunks, groups, windows);
   const int64_t rows = schedule::planRows(windows);
-  static_assert(schedule::planRows(false) == 2 && schedule::planRows(true) == 8,
+  static_assert(schedule::planRows(false) == 3 && schedule::planRows(true) == 9,
                 "the plan's description below");
   const std::string chunksText =
       "chunkSlots(kv_chunks, head groups) = " + std::to_string(aim);
@@ -129,8 +135,8 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
   plan.workspaces = {
       {DType::I32,
        {SizeRule::constantOf(rows, std::to_string(rows)), planCols},
-       windows ? "plan [8, batch + chunks + 2]"
-               : "plan [2, batch + chunks + 2]"},
+       windows ? "plan [9, batch + chunks + 2]"
+               : "plan [3, batch + chunks + 2]"},
       {DType::F32,
        {slots, qLen, heads, latent},
        "o_part [batch + chunks, q_len, heads, latent_dim]"},
@@ -153,6 +159,16 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
        {0, 1, 2},
        "the merge of each request's chunks per query and head"},
   };
+  // fused_merge: the chunks merge their requests (no merge launch); the
+  // chunks launch then also writes the outputs.
+  if (fused) {
+    plan.launches.pop_back();
+    plan.launches[1].roles =
+        plans::rolesOf(m, KernelKind::Decode, anyRole, true);
+    plan.launches[1].what =
+        "the partial results of the chunks and, by the last chunk of each "
+        "request, its merge";
+  }
   setKeyRangeGrid(plan.launches[1], gridX,
                   SizeRule::constantOf(groups, "ceil(heads / head_group) = " +
                                                    std::to_string(groups)),

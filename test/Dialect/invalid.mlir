@@ -1097,89 +1097,89 @@ module attributes {mla.launch_plans = [#mla.launch_plan<"f" args [<0, "q", "memr
 
 // -----
 
-func.func @chunk_plan_rows(%lens: memref<?xi32>, %plan: memref<3x?xi32>) {
-  // expected-error @+1 {{operand 'plan' dim 0 must be 2 (the header and C_b row, the chunks' requests), got 3}}
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16} : memref<?xi32>, memref<3x?xi32>
+func.func @chunk_plan_rows(%lens: memref<?xi32>, %plan: memref<4x?xi32>) {
+  // expected-error @+1 {{operand 'plan' dim 0 must be 3 (the header and C_b row, the chunks' requests, the requests' finished-chunk counters), got 4}}
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16} : memref<?xi32>, memref<4x?xi32>
   return
 }
 
 // -----
 
-func.func @chunk_plan_windows_rows(%lens: memref<?xi32>, %plan: memref<2x?xi32>) {
-  // expected-error @+1 {{operand 'plan' dim 0 must be 8 with windows (the header and C_b row, the chunks' requests, P_b, the windows' first chunks, their requests, first keys, key ends and lengths), got 2}}
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, windows} : memref<?xi32>, memref<2x?xi32>
+func.func @chunk_plan_windows_rows(%lens: memref<?xi32>, %plan: memref<3x?xi32>) {
+  // expected-error @+1 {{operand 'plan' dim 0 must be 9 with windows (the header and C_b row, the chunks' requests, P_b, the windows' first chunks, their requests, first keys, key ends and lengths, the requests' finished-chunk counters), got 3}}
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, windows} : memref<?xi32>, memref<3x?xi32>
   return
 }
 
 // -----
 
-func.func @chunk_plan_adaptive_needs_windows(%lens: memref<?xi32>, %plan: memref<2x?xi32>) {
+func.func @chunk_plan_adaptive_needs_windows(%lens: memref<?xi32>, %plan: memref<3x?xi32>) {
   // expected-error @+1 {{adaptive needs windows (it writes the windows' plan layout)}}
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, adaptive} : memref<?xi32>, memref<2x?xi32>
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, adaptive} : memref<?xi32>, memref<3x?xi32>
   return
 }
 
 // -----
 
-func.func @chunk_plan_windows_refine(%lens: memref<?xi32>, %plan: memref<8x?xi32>) {
+func.func @chunk_plan_windows_refine(%lens: memref<?xi32>, %plan: memref<9x?xi32>) {
   // expected-error @+1 {{windows has no refinement: refine must be 1, got 4}}
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, refine = 4, windows} : memref<?xi32>, memref<8x?xi32>
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16, refine = 4, windows} : memref<?xi32>, memref<9x?xi32>
   return
 }
 
 // -----
 
-func.func @chunk_merge_plan_rows(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
-  // expected-error @+1 {{operand 'plan' dim 0 must be 2 or 8 (mla.chunk_plan's rows), got 3}}
-  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+func.func @chunk_merge_plan_rows(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<4x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  // expected-error @+1 {{operand 'plan' dim 0 must be 3 or 9 (mla.chunk_plan's rows), got 4}}
+  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<4x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return
 }
 
 // -----
 
-func.func @chunk_plan_small(%lens: memref<4xi32>, %plan: memref<2x13xi32>) {
+func.func @chunk_plan_small(%lens: memref<4xi32>, %plan: memref<3x13xi32>) {
   // expected-error @+1 {{operand 'plan' dim 1 must be at least batch + refine * chunks + 2 = 14, got 13}}
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16} : memref<4xi32>, memref<2x13xi32>
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 8, balance = 16} : memref<4xi32>, memref<3x13xi32>
   return
 }
 
 // -----
 
-func.func @chunk_plan_zero(%lens: memref<?xi32>, %plan: memref<2x?xi32>) {
+func.func @chunk_plan_zero(%lens: memref<?xi32>, %plan: memref<3x?xi32>) {
   // expected-error @+1 {{attribute 'chunks' failed to satisfy constraint}}
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 0, balance = 16} : memref<?xi32>, memref<2x?xi32>
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 0, balance = 16} : memref<?xi32>, memref<3x?xi32>
   return
 }
 
 // -----
 
-func.func @chunk_merge_heads(%op: memref<?x1x8x512xf32>, %lp: memref<?x1x8xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+func.func @chunk_merge_heads(%op: memref<?x1x8x512xf32>, %lp: memref<?x1x8xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   // expected-error @+1 {{operand 'o_parts' dim 2 (heads) is 8, expected 16}}
-  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x8x512xf32>, memref<?x1x8xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x8x512xf32>, memref<?x1x8xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return
 }
 
 // -----
 
-func.func @chunk_merge_value(%op: memref<?x1x16x256xf32>, %lp: memref<?x1x16xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+func.func @chunk_merge_value(%op: memref<?x1x16x256xf32>, %lp: memref<?x1x16xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   // expected-error @+1 {{operand 'o_parts' dim 3 (value dim) is 256, expected 512}}
-  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x256xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x256xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return
 }
 
 // -----
 
-func.func @chunk_merge_no_groups(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+func.func @chunk_merge_no_groups(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   // expected-error @+1 {{attribute 'groups' failed to satisfy constraint}}
-  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 0} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 0} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return
 }
 
 // -----
 
-func.func @chunk_merge_many_groups(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+func.func @chunk_merge_many_groups(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   // expected-error @+1 {{groups must be in [1, 16], got 17}}
-  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 17} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 17} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return
 }
 
@@ -1215,6 +1215,21 @@ func.func private @bad_chunk_windows() attributes {cfg = #mla.config<tile_kv = 6
 
 // expected-error @+1 {{chunk_windows applies to the length-aware schedule only (kv_chunks > 0)}}
 func.func private @chunk_windows_need_chunks() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 1, warps = 1, stages = 1, chunk_windows = 1>}
+
+// -----
+
+// expected-error @+1 {{fused_merge must be 0 or 1, got 2}}
+func.func private @bad_fused_merge() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, kv_chunks = 8, fused_merge = 2>}
+
+// -----
+
+// expected-error @+1 {{fused_merge applies to the length-aware schedule only (kv_chunks > 0)}}
+func.func private @fused_merge_needs_chunks() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 1, warps = 1, stages = 1, fused_merge = 1>}
+
+// -----
+
+// expected-error @+1 {{merge_groups applies to the merge launch; fused_merge = 1 merges in the chunks kernel (merge_groups must be 1, got 4)}}
+func.func private @fused_merge_without_groups() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 1, warps = 1, stages = 1, kv_chunks = 8, merge_groups = 4, fused_merge = 1>}
 
 // -----
 

@@ -226,14 +226,14 @@ func.func @online_softmax(%s: memref<16x64xf32>, %p: memref<16x64xbf16>, %m: mem
 
 // The plan and merge of decode's length-aware schedule.
 // CHECK-LABEL: func @chunk_schedule
-// CHECK: mla.chunk_plan %{{.*}}, %{{.*}} {balance = 16 : i64, chunks = 256 : i64, tile_kv = 64 : i64} : memref<?xi32>, memref<2x?xi32>
-// CHECK: mla.chunk_plan %{{.*}}, %{{.*}} {balance = 16 : i64, chunks = 256 : i64, refine = 4 : i64, tile_kv = 64 : i64} : memref<?xi32>, memref<2x?xi32>
-// CHECK: mla.chunk_merge %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+// CHECK: mla.chunk_plan %{{.*}}, %{{.*}} {balance = 16 : i64, chunks = 256 : i64, tile_kv = 64 : i64} : memref<?xi32>, memref<3x?xi32>
+// CHECK: mla.chunk_plan %{{.*}}, %{{.*}} {balance = 16 : i64, chunks = 256 : i64, refine = 4 : i64, tile_kv = 64 : i64} : memref<?xi32>, memref<3x?xi32>
+// CHECK: mla.chunk_merge %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
 // CHECK: mla.chunk_merge %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {groups = 4 : i64} : memref<?x1x16x512xf32>
-func.func @chunk_schedule(%lens: memref<?xi32>, %plan: memref<2x?xi32>, %op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16} : memref<?xi32>, memref<2x?xi32>
-  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16, refine = 4} : memref<?xi32>, memref<2x?xi32>
-  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
-  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 4} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+func.func @chunk_schedule(%lens: memref<?xi32>, %plan: memref<3x?xi32>, %op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16} : memref<?xi32>, memref<3x?xi32>
+  mla.chunk_plan %lens, %plan {tile_kv = 64, chunks = 256, balance = 16, refine = 4} : memref<?xi32>, memref<3x?xi32>
+  mla.chunk_merge %op, %lp, %plan, %o, %lse : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 4} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return
 }

@@ -60,7 +60,7 @@
 // overlap = 1 (the lagged P·V) is prefill's: a decode's values are its
 // keys' columns.
 // OVERLAP: error: config overlap = 1 applies to prefill only (a decode's values are its keys' first columns: there is no value tile to copy behind the keys)
-// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance, merge_groups, chunk_windows, blocked_copies, overlap)
+// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance, merge_groups, chunk_windows, blocked_copies, overlap, fused_merge)
 // HOSTWARPS: error: config warps = 3 is not supported on target host: a host workgroup runs on one thread (allowed: warps = 1)
 // WARPS17: error: perf-config: warps must be in [1, 16], got 17
 // TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)

@@ -21,8 +21,8 @@ module attributes {mla.target = #mla.target<"sm_90a">} {
 // CHECK-COUNT-4: vector.load %arg0{{.*}} : memref<?x1x16x512xf32>, vector<16xf32>
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c32{{.*}})
 // CHECK: vector.store %{{.*}}, %arg3{{.*}} : memref<?x1x16x512xbf16>, vector<16xbf16>
-func.func @merge_512(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
-  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 4} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<2x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
+func.func @merge_512(%op: memref<?x1x16x512xf32>, %lp: memref<?x1x16xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
+  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 4} : memref<?x1x16x512xf32>, memref<?x1x16xf32>, memref<3x?xi32>, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return
 }
 }

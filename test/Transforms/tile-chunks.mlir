@@ -5,6 +5,9 @@
 // RUN: mla-opt %s --mla-tile | FileCheck %s --check-prefix=WIDE
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,chunk_windows=1,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=WINDOWS
 // RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,chunk_windows=2,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=ADAPTIVE
+// RUN: mla-opt %s --mla-select-config="perf-config=kv_chunks=8,fused_merge=1,kv_splits=1,tile_kv=16,head_group=1,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=FUSED
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=kv_chunks=8,fused_merge=1,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=FUSED-NV
+// RUN: mla-opt %s --mla-select-config="target=gfx942 perf-config=kv_chunks=8,fused_merge=1,kv_splits=1,tile_kv=16,head_group=2,warps=1,stages=1" --mla-tile | FileCheck %s --check-prefix=FUSED-AMD
 
 // Decode's length-aware schedule (kv_chunks): the plan of chunks from the
 // lengths in one workgroup, the chunks' partial results in one workspace
@@ -15,7 +18,7 @@
 // CHECK: %[[B:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[SLOTS:.*]] = arith.addi %[[B]], %c32
 // CHECK: %[[COLS:.*]] = arith.addi %[[B]], %c34
-// CHECK: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<2x?xi32>
+// CHECK: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<3x?xi32>
 // CHECK: %[[WSO:.*]] = memref.alloc(%[[SLOTS]]) : memref<?x2x2x32xf32>
 // CHECK: %[[WSL:.*]] = memref.alloc(%[[SLOTS]]) : memref<?x2x2xf32>
 //   The plan: one workgroup; a scan of ceil(len / 16) in blocks of 256.
@@ -92,14 +95,14 @@
 // WINDOWS: %[[B:.*]] = memref.dim %arg0, %c0
 // WINDOWS: %[[SLOTS:.*]] = arith.addi %[[B]], %c8
 // WINDOWS: %[[COLS:.*]] = arith.addi %[[B]], %c10
-// WINDOWS: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<8x?xi32>
+// WINDOWS: %[[PLAN:.*]] = memref.alloc(%[[COLS]]) : memref<9x?xi32>
 // WINDOWS: mla.grid in (%c1, %c1, %c1) {
-// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<8x?xi32>
-// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c3{{.*}}, %[[OPENED:.*]]] : memref<8x?xi32>
-// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c4{{.*}}, %[[OPENED]]] : memref<8x?xi32>
-// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c5{{.*}}, %[[OPENED]]] : memref<8x?xi32>
-// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c6{{.*}}, %[[OPENED]]] : memref<8x?xi32>
-// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c7{{.*}}, %[[OPENED]]] : memref<8x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<9x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c3{{.*}}, %[[OPENED:.*]]] : memref<9x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c4{{.*}}, %[[OPENED]]] : memref<9x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c5{{.*}}, %[[OPENED]]] : memref<9x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c6{{.*}}, %[[OPENED]]] : memref<9x?xi32>
+// WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c7{{.*}}, %[[OPENED]]] : memref<9x?xi32>
 // WINDOWS: %[[C9:.*]] = arith.constant 9 : index
 // WINDOWS: scf.parallel (%[[W:.*]]) = (%{{.*}}) to (%[[C9]])
 // WINDOWS: memref.store %{{.*}}, %[[PLAN]][%c3{{.*}}, %[[W]]]
@@ -134,7 +137,7 @@
 // k's in rows 4-7.
 // ADAPTIVE-LABEL: func @chunks
 // ADAPTIVE-SAME: kv_chunks=8 chunk_windows=2"
-// ADAPTIVE: %[[PLAN:.*]] = memref.alloc(%{{.*}}) : memref<8x?xi32>
+// ADAPTIVE: %[[PLAN:.*]] = memref.alloc(%{{.*}}) : memref<9x?xi32>
 // ADAPTIVE: mla.grid in (%c1, %c1, %c1) {
 // ADAPTIVE: %[[CELLS:.*]] = memref.alloca() : memref<8xi32>
 // ADAPTIVE: arith.muli %{{.*}}, %c64
@@ -145,10 +148,51 @@
 // ADAPTIVE: arith.cmpi sle, %{{.*}}, %c8
 // ADAPTIVE: memref.store %{{.*}}, %[[CELLS]][%c3
 // ADAPTIVE: arith.muli
-// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c4{{.*}}, %[[K:.*]]] : memref<8x?xi32>
-// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c7{{.*}}, %[[K]]] : memref<8x?xi32>
-// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<8x?xi32>
+// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c4{{.*}}, %[[K:.*]]] : memref<9x?xi32>
+// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c7{{.*}}, %[[K]]] : memref<9x?xi32>
+// ADAPTIVE: memref.store %{{.*}}, %[[PLAN]][%c2{{.*}}, %{{.*}}] : memref<9x?xi32>
 // ADAPTIVE: mla.grid in (%c8{{.*}}, %{{.*}}, %{{.*}}) attributes {config = #mla.config<{{.*}}kv_chunks = 8, chunk_windows = 2>}
+// fused_merge = 1: the plan zeroes the requests' counters (its last
+// row); after each chunk's partial result, a phase (its barrier), then
+// one thread counts the chunk (release fence, atomic add, acquire fence:
+// the device's scope, "device" on NVIDIA, "agent" on AMD, the system's on
+// the host) and, where it completes the request's count (its chunks times
+// 2 head groups), flags it in a workgroup cell and zeroes the counter; the
+// flagged workgroup merges the request for every query and head. No merge
+// grid.
+// FUSED-LABEL: func @chunks
+// FUSED-SAME: kv_chunks=8 fused_merge=1
+// FUSED: %[[PLAN:.*]] = memref.alloc(%{{.*}}) : memref<3x?xi32>
+// FUSED: mla.grid in (%c1, %c1, %c1) {
+// FUSED: scf.parallel (%[[R:.*]]) = (%{{.*}}) to (%{{.*}})
+// FUSED: memref.store %{{.*}}, %[[PLAN]][%[[ROW:.*]], %[[R]]] : memref<3x?xi32>
+// FUSED: mla.grid in
+// FUSED: %[[FLAG:.*]] = memref.alloca() : memref<1xi32>
+// FUSED: scf.for
+// FUSED: mla.attention_finish
+// FUSED: scf.parallel
+// FUSED: memref.store %{{.*}}, %[[FLAG]]
+// FUSED: scf.parallel
+// FUSED: llvm.fence release
+// FUSED-NEXT: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32, %[[PLAN]][%{{.*}}, %[[REQ:.*]]] : (i32, memref<3x?xi32>) -> i32
+// FUSED-NEXT: llvm.fence acquire
+// FUSED: arith.muli %{{.*}}, %c2{{(_[0-9]+)?}} :
+// FUSED: %[[LAST:.*]] = arith.cmpi eq
+// FUSED: memref.store %{{.*}}, %[[FLAG]]
+// FUSED: scf.if %[[LAST]] {
+// FUSED: memref.store %{{.*}}, %[[PLAN]][%{{.*}}, %[[REQ]]]
+// FUSED: %[[F:.*]] = memref.load %[[FLAG]]
+// FUSED: %[[MERGES:.*]] = arith.cmpi ne, %[[F]]
+// FUSED: scf.if %[[MERGES]] {
+// FUSED: scf.parallel
+// FUSED: vector.store %{{.*}}, %arg5
+// FUSED: } {mla.fresh_tiles}
+// FUSED-NOT: mla.grid
+// FUSED: memref.dealloc %[[PLAN]]
+// FUSED-NV: llvm.fence syncscope("device") release
+// FUSED-NV: llvm.fence syncscope("device") acquire
+// FUSED-AMD: llvm.fence syncscope("agent") release
+// FUSED-AMD: llvm.fence syncscope("agent") acquire
 func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %s: f32, %o: memref<?x2x2x32xbf16>, %lse: memref<?x2x2xf32>) {
   mla.decode %q, %kv, %bt, %lens, %s, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 1, head_group = 2, warps = 1, stages = 1, kv_chunks = 8>} : memref<?x2x2x48xbf16>, memref<?x3x48xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x2x2x32xbf16>, memref<?x2x2xf32>
   return
@@ -204,7 +248,7 @@ func.func @chunks(%q: memref<?x2x2x48xbf16>, %kv: memref<?x3x48xbf16>, %bt: memr
 // WIDE: vector.store %{{.*}}, %arg3
 // WIDE-NOT: scf.parallel
 // WIDE: return
-func.func @wide_merge(%op: memref<?x1x1x8192xf32>, %lp: memref<?x1x1xf32>, %plan: memref<2x?xi32>, %o: memref<?x1x1x8192xbf16>, %lse: memref<?x1x1xf32>) {
-  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 4} : memref<?x1x1x8192xf32>, memref<?x1x1xf32>, memref<2x?xi32>, memref<?x1x1x8192xbf16>, memref<?x1x1xf32>
+func.func @wide_merge(%op: memref<?x1x1x8192xf32>, %lp: memref<?x1x1xf32>, %plan: memref<3x?xi32>, %o: memref<?x1x1x8192xbf16>, %lse: memref<?x1x1xf32>) {
+  mla.chunk_merge %op, %lp, %plan, %o, %lse {groups = 4} : memref<?x1x1x8192xf32>, memref<?x1x1xf32>, memref<3x?xi32>, memref<?x1x1x8192xbf16>, memref<?x1x1xf32>
   return
 }

@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 namespace mla::e2e {
 namespace {
@@ -24,16 +25,28 @@ namespace {
 // same inputs give the same bits whatever the number of workgroups that
 // take the chunks in turn (one per possible chunk, one, three, many), for
 // request-aligned chunks and for windows (one workgroup per window, or
-// workgroups that take the windows in turn).
+// workgroups that take the windows in turn). The fused merge
+// (fused_merge=1: the workgroup whose chunk finishes a request merges it,
+// whichever that is) gives the bits of the merge launch.
 TEST(DecodeChunks, BitIdenticalWhateverTheGrid) {
   const std::vector<int32_t> lens = {0, 1, 700, 64, 1300, 5, 0, 129};
-  for (std::string cut : {"", ",chunk_windows=1"}) {
-    const std::string prefix = cut.empty() ? "grid_wg" : "grid_windows_wg";
+  std::map<std::string, DecodeRun> unfused;
+  for (std::string cut : {"", ",chunk_windows=1", ",fused_merge=1",
+                          ",chunk_windows=1,fused_merge=1"}) {
+    const bool fused = cut.find("fused") != std::string::npos;
+    const bool windows = cut.find("windows") != std::string::npos;
+    const std::string prefix = std::string(fused ? "grid_fused" : "grid") +
+                               (windows ? "_windows_wg" : "_wg");
     DecodeRun base;
     Case c{prefix + "0",         16,    512, 64, 16, 2, "bf16", lens,
            "kv_chunks=10" + cut, "grid"};
     ASSERT_NO_FATAL_FAILURE(runDecode(c, base));
     checkReference(c, base);
+    if (fused)
+      expectSameBits(base, unfused.at(windows ? "windows" : "aligned"),
+                     c.perfConfig);
+    else
+      unfused[windows ? "windows" : "aligned"] = base;
     for (int64_t wg : {1, 3, 64}) {
       Case w = c;
       w.name = prefix + std::to_string(wg);
@@ -268,7 +281,9 @@ TEST(DecodeChunks, AdaptivePlanFollowsItsRule) {
 // replays its launches with new lengths): each launch's plan rewrites
 // every row its chunks read, so no earlier launch's plan leaks into the
 // next one, whichever cut the plan chooses; requests whose lengths drop to
-// zero (the first among them) get o 0 and lse -inf.
+// zero (the first among them) get o 0 and lse -inf. With fused_merge the
+// requests' counters return to zero after every launch (else a later
+// launch would merge too early or never).
 TEST(DecodeChunks, ChangedLengthsInOneWorkspace) {
   const std::vector<std::vector<int32_t>> batches = {
       {400, 250, 310, 520, 180, 290, 330, 240},
@@ -280,7 +295,9 @@ TEST(DecodeChunks, ChangedLengthsInOneWorkspace) {
   const std::vector<std::string> cuts = {
       "kv_chunks=12,chunk_windows=0", "kv_chunks=12,chunk_windows=1",
       "kv_chunks=12,chunk_windows=2",
-      "kv_chunks=256,merge_groups=4,chunk_windows=2"};
+      "kv_chunks=256,merge_groups=4,chunk_windows=2",
+      "kv_chunks=12,chunk_windows=0,fused_merge=1",
+      "kv_chunks=12,chunk_windows=2,fused_merge=1"};
   for (size_t k = 0; k < cuts.size(); ++k) {
     Case c{"relen_" + std::to_string(k),
            16,

@@ -107,6 +107,21 @@ struct ArchInfo {
   /// gfx950's H=128 chunks kernel, at 502 VGPRs, spilled 12 bytes with the
   /// four values live.
   bool readsWindowOpeningEarly() const { return kind != TargetKind::AMD; }
+  /// The LLVM synchronisation scope of the whole device (every SM / CU):
+  /// the fences by which one workgroup's global writes reach another
+  /// workgroup of the same launch (decode's fused merge). NVIDIA "device"
+  /// (fence.acq_rel.gpu; NVPTX gives atomicrmw no ordering of its own),
+  /// AMD "agent", the host the system's ("").
+  llvm::StringRef deviceSyncScope() const {
+    switch (kind) {
+    case TargetKind::NVIDIA:
+      return "device";
+    case TargetKind::AMD:
+      return "agent";
+    default:
+      return "";
+    }
+  }
   /// Global vector accesses marked 16-byte aligned become one wide access
   /// (NVIDIA; AMD's buffer operations get no benefit from the mark).
   bool marksVectorAlignment() const { return kind == TargetKind::NVIDIA; }

@@ -66,7 +66,8 @@ def MLATile : Pass<"mla-tile", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",
-                           "mlir::scf::SCFDialect", "mlir::math::MathDialect"];
+                           "mlir::scf::SCFDialect", "mlir::math::MathDialect",
+                           "mlir::LLVM::LLVMDialect"];
 }
 
 def MLAExpandPaging : Pass<"mla-expand-paging", "mlir::ModuleOp"> {

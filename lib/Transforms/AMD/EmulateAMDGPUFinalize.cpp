@@ -164,6 +164,19 @@ struct Finalizer {
     op->erase();
   }
 
+  /// An i32 atomic add through a buffer pointer: the emulator's atomic
+  /// (workgroups run on several host threads at once).
+  void atomicAdd(LLVM::AtomicRMWOp rmw) {
+    OpBuilder b(rmw);
+    Location loc = rmw.getLoc();
+    Value s = LLVM::ConstantOp::create(
+        b, loc, b.getI32Type(), b.getI32IntegerAttr(site(loc, "buffer atomic")));
+    auto call = LLVM::CallOp::create(b, loc, hookFunc(Hook::BufferAtomicAdd),
+                                     ValueRange{rmw.getPtr(), rmw.getVal(), s});
+    rmw.getResult().replaceAllUsesWith(call.getResult());
+    rmw.erase();
+  }
+
   LogicalResult rewriteAccesses(LLVM::LLVMFuncOp f) {
     if (f.isExternal())
       return success();
@@ -185,6 +198,14 @@ struct Finalizer {
           access(op, store.getAddr(), store.getValue().getType(),
                  store.getValue(), entry, layout);
         continue;
+      }
+      if (auto rmw = dyn_cast<LLVM::AtomicRMWOp>(op)) {
+        if (emulatedSpace(rmw.getPtr()) == 7 &&
+            rmw.getBinOp() == LLVM::AtomicBinOp::add &&
+            rmw.getVal().getType().isInteger(32)) {
+          atomicAdd(rmw);
+          continue;
+        }
       }
       if (auto call = dyn_cast<LLVM::CallOp>(op))
         if (call.getCallee() && emu::hookBySymbol(*call.getCallee()))
@@ -211,7 +232,8 @@ struct Finalizer {
         return;
       // Memory hooks were numbered when they were created.
       if (*hook == Hook::LdsLoad || *hook == Hook::LdsStore ||
-          *hook == Hook::BufferLoad || *hook == Hook::BufferStore)
+          *hook == Hook::BufferLoad || *hook == Hook::BufferStore ||
+          *hook == Hook::BufferAtomicAdd)
         return;
       StringRef what = emu::hookSymbol(*hook).drop_front(strlen("__mla_emu_"));
       OpBuilder b(call);

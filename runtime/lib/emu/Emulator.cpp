@@ -127,6 +127,7 @@ public:
   void *makeBuffer(void *base, int32_t records);
   void bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
                     bool store);
+  int32_t bufferAtomicAdd(void *p, int32_t value, int32_t site);
 
   Lane *current = nullptr;
   const EmuKernel *kernel = nullptr;
@@ -525,6 +526,35 @@ void Workgroup::bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
   }
 }
 
+/// An i32 atomic add through a buffer pointer: atomic among the
+/// workgroups that the backend runs on several host threads at once (a
+/// decode's fused merge counts its chunks so); out of range it adds
+/// nothing and returns 0, as a buffer load there reads 0.
+int32_t Workgroup::bufferAtomicAdd(void *p, int32_t value, int32_t site) {
+  Lane &l = *current;
+  auto bits = reinterpret_cast<uint64_t>(p);
+  uint64_t index = (bits >> kOffsetBits) - 1;
+  if (index >= buffers.size()) {
+    MLA_EMU_FAIL(
+        "buffer atomic through a pointer that is no buffer resource at " +
+        where(site));
+    return 0;
+  }
+  const BufferResource &buf = buffers[index];
+  int64_t offset =
+      int64_t(bits & ((uint64_t(1) << kOffsetBits) - 1)) - kOffsetBias;
+  if (offset < 0 || offset > int64_t(UINT32_MAX) || offset % 4 != 0) {
+    MLA_EMU_FAIL("buffer atomic offset " + std::to_string(offset) + " at " +
+                 where(site) + " (" + who(l) +
+                 ") is not a 4-byte aligned 32-bit unsigned offset");
+    return 0;
+  }
+  if (uint64_t(offset) + 4 > buf.records)
+    return 0;
+  return __atomic_fetch_add(reinterpret_cast<int32_t *>(buf.base + offset),
+                            value, __ATOMIC_ACQ_REL);
+}
+
 // The hooks (EmuAbi.h), called by lanes of the emulated code object.
 Workgroup &wg() { return *tlsWorkgroup; }
 
@@ -566,6 +596,9 @@ void hookBufferLoad(void *p, int64_t bytes, void *data, int32_t site) {
 }
 void hookBufferStore(void *p, int64_t bytes, const void *data, int32_t site) {
   wg().bufferAccess(p, bytes, const_cast<void *>(data), site, true);
+}
+int32_t hookBufferAtomicAdd(void *p, int32_t value, int32_t site) {
+  return wg().bufferAtomicAdd(p, value, site);
 }
 void hookMfma(int32_t shape, int32_t type, const void *a, const void *b,
               const void *c, void *d, int32_t site) {

@@ -91,7 +91,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t tileQ, int64_t wgmma, int64_t kvChunks,
                                  int64_t workgroups, int64_t chunkBalance,
                                  int64_t mergeGroups, int64_t chunkWindows,
-                                 int64_t blockedCopies, int64_t overlap) {
+                                 int64_t blockedCopies, int64_t overlap,
+                                 int64_t fusedMerge) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -146,6 +147,16 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (chunkWindows && kvChunks == 0)
     return emitError() << "chunk_windows applies to the length-aware "
                           "schedule only (kv_chunks > 0)";
+  if (fusedMerge != 0 && fusedMerge != 1)
+    return emitError() << "fused_merge must be 0 or 1, got " << fusedMerge;
+  if (fusedMerge && kvChunks == 0)
+    return emitError() << "fused_merge applies to the length-aware schedule "
+                          "only (kv_chunks > 0)";
+  if (fusedMerge && mergeGroups != 1)
+    return emitError() << "merge_groups applies to the merge launch; "
+                          "fused_merge = 1 merges in the chunks kernel "
+                          "(merge_groups must be 1, got "
+                       << mergeGroups << ")";
   return success();
 }
 

@@ -624,9 +624,11 @@ LogicalResult ChunkPlanOp::verify() {
                                  ? " with windows (the header and C_b row, "
                                    "the chunks' requests, P_b, the "
                                    "windows' first chunks, their requests, "
-                                   "first keys, key ends and lengths)"
+                                   "first keys, key ends and lengths, the "
+                                   "requests' finished-chunk counters)"
                                  : " (the header and C_b row, the chunks' "
-                                   "requests)")
+                                   "requests, the requests' finished-chunk "
+                                   "counters)")
                          << ", got " << plan.getDimSize(0);
   if (getAdaptive() && !getWindows())
     return emitOpError() << "adaptive needs windows (it writes the windows' "

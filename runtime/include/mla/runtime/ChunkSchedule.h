@@ -66,8 +66,16 @@ inline constexpr int64_t kPlanHeader = 2;
 /// the batch, 3 each window's first chunk and, for that chunk, 4 its
 /// request, 5 its first key, 6 its key end and 7 its request's length
 /// (mla.chunk_plan): a workgroup reads its first chunk in one round trip
-/// with its window, instead of two more after it.
-inline constexpr int64_t planRows(bool windows) { return windows ? 8 : 2; }
+/// with its window, instead of two more after it. The last row
+/// (counterRow) holds each request's count of finished chunks for
+/// #mla.config fused_merge: zeroed by the plan, counted up by the chunks,
+/// zeroed again by the chunk that merges the request.
+inline constexpr int64_t planRows(bool windows) { return windows ? 9 : 3; }
+
+/// The row of the requests' finished-chunk counters (planRows).
+inline constexpr int64_t counterRow(bool windows) {
+  return planRows(windows) - 1;
+}
 
 /// The rows of a window's first chunk (planRows).
 inline constexpr int64_t kOpeningRequestRow = 4;

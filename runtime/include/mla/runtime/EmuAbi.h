@@ -61,6 +61,9 @@ constexpr const char *kEmuSiteCount = "__mla_emu_site_count"; // i32 S
     (void *p, int64_t bytes, void *data, int32_t site), "v(p7,i64,p,s)")       \
   X(BufferStore, "__mla_emu_buffer_store", void,                               \
     (void *p, int64_t bytes, const void *data, int32_t site), "v(p7,i64,p,s)") \
+  /* llvm.atomicrmw add (i32) through a buffer pointer: the old value. */      \
+  X(BufferAtomicAdd, "__mla_emu_buffer_atomic_add", int32_t,                   \
+    (void *p, int32_t value, int32_t site), "i32(p7,i32,s)")                   \
   /* amdgpu.mfma (wave-collective): D = A * B + C with this lane's             \
      operands; `shape` is MfmaShape, `type` MfmaType. */                       \
   X(Mfma, "__mla_emu_mfma", void,                                              \

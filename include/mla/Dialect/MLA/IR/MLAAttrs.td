@@ -98,6 +98,17 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       in order, for testing); `mla-select-config` refuses it elsewhere. 0
       keeps the step in sequence.
 
+    * `fused_merge` (optional, default 0): with `kv_chunks`, 1 merges each
+      request in the chunks kernel instead of a merge launch after it: each
+      chunk, once its partial result is written, counts itself in its
+      request's counter (the plan's last row, `counterRow` in
+      `mla/runtime/ChunkSchedule.h`, an atomic add), and the workgroup
+      whose chunk completes the count (chunks times head groups) merges the
+      request's parts for every query and head and zeroes the counter
+      again, so that requests merge while other chunks still run and no
+      launch waits for the whole batch. `merge_groups` must then be 1. 0
+      keeps `mla.chunk_merge` as a launch of its own.
+
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
   }];
@@ -113,7 +124,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         DefaultValuedParameter<"int64_t", "1">:$merge_groups,
                         DefaultValuedParameter<"int64_t", "0">:$chunk_windows,
                         DefaultValuedParameter<"int64_t", "1">:$blocked_copies,
-                        DefaultValuedParameter<"int64_t", "0">:$overlap);
+                        DefaultValuedParameter<"int64_t", "0">:$overlap,
+                        DefaultValuedParameter<"int64_t", "0">:$fused_merge);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
