@@ -461,8 +461,10 @@ void countAndMerge(ImplicitLocOpBuilder &lb, DecodeOp op, Value planMem,
   PlanReader plan{planMem};
   auto requestChunks = [&](ImplicitLocOpBuilder &ib) {
     Value c0 = indexConst(ib, 0);
-    Value lo = plan.at(ib, c0, arith::AddIOp::create(ib, req, indexConst(ib, 2)));
-    Value hi = plan.at(ib, c0, arith::AddIOp::create(ib, req, indexConst(ib, 3)));
+    Value lo =
+        plan.at(ib, c0, arith::AddIOp::create(ib, req, indexConst(ib, 2)));
+    Value hi =
+        plan.at(ib, c0, arith::AddIOp::create(ib, req, indexConst(ib, 3)));
     return std::pair(lo, hi);
   };
   Value c1 = indexConst(lb, 1);
@@ -480,8 +482,8 @@ void countAndMerge(ImplicitLocOpBuilder &lb, DecodeOp op, Value planMem,
     // (the barrier after this phase orders the workgroup's reads).
     StringRef scope = arch ? arch->deviceSyncScope() : StringRef();
     LLVM::FenceOp::create(ib, LLVM::AtomicOrdering::release, scope);
-    Value old = memref::AtomicRMWOp::create(ib, arith::AtomicRMWKind::addi,
-                                            one, planMem, ValueRange{row, req});
+    Value old = memref::AtomicRMWOp::create(ib, arith::AtomicRMWKind::addi, one,
+                                            planMem, ValueRange{row, req});
     LLVM::FenceOp::create(ib, LLVM::AtomicOrdering::acquire, scope);
     auto [lo, hi] = requestChunks(ib);
     Value expected = arith::MulIOp::create(
@@ -490,7 +492,8 @@ void countAndMerge(ImplicitLocOpBuilder &lb, DecodeOp op, Value planMem,
         ib, ib.getIndexType(), arith::AddIOp::create(ib, old, one));
     Value last =
         arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, done, expected);
-    memref::StoreOp::create(ib, arith::ExtUIOp::create(ib, ib.getI32Type(), last),
+    memref::StoreOp::create(ib,
+                            arith::ExtUIOp::create(ib, ib.getI32Type(), last),
                             flag, ValueRange{c0});
     scf::IfOp::create(ib, last, [&](OpBuilder &nb, Location loc) {
       ImplicitLocOpBuilder tb(loc, nb);
@@ -575,9 +578,9 @@ void tileChunks(ImplicitLocOpBuilder &b, DecodeOp op, const ArchInfo *arch,
                                                   indexConst(g, extra));
   AttentionTiles t = decodeTiles(g, op);
   const bool fused = cfg.getFusedMerge();
-  Value flag = fused ? memref::AllocaOp::create(
-                           g, MemRefType::get({1}, g.getI32Type()))
-                     : Value();
+  Value flag =
+      fused ? memref::AllocaOp::create(g, MemRefType::get({1}, g.getI32Type()))
+            : Value();
   // One chunk: the online softmax over its range and its partial result
   // (fused_merge: then its count, and the request's merge by the last).
   auto emitChunk = [&](ImplicitLocOpBuilder &lb, Value slot,

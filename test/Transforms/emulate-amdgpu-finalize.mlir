@@ -29,3 +29,23 @@ llvm.func @lane(%lds: !llvm.ptr<3>, %x: i32) {
   %old = llvm.atomicrmw add %lds, %x seq_cst : !llvm.ptr<3>, i32
   llvm.return
 }
+
+// -----
+
+// An i32 atomic add through a buffer pointer (decode's fused_merge
+// counters) calls the buffer atomic hook, which returns the old value.
+// CHECK-LABEL: llvm.func @count(
+// CHECK: %[[OLD:.*]] = llvm.call @__mla_emu_buffer_atomic_add(%arg0, %arg1, %{{.*}}) : (!llvm.ptr<7>, i32, i32) -> i32
+// CHECK: llvm.return %[[OLD]]
+llvm.func @count(%buf: !llvm.ptr<7>, %x: i32) -> i32 {
+  %old = llvm.atomicrmw add %buf, %x acq_rel : !llvm.ptr<7>, i32
+  llvm.return %old : i32
+}
+
+// -----
+
+llvm.func @lane(%buf: !llvm.ptr<7>, %x: i32) {
+  // expected-error @+1 {{accesses LDS or buffer memory in a way the AMD emulator does not implement}}
+  %old = llvm.atomicrmw max %buf, %x seq_cst : !llvm.ptr<7>, i32
+  llvm.return
+}

@@ -293,7 +293,8 @@ TEST(DecodeChunks, ChangedLengthsInOneWorkspace) {
       {2000, 0, 1, 0, 64, 0, 0, 3},
       {400, 250, 310, 520, 180, 290, 330, 240}};
   const std::vector<std::string> cuts = {
-      "kv_chunks=12,chunk_windows=0", "kv_chunks=12,chunk_windows=1",
+      "kv_chunks=12,chunk_windows=0",
+      "kv_chunks=12,chunk_windows=1",
       "kv_chunks=12,chunk_windows=2",
       "kv_chunks=256,merge_groups=4,chunk_windows=2",
       "kv_chunks=12,chunk_windows=0,fused_merge=1",

@@ -170,7 +170,8 @@ struct Finalizer {
     OpBuilder b(rmw);
     Location loc = rmw.getLoc();
     Value s = LLVM::ConstantOp::create(
-        b, loc, b.getI32Type(), b.getI32IntegerAttr(site(loc, "buffer atomic")));
+        b, loc, b.getI32Type(),
+        b.getI32IntegerAttr(site(loc, "buffer atomic")));
     auto call = LLVM::CallOp::create(b, loc, hookFunc(Hook::BufferAtomicAdd),
                                      ValueRange{rmw.getPtr(), rmw.getVal(), s});
     rmw.getResult().replaceAllUsesWith(call.getResult());
