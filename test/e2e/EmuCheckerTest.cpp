@@ -69,13 +69,14 @@ Status run(const std::string &path) {
 
 /// The barriers of the kernels before the chunks' kernel (decode_k1): the
 /// plan of the length-aware schedule (decode_k0; the adaptive plan, the
-/// default on gfx942) has 39 (counted in the IR before
+/// default on gfx942) has 40 (counted in the IR before
 /// mla-emulate-amdgpu): two scans of 12 (the running total's reset, the
 /// block's load, 8 scan steps, the use of the prefix, the total's update),
 /// the store of q after the first, the search's sums between them (11: the
 /// cells' reset, the candidates' counts, 8 tree steps, the cells' update)
-/// and its choice, then the header's and the windows' ends.
-constexpr int kPlanBarriers = 39;
+/// and its choice, then the header's, the windows' ends and the requests'
+/// counters (fused_merge's, zeroed).
+constexpr int kPlanBarriers = 40;
 
 TEST(EmuChecker, DroppingTheBlockTableBarrierStopsAtABadOffset) {
   std::string path = compile(kPlanBarriers + 1);
