@@ -99,8 +99,10 @@ struct LaunchRule {
   /// "the split-KV partial launch", for messages.
   const char *what;
   /// Reads seq_lens alone and writes only workspaces that no later launch
-  /// writes: a plan that a later launch with the same lengths can reuse
-  /// (LaunchOptions::reusePlan skips the leading launches marked so).
+  /// writes (but decode's fused_merge counters, which the chunks launch
+  /// returns to zero): a plan that a later launch with the same lengths
+  /// can reuse (LaunchOptions::reusePlan skips the leading launches marked
+  /// so).
   bool plan = false;
   /// The grid of packages written before `grid`'s order, still accepted
   /// (decode's key ranges before their head groups moved to dim 0).
