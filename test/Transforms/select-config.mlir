@@ -19,6 +19,9 @@
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=chunk_balance=64" 2>&1 | FileCheck %s --check-prefix=SM90BALANCE
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=chunk_windows=0,chunk_balance=64" | FileCheck %s --check-prefix=SM90BALANCE0
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=overlap=1" 2>&1 | FileCheck %s --check-prefix=OVERLAP
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=fused_merge=1" 2>/dev/null | FileCheck %s --check-prefix=SM90FUSED
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=fused_merge=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=SM90FUSEDERR
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=fused_merge=1,merge_groups=4" 2>&1 | FileCheck %s --check-prefix=SM90FUSEDGROUPS
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
@@ -35,6 +38,11 @@
 // default goes with the length-aware schedule.
 // SM90FIXED-LABEL: func @deepseek_tp8
 // SM90FIXED: config = #mla.config<tile_kv = 64, kv_splits = 8, head_group = 16, warps = 4, stages = 1>}
+// So has the fused merge (fused_merge = 1): the default part groups go;
+// asked for with it, they are an error naming both fields.
+// SM90FUSED-LABEL: func @deepseek_tp8
+// SM90FUSED: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 4, stages = 1, kv_chunks = 256, chunk_windows = 2, fused_merge = 1>}
+// SM90FUSEDGROUPS: error: perf-config: merge_groups applies to the merge launch; fused_merge = 1 merges in the chunks kernel (merge_groups must be 1, got 4)
 // GPU targets take the adaptive plan (chunk_windows = 2), which bounds its
 // chunks by the merge: chunk_balance with it is an error naming the field;
 // with chunk_windows = 0 it is the square root's balance as before.
@@ -100,6 +108,9 @@ func.func @heads7(%q: memref<?x1x7x288xf32>, %kv: memref<?x3x288xf32>, %bt: memr
 
 // An explicit config is kept.
 // CHECK-LABEL: func @explicit
+// (An explicit config of fixed splits with fused_merge from the
+// perf-config is an error, as merge_groups would be.)
+// SM90FUSEDERR: error: perf-config: fused_merge applies to the length-aware schedule only (kv_chunks > 0)
 // CHECK: config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 1, stages = 3>
 func.func @explicit(%q: memref<?x1x4x576xbf16>, %kv: memref<?x16x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x4x512xbf16>, %lse: memref<?x1x4xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse {config = #mla.config<tile_kv = 16, kv_splits = 8, head_group = 2, warps = 1, stages = 3>} : memref<?x1x4x576xbf16>, memref<?x16x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x4x512xbf16>, memref<?x1x4xf32>
