@@ -128,6 +128,11 @@ public:
   void bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
                     bool store);
   int32_t bufferAtomicAdd(void *p, int32_t value, int32_t site);
+  /// The buffer and byte offset that buffer pointer `p` names (`what`:
+  /// "access", "atomic"); null after failing the launch where `p` is no
+  /// buffer resource or its offset is outside [0, 2^32).
+  const BufferResource *bufferAt(void *p, int32_t site, const char *what,
+                                 int64_t &offset);
 
   Lane *current = nullptr;
   const EmuKernel *kernel = nullptr;
@@ -484,22 +489,35 @@ void *Workgroup::makeBuffer(void *base, int32_t records) {
   return reinterpret_cast<void *>(tag);
 }
 
-void Workgroup::bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
-                             bool store) {
+const BufferResource *Workgroup::bufferAt(void *p, int32_t site,
+                                          const char *what, int64_t &offset) {
   Lane &l = *current;
   auto bits = reinterpret_cast<uint64_t>(p);
   uint64_t index = (bits >> kOffsetBits) - 1;
-  if (index >= buffers.size())
-    MLA_EMU_FAIL(
-        "buffer access through a pointer that is no buffer resource at " +
-        where(site));
-  const BufferResource &buf = buffers[index];
-  int64_t offset =
-      int64_t(bits & ((uint64_t(1) << kOffsetBits) - 1)) - kOffsetBias;
-  if (offset < 0 || offset > int64_t(UINT32_MAX))
+  if (index >= buffers.size()) {
+    MLA_EMU_FAIL("buffer " + std::string(what) +
+                 " through a pointer that is no buffer resource at " +
+                 where(site));
+    return nullptr;
+  }
+  offset = int64_t(bits & ((uint64_t(1) << kOffsetBits) - 1)) - kOffsetBias;
+  if (offset < 0 || offset > int64_t(UINT32_MAX)) {
     MLA_EMU_FAIL("buffer offset " + std::to_string(offset) + " at " +
                  where(site) + " (" + who(l) +
                  ") does not fit the instruction's 32-bit unsigned offset");
+    return nullptr;
+  }
+  return &buffers[index];
+}
+
+void Workgroup::bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
+                             bool store) {
+  int64_t offset = 0;
+  const BufferResource *found = bufferAt(p, site, "access", offset);
+  if (!found)
+    return;
+  const BufferResource &buf = *found;
+  Lane &l = *current;
   // The range check per 4-byte component (CDNA3 ISA, buffer range
   // checking): a component starting at or beyond num_records reads 0 and
   // is not written.
@@ -531,27 +549,19 @@ void Workgroup::bufferAccess(void *p, int64_t bytes, void *data, int32_t site,
 /// decode's fused merge counts its chunks so); out of range it adds
 /// nothing and returns 0, as a buffer load there reads 0.
 int32_t Workgroup::bufferAtomicAdd(void *p, int32_t value, int32_t site) {
-  Lane &l = *current;
-  auto bits = reinterpret_cast<uint64_t>(p);
-  uint64_t index = (bits >> kOffsetBits) - 1;
-  if (index >= buffers.size()) {
-    MLA_EMU_FAIL(
-        "buffer atomic through a pointer that is no buffer resource at " +
-        where(site));
+  int64_t offset = 0;
+  const BufferResource *buf = bufferAt(p, site, "atomic", offset);
+  if (!buf)
+    return 0;
+  if (offset % 4 != 0) {
+    MLA_EMU_FAIL("buffer atomic at " + where(site) + " (" + who(*current) +
+                 ") at offset " + std::to_string(offset) +
+                 ", not 4-byte aligned");
     return 0;
   }
-  const BufferResource &buf = buffers[index];
-  int64_t offset =
-      int64_t(bits & ((uint64_t(1) << kOffsetBits) - 1)) - kOffsetBias;
-  if (offset < 0 || offset > int64_t(UINT32_MAX) || offset % 4 != 0) {
-    MLA_EMU_FAIL("buffer atomic offset " + std::to_string(offset) + " at " +
-                 where(site) + " (" + who(l) +
-                 ") is not a 4-byte aligned 32-bit unsigned offset");
+  if (uint64_t(offset) + 4 > buf->records)
     return 0;
-  }
-  if (uint64_t(offset) + 4 > buf.records)
-    return 0;
-  return __atomic_fetch_add(reinterpret_cast<int32_t *>(buf.base + offset),
+  return __atomic_fetch_add(reinterpret_cast<int32_t *>(buf->base + offset),
                             value, __ATOMIC_ACQ_REL);
 }
 
