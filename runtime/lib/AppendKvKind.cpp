@@ -28,8 +28,6 @@ std::vector<RoleRule> appendKvRoles(const Manifest &m) {
   };
 }
 
-bool anyRole(const KindRole &) { return true; }
-
 /// What every append_kv target runs: one launch over the new tokens; no
 /// workspace.
 Expected<plans::KindPlan> appendKvPlan(const Manifest &m, const TargetSpec &) {
@@ -39,7 +37,7 @@ Expected<plans::KindPlan> appendKvPlan(const Manifest &m, const TargetSpec &) {
   plan.launches = {
       {{SizeRule::symbolOf(0, "new tokens"), SizeRule::constantOf(1, "one"),
         SizeRule::constantOf(1, "one")},
-       plans::rolesOf(m, KernelKind::AppendKv, anyRole, true),
+       plans::rolesOf(m, KernelKind::AppendKv, plans::anyRole, true),
        {},
        "the copy of each new token's row"},
   };

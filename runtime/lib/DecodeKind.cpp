@@ -59,7 +59,6 @@ std::vector<std::pair<int64_t, const char *>> expectedDims(const Manifest &m,
 
 bool isInputRole(const KindRole &role) { return role.isInput(); }
 bool isOutputRole(const KindRole &role) { return role.isOutput(); }
-bool anyRole(const KindRole &) { return true; }
 
 /// The grid of a key-range launch: `x` (workgroups or requests) by
 /// `groups` (head groups) by `z`, in the order of
@@ -164,7 +163,7 @@ Expected<plans::KindPlan> chunkPlan(const Manifest &m, const TargetSpec &target,
   if (fused) {
     plan.launches.pop_back();
     plan.launches[1].roles =
-        plans::rolesOf(m, KernelKind::Decode, anyRole, true);
+        plans::rolesOf(m, KernelKind::Decode, plans::anyRole, true);
     plan.launches[1].what =
         "the partial results of the chunks and, by the last chunk of each "
         "request, its merge";

@@ -143,6 +143,9 @@ Expected<std::optional<int64_t>> configValue(const Manifest &m,
                                              const char *key, int64_t min,
                                              int64_t max);
 
+/// A rolesOf pick that takes every role of the kind.
+inline bool anyRole(const KindRole &) { return true; }
+
 /// The manifest roles of `kind`'s table entries that `pick` accepts, then,
 /// when `withExtras`, every manifest arg whose role is not in the table
 /// (the inputs of a variant's regions).

@@ -27,8 +27,6 @@ std::vector<RoleRule> mergeRoles(const Manifest &m) {
   };
 }
 
-bool anyRole(const KindRole &) { return true; }
-
 /// What every merge target runs: one launch over (query row, head); no
 /// workspace.
 Expected<plans::KindPlan> mergePlan(const Manifest &m, const TargetSpec &) {
@@ -44,7 +42,7 @@ Expected<plans::KindPlan> mergePlan(const Manifest &m, const TargetSpec &) {
   plan.launches = {
       {{SizeRule::symbolOf(0, "query rows"), SizeRule::symbolOf(1, "heads"),
         SizeRule::constantOf(1, "one")},
-       plans::rolesOf(m, KernelKind::Merge, anyRole, true),
+       plans::rolesOf(m, KernelKind::Merge, plans::anyRole, true),
        {},
        "the merge per query row and head"},
   };

@@ -59,8 +59,6 @@ Status checkOffsets(const char *role, const void *data, DType dtype, int64_t n,
   return Status::success();
 }
 
-bool anyRole(const KindRole &) { return true; }
-
 /// What every prefill target runs (docs/Architecture.md, "Prefill: what
 /// mla-tile builds"): one launch over (query tile of the whole batch, head,
 /// request), tile_q rows per tile; no workspace. A package without
@@ -93,7 +91,7 @@ Expected<plans::KindPlan> prefillPlan(const Manifest &m,
   plan.launches = {
       {{tiles, SizeRule::symbolOf(Heads, "heads"),
         SizeRule::symbolOf(Offsets, "the requests (offsets - 1)", -1)},
-       plans::rolesOf(m, KernelKind::Prefill, anyRole, true),
+       plans::rolesOf(m, KernelKind::Prefill, plans::anyRole, true),
        {},
        "the attention per query tile, head and request"},
   };
