@@ -89,6 +89,9 @@ struct WorkgroupTiles {
   /// MmaSync/Wgmma: two warps per row block split the keys (a probability
   /// tile and the halves' row maxima).
   bool splitScores = false;
+  /// Wgmma with split scores: the first warpgroup computes them all
+  /// (#mla.config lead_scores; the same tiles).
+  bool leadScores = false;
   /// Register: false where mla.attention_finish is lowered from the
   /// registers (one key wave: no accumulator tile).
   bool accTile = true;

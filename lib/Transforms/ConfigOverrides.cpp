@@ -17,6 +17,30 @@ using namespace mlir;
 
 namespace mla {
 
+ConfigFields fieldsOf(ConfigAttr a) {
+  return {a.getTileKv(),       a.getKvSplits(),      a.getHeadGroup(),
+          a.getWarps(),        a.getStages(),        a.getMinWorkgroups(),
+          a.getTileQ(),        a.getWgmma(),         a.getKvChunks(),
+          a.getWorkgroups(),   a.getChunkBalance(),  a.getMergeGroups(),
+          a.getChunkWindows(), a.getBlockedCopies(), a.getOverlap(),
+          a.getFusedMerge(),   a.getLeadScores()};
+}
+
+ConfigAttr configAttrOf(MLIRContext *ctx, const ConfigFields &c,
+                        function_ref<InFlightDiagnostic()> emitError) {
+  auto make = [&](auto get) {
+    return get(c.tileKv, c.kvSplits, c.headGroup, c.warps, c.stages,
+               c.minWorkgroups, c.tileQ, c.wgmma, c.kvChunks, c.workgroups,
+               c.chunkBalance, c.mergeGroups, c.chunkWindows, c.blockedCopies,
+               c.overlap, c.fusedMerge, c.leadScores);
+  };
+  if (emitError)
+    return make([&](auto... f) {
+      return ConfigAttr::getChecked(emitError, ctx, f...);
+    });
+  return make([&](auto... f) { return ConfigAttr::get(ctx, f...); });
+}
+
 /// Whether the perf-config `spec` names `field` (its syntax is checked by
 /// applyOverrides).
 bool specHasField(StringRef spec, StringRef field) {
@@ -55,6 +79,7 @@ static constexpr std::pair<const char *, int64_t ConfigFields::*>
         {"blocked_copies", &ConfigFields::blockedCopies},
         {"overlap", &ConfigFields::overlap},
         {"fused_merge", &ConfigFields::fusedMerge},
+        {"lead_scores", &ConfigFields::leadScores},
 };
 
 LogicalResult applyOverrides(Operation *op, StringRef spec, ConfigFields &cfg) {

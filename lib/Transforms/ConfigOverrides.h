@@ -22,8 +22,18 @@ struct ConfigFields {
   int64_t tileKv, kvSplits, headGroup, warps, stages,
       minWorkgroups = 0, tileQ = 0, wgmma = 1, kvChunks = 0, workgroups = 0,
       chunkBalance = rt::schedule::kChunkBalance, mergeGroups = 1,
-      chunkWindows = 0, blockedCopies = 1, overlap = 0, fusedMerge = 0;
+      chunkWindows = 0, blockedCopies = 1, overlap = 0, fusedMerge = 0,
+      leadScores = 0;
 };
+
+/// The fields of `attr`.
+ConfigFields fieldsOf(ConfigAttr attr);
+
+/// `cfg` as #mla.config; with `emitError`, null after the attribute
+/// verifier's error reported through it.
+ConfigAttr
+configAttrOf(mlir::MLIRContext *ctx, const ConfigFields &cfg,
+             llvm::function_ref<mlir::InFlightDiagnostic()> emitError = {});
 
 /// Whether the perf-config `spec` names `field` (its syntax is checked by
 /// applyOverrides).

@@ -88,12 +88,8 @@ ConfigFields hostDecodeConfig(DecodeOp op) {
 /// the lowering mla-distribute will choose (WorkgroupTiles.h).
 int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
                        const ArchInfo &arch) {
-  ConfigAttr attr = ConfigAttr::get(
-      op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup, cfg.warps,
-      cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma, cfg.kvChunks,
-      cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups, cfg.chunkWindows,
-      cfg.blockedCopies, cfg.overlap, cfg.fusedMerge);
-  FailureOr<WorkgroupTiles> tiles = workgroupTiles(op, attr, arch);
+  FailureOr<WorkgroupTiles> tiles =
+      workgroupTiles(op, configAttrOf(op->getContext(), cfg), arch);
   return succeeded(tiles) ? tiles->bytes()
                           : std::numeric_limits<int64_t>::max();
 }
@@ -141,6 +137,30 @@ LogicalResult checkOverlapRequest(Operation *op, ConfigAttr attr,
                          << "-key tiles, " << attr.getWarps()
                          << " warps) does not take"
                          << (why.empty() ? "" : ": " + why);
+}
+
+/// A config with `lead_scores = 1` where its lowering exists: NVIDIA's
+/// fused warpgroup-MMA step with two warpgroups sharing their query rows
+/// (split scores), whose first then computes all of them; the host, whose
+/// steps are decomposed, ignores the field. Elsewhere an error located at
+/// `op` saying why (no silent fallback to the split scores).
+LogicalResult checkLeadScoresRequest(Operation *op, ConfigAttr attr,
+                                     const ArchInfo &arch) {
+  if (!attr.getLeadScores() || arch.kind == TargetKind::Host)
+    return success();
+  FailureOr<WorkgroupTiles> t = workgroupTiles(op, attr, arch);
+  if (succeeded(t) && t->leadScores)
+    return success();
+  InFlightDiagnostic d =
+      op->emitError()
+      << "config lead_scores = 1 needs NVIDIA's fused warpgroup-MMA step "
+         "with two warpgroups sharing 64 query rows (sm_90a with wgmma = 1, "
+         "8 warps: decode's 64-row head groups), which this config (";
+  if (succeeded(t))
+    d << t->rows << " rows, ";
+  d << attr.getTileKv() << "-key tiles, " << attr.getWarps()
+    << " warps) on target " << arch.name << " does not take";
+  return failure();
 }
 
 /// The NVIDIA fused strategy for a step of `rows` x `tileKv` on `warps`
@@ -348,6 +368,11 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
     // tiles, two stages. H=128 on the H200: 313 TFLOP/s against 233 with
     // 32-key tiles and 180 for mma.sync (docs/Performance.md).
     FailureOr<nvidia::StepPlan> wg = plan(64, wgmmaOk);
+    // The first warpgroup computes each tile's scores for both
+    // (lead_scores; m64n64k16 in place of two m64n32k16): on an H100 beside
+    // the split scores and FlashMLA (docs/Performance.md, "Lead scores"),
+    // H=128 B=128 L=8192 756.8 -> 695.0 us, Sq = 2 1508.6 -> 1366.4, the
+    // ragged batch 809.5 -> 739.2, B=64 L=4096 231.0 -> 213.2.
     if (wgmmaOk && succeeded(wg) && wg->wgmma && wg->splitScores) {
       ConfigFields cfg{/*tileKv=*/64,
                        /*kvSplits=*/8,
@@ -355,6 +380,7 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
                        /*warps=*/2 * rows / 16,
                        /*stages=*/2,
                        arch.minWorkgroups};
+      cfg.leadScores = 1;
       if (workgroupBytes(op, cfg, arch) <= arch.sharedBytes)
         return cfg;
     }
@@ -551,14 +577,7 @@ struct SelectConfigPass
   ConfigAttr selectConfig(Operation *op, ConfigFields cfg, ConfigAttr existing,
                           const ArchInfo &arch) {
     if (existing)
-      cfg = {existing.getTileKv(),       existing.getKvSplits(),
-             existing.getHeadGroup(),    existing.getWarps(),
-             existing.getStages(),       existing.getMinWorkgroups(),
-             existing.getTileQ(),        existing.getWgmma(),
-             existing.getKvChunks(),     existing.getWorkgroups(),
-             existing.getChunkBalance(), existing.getMergeGroups(),
-             existing.getChunkWindows(), existing.getBlockedCopies(),
-             existing.getOverlap(),      existing.getFusedMerge()};
+      cfg = fieldsOf(existing);
     const bool stagesAsked = existing || specHasField(perfConfig, "stages");
     if (failed(applyOverrides(op, perfConfig, cfg)))
       return {};
@@ -611,13 +630,20 @@ struct SelectConfigPass
       cfg.stages = 1;
     }
     auto emitErr = [&]() { return op->emitError() << "perf-config: "; };
-    ConfigAttr attr = ConfigAttr::getChecked(
-        emitErr, op->getContext(), cfg.tileKv, cfg.kvSplits, cfg.headGroup,
-        cfg.warps, cfg.stages, cfg.minWorkgroups, cfg.tileQ, cfg.wgmma,
-        cfg.kvChunks, cfg.workgroups, cfg.chunkBalance, cfg.mergeGroups,
-        cfg.chunkWindows, cfg.blockedCopies, cfg.overlap, cfg.fusedMerge);
+    ConfigAttr attr = configAttrOf(op->getContext(), cfg, emitErr);
     if (!attr || failed(checkConfigForTarget(op, attr, arch)))
       return ConfigAttr();
+    // Lead scores, the default of NVIDIA's split step (gpuDecodeConfig),
+    // go where the overrides' step does not split its scores; asked for,
+    // checkLeadScoresRequest says why they cannot be had.
+    if (!existing && attr.getLeadScores() &&
+        !specHasField(perfConfig, "lead_scores")) {
+      FailureOr<WorkgroupTiles> t = workgroupTiles(op, attr, arch);
+      if (failed(t) || !t->leadScores) {
+        cfg.leadScores = 0;
+        attr = configAttrOf(op->getContext(), cfg);
+      }
+    }
     return attr;
   }
 
@@ -647,6 +673,7 @@ struct SelectConfigPass
             op.getQkDim(), attr.getTileKv(), op.getVDim(), attr.getWarps())))
       return failure();
     if (failed(checkOverlapRequest(op, attr, arch)) ||
+        failed(checkLeadScoresRequest(op, attr, arch)) ||
         failed(checkHostStack(op, attr, arch)))
       return failure();
     LLVM_DEBUG(llvm::dbgs() << "config for " << op << ": " << attr << "\n");
@@ -684,6 +711,7 @@ struct SelectConfigPass
       return failure();
     }
     if (failed(checkOverlapRequest(op, attr, arch)) ||
+        failed(checkLeadScoresRequest(op, attr, arch)) ||
         failed(checkHostStack(op, attr, arch)))
       return failure();
     if (wgmma == 1 &&

@@ -51,6 +51,8 @@ void recordDecodeInfo(DecodeOp op) {
     config += " chunk_windows=" + std::to_string(cfg.getChunkWindows());
   if (cfg.getFusedMerge())
     config += " fused_merge=1";
+  if (cfg.getLeadScores())
+    config += " lead_scores=1";
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",

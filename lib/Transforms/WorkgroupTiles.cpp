@@ -79,6 +79,7 @@ FailureOr<StepOf> stepOf(Operation *op, ConfigAttr config,
   t.elemBytes = elem.getIntOrFloatBitWidth() / 8;
   s.shape = {
       elem, t.rows, t.dim, t.keys, t.dv, config.getWarps(), t.separateValues};
+  s.shape.leadScores = config.getLeadScores() != 0;
   return s;
 }
 
@@ -102,6 +103,7 @@ FailureOr<WorkgroupTiles> mla::workgroupTiles(Operation *op, ConfigAttr config,
                    : plan->wgmma    ? StepLowering::Wgmma
                                     : StepLowering::MmaSync;
       t.splitScores = plan->splitScores;
+      t.leadScores = plan->leadScores;
       return t;
     }
   }

@@ -1223,6 +1223,11 @@ func.func private @bad_fused_merge() attributes {cfg = #mla.config<tile_kv = 64,
 
 // -----
 
+// expected-error @+1 {{lead_scores must be 0 or 1, got 2}}
+func.func private @bad_lead_scores() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 64, warps = 8, stages = 2, lead_scores = 2>}
+
+// -----
+
 // expected-error @+1 {{fused_merge applies to the length-aware schedule only (kv_chunks > 0)}}
 func.func private @fused_merge_needs_chunks() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 4, head_group = 1, warps = 1, stages = 1, fused_merge = 1>}
 

@@ -1,8 +1,9 @@
-// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=0" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,wgmma=0" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SYNC
 
 // Absorbed decode, 64 heads = 64 rows, 8 warps: split scores on warpgroup
-// MMA. Warpgroup g (warps 4g..4g+3, rows 16·(w % 4)) computes the scores
+// MMA (lead_scores = 0; the default, lead scores, in
+// distribute-wgmma-lead.mlir). Warpgroup g (warps 4g..4g+3, rows 16·(w % 4)) computes the scores
 // of key half g for all 64 rows (wgmma m64n16k16, K = 192 / 16 = 12
 // steps, the key descriptor 16 rows = 2048 bytes in for g = 1), row maxima
 // and P meet in shared memory, then P·V for value half g: P from the

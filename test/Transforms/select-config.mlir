@@ -22,6 +22,10 @@
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=fused_merge=1" 2>/dev/null | FileCheck %s --check-prefix=SM90FUSED
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=fused_merge=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=SM90FUSEDERR
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=fused_merge=1,merge_groups=4" 2>&1 | FileCheck %s --check-prefix=SM90FUSEDGROUPS
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=1" 2>/dev/null | FileCheck %s --check-prefix=SM90LEAD
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=SM90LEADERR
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx942 perf-config=lead_scores=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=AMDLEAD
+// RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=lead_scores=1" | FileCheck %s --check-prefix=HOSTLEAD
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
@@ -42,6 +46,13 @@
 // asked for with it, they are an error naming both fields.
 // SM90FUSED-LABEL: func @deepseek_tp8
 // SM90FUSED: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 4, stages = 1, kv_chunks = 256, chunk_windows = 2, fused_merge = 1>}
+// lead_scores = 1 (one warpgroup computes each tile's scores for both)
+// needs the split scores of two warpgroups sharing 64 rows: 16 rows take
+// the transposed step, an error naming the config; the host ignores it.
+// SM90LEADERR: error: config lead_scores = 1 needs NVIDIA's fused warpgroup-MMA step with two warpgroups sharing 64 query rows (sm_90a with wgmma = 1, 8 warps: decode's 64-row head groups), which this config (16 rows, 64-key tiles, 4 warps) on target sm_90a does not take
+// AMDLEAD: error: config lead_scores = 1 needs NVIDIA's fused warpgroup-MMA step {{.*}} on target gfx942 does not take
+// HOSTLEAD-LABEL: func @deepseek_tp8
+// HOSTLEAD: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32, lead_scores = 1>
 // SM90FUSEDGROUPS: error: perf-config: merge_groups applies to the merge launch; fused_merge = 1 merges in the chunks kernel (merge_groups must be 1, got 4)
 // GPU targets take the adaptive plan (chunk_windows = 2), which bounds its
 // chunks by the merge: chunk_balance with it is an error naming the field;
@@ -68,7 +79,7 @@
 // overlap = 1 (the lagged P·V) is prefill's: a decode's values are its
 // keys' columns.
 // OVERLAP: error: config overlap = 1 applies to prefill only (a decode's values are its keys' first columns: there is no value tile to copy behind the keys)
-// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance, merge_groups, chunk_windows, blocked_copies, overlap, fused_merge)
+// UNKNOWN: error: perf-config: unknown field 'tiles' (fields: tile_kv, kv_splits, head_group, warps, stages, min_workgroups, tile_q, wgmma, kv_chunks, workgroups, chunk_balance, merge_groups, chunk_windows, blocked_copies, overlap, fused_merge, lead_scores)
 // HOSTWARPS: error: config warps = 3 is not supported on target host: a host workgroup runs on one thread (allowed: warps = 1)
 // WARPS17: error: perf-config: warps must be in [1, 16], got 17
 // TARGET: error: mla-select-config: unknown target 'gfx1200' (known: host, sm_80, sm_90a, gfx90a, gfx942, gfx950, gfx90a-emu, gfx942-emu, gfx950-emu)
@@ -82,9 +93,13 @@ func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>,
 // 128 heads with MTP 4: head groups shrink so Sq x group stays <= 64 rows.
 // CHECK-LABEL: func @heads128_mtp4
 // sm_90a: 64 rows = one warpgroup per value half (warpgroup MMA): 64-key
-// tiles; eight head groups: one merge part group (the default, not printed).
+// tiles, the first warpgroup computing the scores (lead_scores = 1, the
+// default there); eight head groups: one merge part group (the default,
+// not printed).
 // SM90-LABEL: func @heads128_mtp4
-// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2>
+// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 1>
+// SM90LEAD-LABEL: func @heads128_mtp4
+// SM90LEAD: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 1>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>
 func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x128x512xbf16>, %lse: memref<?x4x128xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x4x128x576xbf16>, memref<?x1x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x128x512xbf16>, memref<?x4x128xf32>

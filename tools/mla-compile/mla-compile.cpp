@@ -173,7 +173,11 @@ static cl::opt<std::string>
                         "overlap=0|1 (prefill, sm_90a or the host: each "
                         "tile's P.V issued in the next step, beside its "
                         "softmax; values copied one tile behind the keys; "
-                        "default 0)"),
+                        "default 0),"
+                        "lead_scores=0|1 (sm_90a, decode's 64-row head "
+                        "groups: 1, the default there, has one warpgroup "
+                        "compute each key tile's whole scores and hand P "
+                        "to the other; 0 has each compute half)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

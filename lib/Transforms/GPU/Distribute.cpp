@@ -292,6 +292,8 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       ti.wgmma = arch->hasWarpgroupMma();
       if (auto cfg = grid.getConfigAttr())
         ti.wgmma &= cfg.getWgmma() != 0;
+      if (auto cfg = grid.getConfigAttr())
+        ti.leadScores = cfg.getLeadScores() != 0;
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
           grid.getLoc(), &grid.getBody().front());
       ti.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);

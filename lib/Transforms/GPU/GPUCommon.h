@@ -25,6 +25,9 @@ struct ThreadInfo {
   int64_t threads;    ///< threads per workgroup
   int64_t warpSize;   ///< threads per warp / wave
   bool wgmma = false; ///< warpgroup MMA allowed for the fused attention step
+  /// The config's lead_scores: one warpgroup computes a split step's
+  /// scores (nvidia::StepPlan::leadScores).
+  bool leadScores = false;
   int64_t warps() const { return threads / warpSize; }
 };
 
@@ -36,6 +39,9 @@ struct StepShape {
   /// V is a tile of its own (prefill), not the first dv columns of K's
   /// (decode's latent rows).
   bool separateValues = false;
+  /// The config asks one warpgroup to compute the scores of a step whose
+  /// warpgroups share rows (#mla.config lead_scores).
+  bool leadScores = false;
   /// Bytes of the K (and V) tile(s) of one key tile.
   int64_t keyTileBytes() const {
     return tile * (dim + (separateValues ? dv : 0)) *

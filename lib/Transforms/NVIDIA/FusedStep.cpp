@@ -95,15 +95,17 @@ void FusedStep::setUp(ImplicitLocOpBuilder &b) {
       indexConst(b, m));
   colPart = arith::DivUIOp::create(b, frag.group, indexConst(b, p.rowBlocks));
   colBase = arith::MulIOp::create(b, colPart, indexConst(b, p.dv / p.colSplit));
-  keyBase = p.splitScores
+  keyBase = halvesScores()
                 ? arith::MulIOp::create(b, colPart, indexConst(b, p.tile / 2))
                       .getResult()
                 : indexConst(b, 0);
   if (p.splitScores) {
-    ImplicitLocOpBuilder top =
-        builderAtGridTop(loop.getLoc(), loop->getBlock());
-    halfMax = memref::AllocaOp::create(
-        top, MemRefType::get({2, p.rows}, Float32Type::get(b.getContext())));
+    if (halvesScores()) {
+      ImplicitLocOpBuilder top =
+          builderAtGridTop(loop.getLoc(), loop->getBlock());
+      halfMax = memref::AllocaOp::create(
+          top, MemRefType::get({2, p.rows}, Float32Type::get(b.getContext())));
+    }
     StepScratch scratch = allocateStepScratch(op, /*scores=*/false,
                                               /*probs=*/true, /*corr=*/true);
     pTile = scratch.probs;
@@ -155,7 +157,7 @@ LogicalResult FusedStep::emit() {
   return carryStepState(
       op, initialState(b),
       [&](ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args) {
-        return step(ib, args);
+        return p.leadScores ? leadStep(ib, args) : step(ib, args);
       },
       [&](ImplicitLocOpBuilder &ab, ValueRange fin) { writeBack(ab, fin); });
 }
@@ -172,10 +174,12 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
   for (int64_t a = 0; a < nAcc; ++a)
     state.push_back(
         arith::MulFOp::create(ib, args[a], corr[elemRow[a % ci.elems]]));
-  if (p.splitScores)
-    probabilitiesToTile(ib, prob);
+  if (p.splitScores) {
+    storeProbabilities(ib, prob);
+    gpu::BarrierOp::create(ib);
+  }
   if (p.wgmma)
-    valuesWgmma(ib, prob, state);
+    valuesWgmma(ib, probabilityRegs(ib, prob), state);
   else
     valuesMmaSync(ib, prob, state);
   for (int64_t r = 0; r < nRows(); ++r)
@@ -251,7 +255,7 @@ SmallVector<Value> FusedStep::softmaxTile(
     }
   for (Value &m : mx)
     m = rowReduce(ib, m, true);
-  if (p.splitScores) {
+  if (halvesScores()) {
     // Each half's row maxima to shared memory; the row maximum is the
     // larger of the two halves'.
     Value other = arith::SubIOp::create(ib, indexConst(ib, 1), colPart);
@@ -402,11 +406,12 @@ SmallVector<Value> FusedStep::scoresMmaSync(ImplicitLocOpBuilder &ib) {
   return scores;
 }
 
-/// Split scores: this half of P to the probability tile (runs of a
-/// fragment's elements along a row as one vector store); after the
-/// barrier each warp reads all of its rows' P as the A operand.
-void FusedStep::probabilitiesToTile(ImplicitLocOpBuilder &ib,
-                                    ArrayRef<Value> prob) {
+/// Split scores: this warp's P (its half, or with lead scores all of it)
+/// to the probability tile (runs of a fragment's elements along a row as
+/// one vector store); after a barrier each warp reads all of its rows' P as
+/// the A operand.
+void FusedStep::storeProbabilities(ImplicitLocOpBuilder &ib,
+                                   ArrayRef<Value> prob) {
   const int64_t ce = ci.elems;
   for (int64_t j = 0; j < p.sBlocks; ++j)
     for (int64_t i = 0; i < ce;) {
@@ -425,16 +430,15 @@ void FusedStep::probabilitiesToTile(ImplicitLocOpBuilder &ib,
           ValueRange{rowOf(i), fragCol(ib, keyBase, j * p.frag->n, i)});
       i += len;
     }
-  gpu::BarrierOp::create(ib);
 }
 
 /// The A fragment of P·V's key step `kk`: this warp's probabilities in
 /// registers (the scores' C fragments are the A fragment, plan.pAsA), or
-/// with split scores both halves from the probability tile.
+/// with halved scores both halves from the probability tile.
 SmallVector<Value> FusedStep::probabilityA(ImplicitLocOpBuilder &ib,
                                            ArrayRef<Value> prob, int64_t kk) {
   const MatrixInstr &mi = *p.frag;
-  if (p.splitScores)
+  if (halvesScores())
     return frag.loadA(ib, pTile, rowBase, indexConst(ib, kk * mi.k));
   SmallVector<Value> elems;
   for (AccElement at : p.pAsA)
@@ -442,15 +446,16 @@ SmallVector<Value> FusedStep::probabilityA(ImplicitLocOpBuilder &ib,
   return frag.packA(ib, elems);
 }
 
-/// acc += P·V by wgmma: the probabilities are the A registers; V is an
-/// MN-major operand: 64-column blocks R·128 bytes apart, 8-key groups 1024
-/// apart. This warpgroup's value columns [colBase, colBase + dv /
-/// colSplit) in steps of at most 256 columns.
-void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
+/// acc += P·V by wgmma, waited for: `aRegs` the probabilities' A
+/// registers (probabilityRegs); V is an MN-major operand: 64-column blocks
+/// R·128 bytes apart, 8-key groups 1024 apart. This warpgroup's value
+/// columns [colBase, colBase + dv / colSplit) in steps of at most 256
+/// columns.
+void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
                             SmallVectorImpl<Value> &state) {
   const int64_t nAcc = p.nAcc();
   SmallVector<Value> regs(state.begin(), state.end());
-  llvm::append_range(regs, probabilityRegs(ib, prob));
+  llvm::append_range(regs, aRegs);
   regs = mma.fenceRegisters(ib, regs);
   state.assign(regs.begin(), regs.begin() + nAcc);
   Value vRows = valueRowBytes(ib);
@@ -564,7 +569,8 @@ void FusedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
   SmallVector<Value> lTot;
   for (int64_t r = 0; r < nRows(); ++r)
     lTot.push_back(rowReduce(ab, fin[nAcc + nRows() + r], false));
-  if (p.splitScores) {
+  // (With lead scores the second warpgroup's sums stay 0.)
+  if (halvesScores()) {
     Value second = arith::AndIOp::create(
         ab, rowLead,
         arith::CmpIOp::create(ab, arith::CmpIPredicate::eq, colPart,
@@ -623,10 +629,10 @@ Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
 
 LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
                                              const ThreadInfo &ti) {
-  FailureOr<StepPlan> plan =
-      planFusedStep({op.getElementType(), op.getRows(), op.getHeadDim(),
-                     op.getTileKeys(), op.getValueDim(), ti.warps()},
-                    ti.wgmma, op.getLoc());
+  StepShape shape{op.getElementType(), op.getRows(),     op.getHeadDim(),
+                  op.getTileKeys(),    op.getValueDim(), ti.warps()};
+  shape.leadScores = ti.leadScores;
+  FailureOr<StepPlan> plan = planFusedStep(shape, ti.wgmma, op.getLoc());
   SmallVector<Operation *> pure;
   if (failed(plan))
     return failure();

@@ -34,6 +34,14 @@ namespace arith = mlir::arith;
 namespace memref = mlir::memref;
 namespace scf = mlir::scf;
 
+/// The A registers (i32) of one tile's probabilities under warpgroup MMA:
+/// the warpgroup's 64 x tile 16-bit values spread over its lanes, two per
+/// register.
+inline int64_t probabilityRegCount(const StepPlan &p) {
+  const MatrixInstr &wi = p.productInstr();
+  return wi.m * p.tile / wi.lanes / 2;
+}
+
 /// The emitter of one fused step: the products through the emitters of
 /// the plan's instructions (`mma`: the product's, mma.sync or warpgroup
 /// MMA; `frag`: the warp's, whose fragments hold the state), every
@@ -83,16 +91,22 @@ private:
   SmallVector<Value> issueScores(ImplicitLocOpBuilder &ib);
   void pingPong(ImplicitLocOpBuilder &ib, bool arrive);
   SmallVector<Value> scoresMmaSync(ImplicitLocOpBuilder &ib);
-  void probabilitiesToTile(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob);
+  void storeProbabilities(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob);
   SmallVector<Value> probabilityA(ImplicitLocOpBuilder &ib,
                                   ArrayRef<Value> prob, int64_t kk);
-  void valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
+  void valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
                    SmallVectorImpl<Value> &state);
   SmallVector<Value> probabilityRegs(ImplicitLocOpBuilder &ib,
                                      ArrayRef<Value> prob);
   Value valueRowBytes(ImplicitLocOpBuilder &ib);
   void issueValues(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
                    Value vRowBytes, SmallVectorImpl<Value> &state);
+  /// Whether each warpgroup computes half of the tile's keys (split
+  /// scores without lead scores).
+  bool halvesScores() const { return p.splitScores && !p.leadScores; }
+  // The step with lead scores (FusedStepLead.cpp).
+  SmallVector<Value> leadStep(ImplicitLocOpBuilder &ib,
+                              ArrayRef<BlockArgument> args);
   // The overlapped step (FusedStepOverlap.cpp).
   LogicalResult emitOverlapped();
   SmallVector<Value> overlappedStep(ImplicitLocOpBuilder &ib,

@@ -29,13 +29,6 @@ using namespace mla::nvidia;
 
 namespace mla::nvidia {
 
-/// The A registers (i32) of one tile's probabilities: the warpgroup's
-/// 64 x tile 16-bit values spread over its lanes, two per register.
-static int64_t probabilityRegCount(const StepPlan &p) {
-  const MatrixInstr &wi = p.productInstr();
-  return wi.m * p.tile / wi.lanes / 2;
-}
-
 LogicalResult FusedStep::emitOverlapped() {
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   setUp(b);

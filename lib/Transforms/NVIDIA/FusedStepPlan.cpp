@@ -137,6 +137,13 @@ FailureOr<StepPlan> mla::nvidia::planFusedStep(const StepShape &shape,
             wgmmaPAsA == p.pAsA && p.warps % 4 == 0 && p.rowBlocks % 4 == 0 &&
             (p.colSplit == 1 || p.splitScores) && p.dim % 64 == 0 &&
             (p.dv / p.colSplit) % 64 == 0 && p.tile <= 256;
+  // One warpgroup computes the whole tile's scores where the config asks
+  // (lead_scores): its fragments then hold every key of the tile.
+  if (shape.leadScores && p.wgmma && p.splitScores &&
+      p.tile / mi.n * mi.c.elems <= 64) {
+    p.leadScores = true;
+    p.sBlocks = p.tile / mi.n;
+  }
   if (wgmmaAllowed && !p.wgmma) {
     std::string why = "needs whole warpgroups of 64 rows, 64-column head "
                       "and value blocks and at most 256 keys";

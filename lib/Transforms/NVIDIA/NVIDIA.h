@@ -58,6 +58,12 @@ struct StepPlan {
   int64_t sBlocks;             ///< a warp's m x n score fragments
   int64_t vBlocks;             ///< a warp's m x n accumulator fragments
   bool wgmma;                  ///< both products by warpgroup MMA
+  /// With split scores under warpgroup MMA (the config's lead_scores): the
+  /// first warpgroup computes all of the tile's scores, their softmax and
+  /// P, and hands P and the rows' corrections to the second through the
+  /// probability tile (FusedStepLead.cpp); splitScores stays set, since
+  /// the warpgroups still exchange P and split the value columns.
+  bool leadScores = false;
   /// Both products transposed (TransposedStep.cpp): the key tile and the
   /// value columns are warpgroup MMA's M, the query rows its N (fewer than
   /// 64 rows: decode's head groups); one or two warpgroups, 64-key tiles.

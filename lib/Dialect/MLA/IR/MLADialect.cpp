@@ -92,7 +92,7 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t workgroups, int64_t chunkBalance,
                                  int64_t mergeGroups, int64_t chunkWindows,
                                  int64_t blockedCopies, int64_t overlap,
-                                 int64_t fusedMerge) {
+                                 int64_t fusedMerge, int64_t leadScores) {
   if (tileKv < 8 || tileKv > 256 || !llvm::isPowerOf2_64(tileKv))
     return emitError() << "tile_kv must be a power of two in [8, 256], got "
                        << tileKv;
@@ -157,6 +157,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "fused_merge = 1 merges in the chunks kernel "
                           "(merge_groups must be 1, got "
                        << mergeGroups << ")";
+  if (leadScores != 0 && leadScores != 1)
+    return emitError() << "lead_scores must be 0 or 1, got " << leadScores;
   return success();
 }
 

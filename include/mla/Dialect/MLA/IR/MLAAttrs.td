@@ -108,6 +108,18 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       again, so that requests merge while other chunks still run and no
       launch waits for the whole batch. `merge_groups` must then be 1. 0
       keeps `mla.chunk_merge` as a launch of its own.
+    * `lead_scores` (optional, default 0): on sm_90a, where the fused
+      warpgroup-MMA step has two warpgroups share 64 query rows and split
+      the value columns (decode's 64-head groups), 1 has the first warpgroup
+      compute the whole key tile's scores (`m64n64k16`), their softmax and
+      P, and hand P and the rows' corrections to the second through shared
+      memory, instead of each computing half of the keys' scores
+      (`m64n32k16`, the row maxima exchanged, what 0 keeps): the scores
+      then read 4 KB of shared memory per 64 x 64 x 16 product instead of
+      6. `mla-select-config` picks 1 where its sm_90a decode config has
+      such a split (the default H=128 steps) and drops that default where
+      the overrides' step has none; asked for where the step has none
+      (other targets, other shapes), it is an error. The host ignores it.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
@@ -125,7 +137,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
                         DefaultValuedParameter<"int64_t", "0">:$chunk_windows,
                         DefaultValuedParameter<"int64_t", "1">:$blocked_copies,
                         DefaultValuedParameter<"int64_t", "0">:$overlap,
-                        DefaultValuedParameter<"int64_t", "0">:$fused_merge);
+                        DefaultValuedParameter<"int64_t", "0">:$fused_merge,
+                        DefaultValuedParameter<"int64_t", "0">:$lead_scores);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -1,0 +1,121 @@
+//===- FusedStepLead.cpp - one warpgroup's scores for two (sm_90a) --------===//
+//
+// NVIDIA's fused warpgroup-MMA step with lead scores (config lead_scores =
+// 1), where two warpgroups share 64 query rows and split the value columns
+// (decode's 64-head groups). The step with halved scores (FusedStep.cpp)
+// has each warpgroup compute half of the tile's keys (m64n32k16, reading
+// the 64 query rows once for each half) and exchange row maxima; here the
+// first ("lead") warpgroup computes all of them (m64n64k16: 4 KB of shared
+// memory read per 64 x 64 x 16 product instead of 6), their softmax and P,
+// and stores P (rounded as P·V takes it) and the rows' corrections to the
+// probability tile and the correction buffer. After one barrier the second
+// warpgroup reads both; each then rescales its accumulators and multiplies
+// P by its half of V, the lead from registers, the other from the tile.
+// Only the lead's m and l are the rows' (it owns them when writing back);
+// the other's l stays 0.
+//
+//===----------------------------------------------------------------------===//
+#include "../Utils.h"
+#include "FusedStep.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mla;
+using namespace mla::nvidia;
+
+namespace mla::nvidia {
+
+/// One iteration: the lead's scores, softmax and P (P and the corrections
+/// to shared memory), a barrier, the other warpgroup's P and corrections
+/// from shared memory, then both rescale and multiply. The state is the
+/// step in sequence's: accumulators, m and l of each row.
+SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
+                                       ArrayRef<BlockArgument> args) {
+  const int64_t nAcc = p.nAcc(), nR = nRows();
+  const int64_t nP = probabilityRegCount(p);
+  Type i32 = ib.getI32Type(), f32 = ib.getF32Type();
+  Value lead = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, colPart,
+                                     indexConst(ib, 0));
+  // The lead: P's A registers, then each row's correction, maximum and sum.
+  SmallVector<Type> leadTypes(nP, i32);
+  leadTypes.append(3 * nR, f32);
+  auto leadIf = scf::IfOp::create(ib, leadTypes, lead, /*addThenBlock=*/true,
+                                  /*addElseBlock=*/true);
+  {
+    ImplicitLocOpBuilder tb =
+        ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), leadIf.thenBlock());
+    SmallVector<Value> scores = scoresWgmma(tb);
+    SmallVector<Value> mNew, corr, sum;
+    SmallVector<Value> prob = softmax(tb, args, scores, mNew, corr, sum);
+    storeProbabilities(tb, prob);
+    guarded(tb, rowLead, [&](ImplicitLocOpBuilder &gb) {
+      for (int64_t r = 0; r < nR; ++r)
+        memref::StoreOp::create(gb, corr[r], corrBuf, ValueRange{rows[r]});
+    });
+    SmallVector<Value> out = probabilityRegs(tb, prob);
+    llvm::append_range(out, corr);
+    llvm::append_range(out, mNew);
+    llvm::append_range(out, sum);
+    scf::YieldOp::create(tb, out);
+  }
+  {
+    // The other warpgroup keeps its (unused) maxima and adds nothing to
+    // its sums; its registers and corrections come after the barrier.
+    ImplicitLocOpBuilder eb =
+        ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), leadIf.elseBlock());
+    SmallVector<Value> out(nP, arith::ConstantIntOp::create(eb, i32, 0));
+    out.append(nR, f32Const(eb, 1.0));
+    for (int64_t r = 0; r < nR; ++r)
+      out.push_back(args[nAcc + r]);
+    out.append(nR, f32Const(eb, 0.0));
+    scf::YieldOp::create(eb, out);
+  }
+  ValueRange led = leadIf.getResults();
+  gpu::BarrierOp::create(ib);
+  // Both warpgroups' P registers and corrections: the lead's own, the
+  // other's from the probability tile and the correction buffer.
+  SmallVector<Type> takeTypes(nP, i32);
+  takeTypes.append(nR, f32);
+  auto take = scf::IfOp::create(ib, takeTypes, lead, /*addThenBlock=*/true,
+                                /*addElseBlock=*/true);
+  {
+    ImplicitLocOpBuilder tb =
+        ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), take.thenBlock());
+    scf::YieldOp::create(tb, led.take_front(nP + nR));
+  }
+  {
+    ImplicitLocOpBuilder eb =
+        ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), take.elseBlock());
+    const MatrixInstr &mi = *p.frag;
+    SmallVector<Value> out;
+    for (int64_t kk = 0; kk < p.tile / mi.k; ++kk)
+      for (Value r : frag.loadA(eb, pTile, rowBase, indexConst(eb, kk * mi.k)))
+        out.push_back(asI32(eb, r));
+    for (int64_t r = 0; r < nR; ++r)
+      out.push_back(
+          memref::LoadOp::create(eb, corrBuf, ValueRange{rows[r]}).getResult());
+    scf::YieldOp::create(eb, out);
+  }
+  ValueRange taken = take.getResults();
+  ValueRange corr = taken.slice(nP, nR);
+  SmallVector<Value> state;
+  for (int64_t a = 0; a < nAcc; ++a)
+    state.push_back(
+        arith::MulFOp::create(ib, args[a], corr[elemRow[a % ci.elems]]));
+  valuesWgmma(ib, SmallVector<Value>(taken.take_front(nP)), state);
+  for (int64_t r = 0; r < nR; ++r)
+    state.push_back(led[nP + nR + r]);
+  for (int64_t r = 0; r < nR; ++r)
+    state.push_back(arith::AddFOp::create(
+        ib, arith::MulFOp::create(ib, args[nAcc + nR + r], corr[r]),
+        led[nP + 2 * nR + r]));
+  // The next iteration's copies overwrite the key and value tiles, its
+  // lead the probability tile.
+  gpu::BarrierOp::create(ib);
+  return state;
+}
+
+} // namespace mla::nvidia

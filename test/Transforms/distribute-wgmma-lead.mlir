@@ -1,0 +1,45 @@
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=0" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SPLIT
+
+// Absorbed decode, 64 heads = 64 rows, 8 warps, warpgroup MMA: lead
+// scores (the default where the scores would be split; lead_scores = 0
+// splits them, distribute-wgmma-decode.mlir). Warpgroup 0 (colPart 0)
+// alone computes all 32 keys' scores for the 64 rows (wgmma m64n32k16, K
+// = 192 / 16 = 12 steps), their softmax (quad shuffles, no halves'
+// exchange) and P, stores P to the probability tile and the rows'
+// corrections to the correction buffer and packs its own P into A
+// registers; the other warpgroup yields placeholders. After one barrier
+// warpgroup 1 loads P (ldmatrix) and the corrections; both rescale and
+// multiply by their value half (m64n64k16, 32 keys = 2 steps), then the
+// end barrier before the next copies.
+// CHECK-LABEL: func @decode
+// CHECK: scf.for
+// CHECK: %[[LEAD:[0-9]+]]:14 = scf.if
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-12: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: gpu.shuffle  xor
+// CHECK-NOT: gpu.barrier
+// CHECK: vector.store
+// CHECK-NOT: gpu.barrier
+// CHECK: } else {
+// CHECK-NOT: wgmma
+// CHECK: gpu.barrier
+// CHECK-NEXT: scf.if {{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, f32, f32)
+// CHECK: scf.yield %[[LEAD]]#0
+// CHECK: } else {
+// CHECK: nvgpu.ldmatrix
+// CHECK: memref.load
+// CHECK: scf.yield
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: gpu.barrier
+// CHECK-NEXT: scf.yield
+// SPLIT-LABEL: func @decode
+// SPLIT-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
+// SPLIT-NOT: m64n32k16
+func.func @decode(%q: memref<?x1x64x192xbf16>, %kv: memref<?x64x192xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x64x128xbf16>, %lse: memref<?x1x64xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x64x192xbf16>, memref<?x64x192xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x64x128xbf16>, memref<?x1x64xf32>
+  return
+}
