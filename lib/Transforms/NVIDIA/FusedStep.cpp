@@ -21,7 +21,9 @@
 // swizzled Q, K and V tiles. Warpgroups (4 warps) own 64 rows each: with
 // one warp per row block, different rows; with split scores (the absorbed
 // decode), warpgroup g computes the scores of key half g and value columns
-// half g of all 64 rows.
+// half g of all 64 rows; with lead scores (config lead_scores, the
+// default there) warpgroup 0 computes all of them and hands P to warpgroup
+// 1 (FusedStepLead.cpp).
 //
 // Written against the MatrixEmitter fragment interface: the warp's
 // instruction (mma.sync m16n8k16; the plan's `frag`) gives every row,
@@ -664,9 +666,12 @@ LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
     fused.swizzleOperands(swizzleRoots);
   for (Operation *pureOp : pure)
     pureOp->moveBefore(op);
-  LLVM_DEBUG(
-      llvm::dbgs() << "mla-distribute: fused attention step at " << op.getLoc()
-                   << " (" << (plan->wgmma ? "wgmma" : "mma.sync") << ", "
-                   << (plan->splitScores ? "split" : "whole") << " scores)\n");
+  LLVM_DEBUG(llvm::dbgs() << "mla-distribute: fused attention step at "
+                          << op.getLoc() << " ("
+                          << (plan->wgmma ? "wgmma" : "mma.sync") << ", "
+                          << (plan->leadScores    ? "lead"
+                              : plan->splitScores ? "split"
+                                                  : "whole")
+                          << " scores)\n");
   return fused.emit();
 }
