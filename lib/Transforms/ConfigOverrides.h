@@ -3,7 +3,8 @@
 // Library-private: the fields of #mla.config as mla-select-config chooses
 // them (ConfigFields), the --perf-config overrides by field name, and the
 // checks of a chosen config and of the functions around the kernel ops
-// (ConfigOverrides.cpp). The per-target heuristics and the pass are in
+// (ConfigOverrides.cpp), what a chosen config asks of its lowering
+// (ConfigRequests.cpp). The per-target heuristics and the pass are in
 // SelectConfig.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -53,6 +54,23 @@ mlir::LogicalResult applyOverrides(mlir::Operation *op, llvm::StringRef spec,
 /// an error at `op`.
 mlir::LogicalResult checkConfigForTarget(mlir::Operation *op, ConfigAttr cfg,
                                          const ArchInfo &arch);
+
+/// What a chosen config asks of its lowering on `arch`, each an error
+/// located at `op` saying why where it does not get it
+/// (ConfigRequests.cpp): `overlap = 1` (a prefill's lagged P·V: the host or
+/// warpgroup MMA's fused step with whole scores), `lead_scores = 1`
+/// (NVIDIA's fused step with two warpgroups sharing their rows; the host
+/// ignores it), the host's stack for a workgroup's tiles, and warpgroup MMA
+/// asked for (`wgmma=1`) for a step of `rows` x `tileKv` on `warps` warps.
+mlir::LogicalResult checkOverlapRequest(mlir::Operation *op, ConfigAttr attr,
+                                        const ArchInfo &arch);
+mlir::LogicalResult checkLeadScoresRequest(mlir::Operation *op, ConfigAttr attr,
+                                           const ArchInfo &arch);
+mlir::LogicalResult checkHostStack(mlir::Operation *op, ConfigAttr attr,
+                                   const ArchInfo &arch);
+mlir::LogicalResult checkWgmmaRequest(mlir::Operation *op, mlir::Type elem,
+                                      int64_t rows, int64_t dim, int64_t tileKv,
+                                      int64_t dv, int64_t warps);
 
 /// Kernel ops nested in another op's region, or side effects beside the
 /// kernel ops of a function, are errors located at the op (a compiled
