@@ -26,6 +26,7 @@
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=SM90LEADERR
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx942 perf-config=lead_scores=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=AMDLEAD
 // RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=lead_scores=1" | FileCheck %s --check-prefix=HOSTLEAD
+// RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=warps=4" | FileCheck %s --check-prefix=SM90W4
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
 // CHECK-LABEL: func @deepseek_tp8
@@ -98,6 +99,10 @@ func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>,
 // not printed).
 // SM90-LABEL: func @heads128_mtp4
 // SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 1>
+// Four warps (one warpgroup, whole scores): the default lead scores go,
+// not asked for, so no error.
+// SM90W4-LABEL: func @heads128_mtp4
+// SM90W4: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 4, stages = 2, kv_chunks = 256, chunk_windows = 2>}
 // SM90LEAD-LABEL: func @heads128_mtp4
 // SM90LEAD: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 1>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>

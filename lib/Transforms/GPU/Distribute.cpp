@@ -290,10 +290,10 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       ti.threads = warps * arch->warpSize;
       ti.warpSize = arch->warpSize;
       ti.wgmma = arch->hasWarpgroupMma();
-      if (auto cfg = grid.getConfigAttr())
+      if (auto cfg = grid.getConfigAttr()) {
         ti.wgmma &= cfg.getWgmma() != 0;
-      if (auto cfg = grid.getConfigAttr())
         ti.leadScores = cfg.getLeadScores() != 0;
+      }
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
           grid.getLoc(), &grid.getBody().front());
       ti.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);

@@ -181,7 +181,7 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
     gpu::BarrierOp::create(ib);
   }
   if (p.wgmma)
-    valuesWgmma(ib, probabilityRegs(ib, prob), state);
+    valuesWgmma(ib, probabilityRegs(ib, prob, p.splitScores), state);
   else
     valuesMmaSync(ib, prob, state);
   for (int64_t r = 0; r < nRows(); ++r)
@@ -436,11 +436,12 @@ void FusedStep::storeProbabilities(ImplicitLocOpBuilder &ib,
 
 /// The A fragment of P·V's key step `kk`: this warp's probabilities in
 /// registers (the scores' C fragments are the A fragment, plan.pAsA), or
-/// with halved scores both halves from the probability tile.
+/// `fromTile` (split scores) all of them from the probability tile.
 SmallVector<Value> FusedStep::probabilityA(ImplicitLocOpBuilder &ib,
-                                           ArrayRef<Value> prob, int64_t kk) {
+                                           ArrayRef<Value> prob, int64_t kk,
+                                           bool fromTile) {
   const MatrixInstr &mi = *p.frag;
-  if (halvesScores())
+  if (fromTile)
     return frag.loadA(ib, pTile, rowBase, indexConst(ib, kk * mi.k));
   SmallVector<Value> elems;
   for (AccElement at : p.pAsA)
@@ -468,13 +469,15 @@ void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
   state.assign(done.begin(), done.end());
 }
 
-/// The A registers (i32) of P·V's key steps, one step after the other.
+/// The A registers (i32) of P·V's key steps, one step after the other
+/// (probabilityA).
 SmallVector<Value> FusedStep::probabilityRegs(ImplicitLocOpBuilder &ib,
-                                              ArrayRef<Value> prob) {
+                                              ArrayRef<Value> prob,
+                                              bool fromTile) {
   const MatrixInstr &wi = p.productInstr();
   SmallVector<Value> regs;
   for (int64_t kk = 0; kk < p.tile / wi.k; ++kk)
-    for (Value r : probabilityA(ib, prob, kk))
+    for (Value r : probabilityA(ib, prob, kk, fromTile))
       regs.push_back(asI32(ib, r));
   return regs;
 }
@@ -537,7 +540,7 @@ void FusedStep::valuesMmaSync(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob,
   const MatrixInstr &mi = *p.frag;
   const int64_t ce = ci.elems, perLoad = frag.bTilesPerLoad();
   for (int64_t kk = 0; kk < p.tile / mi.k; ++kk) {
-    SmallVector<Value> aRegs = probabilityA(ib, prob, kk);
+    SmallVector<Value> aRegs = probabilityA(ib, prob, kk, p.splitScores);
     for (int64_t dp = 0; dp < p.vBlocks / perLoad; ++dp) {
       SmallVector<SmallVector<Value>> bRegs =
           frag.loadB(ib, v, indexConst(ib, kk * mi.k), colBase,

@@ -93,11 +93,12 @@ private:
   SmallVector<Value> scoresMmaSync(ImplicitLocOpBuilder &ib);
   void storeProbabilities(ImplicitLocOpBuilder &ib, ArrayRef<Value> prob);
   SmallVector<Value> probabilityA(ImplicitLocOpBuilder &ib,
-                                  ArrayRef<Value> prob, int64_t kk);
+                                  ArrayRef<Value> prob, int64_t kk,
+                                  bool fromTile);
   void valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
                    SmallVectorImpl<Value> &state);
   SmallVector<Value> probabilityRegs(ImplicitLocOpBuilder &ib,
-                                     ArrayRef<Value> prob);
+                                     ArrayRef<Value> prob, bool fromTile);
   Value valueRowBytes(ImplicitLocOpBuilder &ib);
   void issueValues(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
                    Value vRowBytes, SmallVectorImpl<Value> &state);

@@ -55,7 +55,7 @@ SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
       for (int64_t r = 0; r < nR; ++r)
         memref::StoreOp::create(gb, corr[r], corrBuf, ValueRange{rows[r]});
     });
-    SmallVector<Value> out = probabilityRegs(tb, prob);
+    SmallVector<Value> out = probabilityRegs(tb, prob, /*fromTile=*/false);
     llvm::append_range(out, corr);
     llvm::append_range(out, mNew);
     llvm::append_range(out, sum);
@@ -89,11 +89,7 @@ SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
   {
     ImplicitLocOpBuilder eb =
         ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), take.elseBlock());
-    const MatrixInstr &mi = *p.frag;
-    SmallVector<Value> out;
-    for (int64_t kk = 0; kk < p.tile / mi.k; ++kk)
-      for (Value r : frag.loadA(eb, pTile, rowBase, indexConst(eb, kk * mi.k)))
-        out.push_back(asI32(eb, r));
+    SmallVector<Value> out = probabilityRegs(eb, {}, /*fromTile=*/true);
     for (int64_t r = 0; r < nR; ++r)
       out.push_back(
           memref::LoadOp::create(eb, corrBuf, ValueRange{rows[r]}).getResult());

@@ -98,7 +98,7 @@ SmallVector<Value> FusedStep::overlappedStep(ImplicitLocOpBuilder &ib,
   for (int64_t r = 0; r < nR; ++r)
     state.push_back(arith::AddFOp::create(
         ib, arith::MulFOp::create(ib, args[nAcc + nR + r], corr[r]), sum[r]));
-  llvm::append_range(state, probabilityRegs(ib, prob));
+  llvm::append_range(state, probabilityRegs(ib, prob, /*fromTile=*/false));
   state.push_back(valueRowBytes(ib));
   // The next iteration's copies overwrite the key tile this one read and
   // the value tile whose product the last iteration waited for.

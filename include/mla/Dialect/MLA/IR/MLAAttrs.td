@@ -116,10 +116,11 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       memory, instead of each computing half of the keys' scores
       (`m64n32k16`, the row maxima exchanged, what 0 keeps): the scores
       then read 4 KB of shared memory per 64 x 64 x 16 product instead of
-      6. `mla-select-config` picks 1 where its sm_90a decode config has
-      such a split (the default H=128 steps) and drops that default where
-      the overrides' step has none; asked for where the step has none
-      (other targets, other shapes), it is an error. The host ignores it.
+      6. `mla-select-config` picks 1 for its sm_90a decode configs of
+      64-key tiles with such a split (H=128 without a mask variant) and
+      drops that default where the overrides' step has none; asked for
+      where the step has none (other targets, other shapes), it is an
+      error. The host ignores it.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
