@@ -20,11 +20,29 @@
 // CHECK-NOT: gpu.barrier
 // CHECK: nvgpu.device_async_copy %arg1
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
-// Two stages (a pipelined loop): one slot, staged per tile.
+// Two stages (a pipelined loop): one slot, staged per tile by a phase of
+// its own with its barrier, whose block-table reads run an iteration early
+// (ArchInfo::prefetchesPageLookups): the first before the loop when it
+// runs a tile (threads 64.. of 128 read row 63 again), each next one right
+// after the phase's barrier, into an i32 the loop carries; the phase
+// stores what the previous iteration read, so its barrier waits for no
+// global load.
 // STAGES2-LABEL: func @page1
 // STAGES2-NOT: memref<2x64xi32
 // STAGES2: memref<64xi32, #gpu.address_space<workgroup>>
 // STAGES2-NOT: memref<2x64xi32
+// STAGES2: %[[PG0:.*]] = scf.if %{{.*}} -> (i32) {
+// STAGES2: arith.minui %{{.*}}, %c63
+// STAGES2: memref.load %arg2
+// STAGES2: scf.yield %c0_i32 : i32
+// STAGES2: scf.for {{.*}} iter_args({{.*}}, %[[PG:.*]] = %[[PG0]]) -> ({{.*}}, i32) {
+// STAGES2: memref.store %[[PG]], %{{.*}} : memref<64xi32, #gpu.address_space<workgroup>>
+// STAGES2-NEXT: }
+// STAGES2-NEXT: nvvm.fence.proxy
+// STAGES2-NEXT: gpu.barrier
+// STAGES2: %[[PG1:.*]] = memref.load %arg2
+// STAGES2: nvgpu.device_async_copy %arg1
+// STAGES2: scf.yield {{.*}}, %[[PG1]] : {{.*}}, i32
 func.func @page1(%q: memref<?x1x16x576xbf16>, %kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x16x512xbf16>, %lse: memref<?x1x16xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x16x576xbf16>, memref<?x1x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x16x512xbf16>, memref<?x1x16xf32>
   return

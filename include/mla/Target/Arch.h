@@ -92,6 +92,18 @@ struct ArchInfo {
   /// second LDS buffer. AMD only: no cp.async, and two 32-key tiles do not
   /// fit gfx942's 64 KiB of LDS; NVIDIA pipelines with cp.async.
   bool prefetchesThroughRegisters() const { return kind == TargetKind::AMD; }
+  /// Whether the page lookup of a key loop whose step has `stages` stages,
+  /// where it is a phase of its own (no stagesPagesAhead), reads the next
+  /// iteration's block-table entries one iteration early, into registers
+  /// the loop carries (mla-distribute, GPU/ThreadLoops.cpp), so that the
+  /// lookup's barrier waits for no global load. NVIDIA's pipelined loops
+  /// (the H=128 decode: one round trip to the block table a key tile
+  /// before, with the whole workgroup waiting at the lookup's barrier);
+  /// AMD stages its pages ahead instead, and so do NVIDIA's single-stage
+  /// loops whose tiles span several pages.
+  bool prefetchesPageLookups(int64_t stages) const {
+    return kind == TargetKind::NVIDIA && stages > 1;
+  }
   /// Whether the register step may read its queries in place from q, into
   /// registers before the key loop: a prefill's query tile with the rows
   /// past the request's included (its loads are buffer loads, so rows past

@@ -208,8 +208,9 @@ void lowerGPUMath(GridOp grid, const ArchInfo &arch) {
 /// global -> shared copies asynchronous where `arch` has them (`ahead`: the
 /// copies of pipelined key loops and how many stages ahead they run), the
 /// key loops' copies (`copies`) and next-tile page phases read an iteration
-/// early where `arch` prefetches through registers, asynchronous copy
-/// phases spread row by row where `arch` blocks them and the grid's config
+/// early where `arch` prefetches through registers, and so the page
+/// lookups of pipelined key loops where it prefetches those, asynchronous
+/// copy phases spread row by row where `arch` blocks them and the grid's config
 /// does not ask for the linear mapping (`blocked_copies = 0`).
 void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
                       const DenseMap<Operation *, int64_t> &ahead,
@@ -241,6 +242,16 @@ void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
     for (scf::ParallelOp p : pars)
       if (p->hasAttr(MLADialect::kNextTileAttrName))
         nextTile.insert(p);
+  // The page lookups of key loops with their own lookup phase before the
+  // copy (its synchronous phases before a pipelined step) read an
+  // iteration early where the target prefetches them.
+  DenseSet<Operation *> lookups;
+  for (scf::ParallelOp p : pars) {
+    auto it = ahead.find(p);
+    if (it != ahead.end() && !async[p] &&
+        arch.prefetchesPageLookups(it->second + 1))
+      lookups.insert(p);
+  }
   std::stable_partition(pars.begin(), pars.end(),
                         [&](scf::ParallelOp p) { return copies.contains(p); });
   std::stable_partition(
@@ -253,8 +264,9 @@ void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
     options.waitAsyncCopies =
         async[p] && !p->hasAttr(MLADialect::kUnsynchronizedAttrName);
     options.pending = pending.lookup(p);
-    options.unroll = arch.unrollsThreadLoops();
-    options.prefetch = copies.contains(p) || nextTile.contains(p);
+    options.unroll = arch.unrollsThreadLoops() || lookups.contains(p);
+    options.prefetch =
+        copies.contains(p) || nextTile.contains(p) || lookups.contains(p);
     options.blockCopies = async[p] && arch.blocksCopyThreads() && blocked;
     distributeParallel(p, ti, options);
   }

@@ -20,9 +20,13 @@
 // i + 1, compute tile i. That is legal when the reads touch nothing the
 // loop writes, except what a phase marked mla.next_tile before the copy
 // writes (the next tile's page numbers, which the copy's barrier orders
-// before the early reads); the first tile's reads before the loop are
-// guarded by the loop's bound, and inside the loop the reads past the last
-// tile re-read the current one (no branch).
+// before the early reads), or when what they read is only ever read (the
+// block table); the first tile's reads before the loop are guarded by the
+// loop's bound, and inside the loop the reads past the last tile re-read
+// the current one (no branch). The same rotation takes the page lookup of
+// a pipelined key loop where the target prefetches those
+// (ArchInfo::prefetchesPageLookups: NVIDIA), so that the lookup's barrier
+// waits for no block-table load.
 //
 //===----------------------------------------------------------------------===//
 #include "ThreadLoops.h"
@@ -152,6 +156,37 @@ bool readRoots(ArrayRef<Operation *> ops, DenseSet<Value> &roots) {
     });
     if (r.wasInterrupted())
       return false;
+  }
+  return true;
+}
+
+/// Whether every use of `root`, through its views, only reads it: then
+/// no op anywhere writes it, whatever the ops that do not say what they
+/// write (inline assembly, NVVM's), which could reach it only through an
+/// operand derived from it (the block table a page lookup reads).
+bool onlyEverRead(Value root) {
+  SmallVector<Value> work{root};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == v) {
+          for (Value r : user->getResults())
+            work.push_back(r);
+          continue;
+        }
+      }
+      auto iface = dyn_cast<MemoryEffectOpInterface>(user);
+      if (!iface)
+        return false;
+      SmallVector<MemoryEffects::EffectInstance> effects;
+      iface.getEffects(effects);
+      for (const MemoryEffects::EffectInstance &e : effects)
+        if (!isa<MemoryEffects::Read>(e.getEffect()) &&
+            (!e.getValue() || e.getValue() == v))
+          return false;
+    }
   }
   return true;
 }
@@ -297,7 +332,8 @@ FailureOr<Rotation> planRotation(scf::ParallelOp par,
   DenseSet<Value> roots;
   if (!readRoots(rot.reads, roots))
     return fail("a read does not say what it reads");
-  if (!onlyNextTileWrites(rot.loop, par, roots, why) ||
+  if ((!llvm::all_of(roots, onlyEverRead) &&
+       !onlyNextTileWrites(rot.loop, par, roots, why)) ||
       failed(loopSlice(rot.loop, par, rot.reads, rot.slice, why)))
     return fail(why);
   return rot;

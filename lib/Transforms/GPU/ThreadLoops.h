@@ -22,8 +22,9 @@ struct ThreadLoopOptions {
   bool unroll = false;
   /// Issue the reads of the next iteration of the enclosing key loop one
   /// iteration early, into registers carried by the loop, where that is
-  /// legal (ArchInfo::prefetchesThroughRegisters; the KV copy of a key
-  /// loop). Needs `unroll`.
+  /// legal (ArchInfo::prefetchesThroughRegisters: the KV copy of a key
+  /// loop and its next tile's pages; ArchInfo::prefetchesPageLookups: a
+  /// pipelined key loop's page lookup). Needs `unroll`.
   bool prefetch = false;
   /// A copy phase of constant trip count whose rows may be spread with the
   /// columns fixed per thread (`blockedCopyMapping`): each thread copies
