@@ -11,10 +11,23 @@
 // registers; the other warpgroup yields placeholders. After one barrier
 // warpgroup 1 loads P (ldmatrix) and the corrections; both rescale and
 // multiply by their value half (m64n64k16, 32 keys = 2 steps), then the
-// end barrier before the next copies.
+// end barrier before the next copies. The loop is pipelined (two stages):
+// each iteration stores its page lookup (read the iteration before) with
+// no barrier of its own, waits for the tile in flight (every group of the
+// thread) and runs one barrier; then warpgroup 1, idle until P is ready,
+// issues the next tile's copy over its 128 threads (tid - 128) in its
+// branch, where all 256 issued it before the wait.
 // CHECK-LABEL: func @decode
 // CHECK: scf.for
-// CHECK: %[[LEAD:[0-9]+]]:14 = scf.if
+// CHECK: memref.store %arg{{[0-9]+}}, %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: }
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: %[[G:.*]] = nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+// CHECK-NEXT: nvvm.fence.proxy
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[LEAD:[0-9]+]]:14 = scf.if
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-12: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
@@ -23,8 +36,15 @@
 // CHECK: vector.store
 // CHECK-NOT: gpu.barrier
 // CHECK: } else {
+// CHECK-NEXT: %c128{{.*}} = arith.constant 128 : index
+// CHECK-NEXT: arith.subi %thread_id_x, %c128
 // CHECK-NOT: wgmma
-// CHECK: gpu.barrier
+// CHECK-COUNT-6: nvgpu.device_async_copy %arg1
+// CHECK-NOT: nvgpu.device_async_wait
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.fence.proxy
+// CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: scf.if {{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, f32, f32)
 // CHECK: scf.yield %[[LEAD]]#0
 // CHECK: } else {

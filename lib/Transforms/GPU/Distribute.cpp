@@ -211,15 +211,16 @@ void lowerGPUMath(GridOp grid, const ArchInfo &arch) {
 /// early where `arch` prefetches through registers, and so the page
 /// lookups of pipelined key loops where it prefetches those, asynchronous
 /// copy phases spread row by row where `arch` blocks them and the grid's config
-/// does not ask for the linear mapping (`blocked_copies = 0`).
+/// does not ask for the linear mapping (`blocked_copies = 0`); the phases
+/// a fused step handed to its second warpgroup (`handed`) over that
+/// warpgroup's threads.
 void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
                       const DenseMap<Operation *, int64_t> &ahead,
-                      const DenseSet<Operation *> &copies) {
+                      const DenseSet<Operation *> &copies,
+                      const DenseSet<Operation *> &handed) {
   SmallVector<scf::ParallelOp> pars;
   grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
   // The config's choice of copy mapping (blocked_copies, default 1).
-  const bool blocked =
-      !grid.getConfigAttr() || grid.getConfigAttr().getBlockedCopies() != 0;
   DenseMap<Operation *, bool> async;
   // A pipelined loop's next-tile pages stay synchronous: an
   // unsynchronized copy commits no group of its own, so its pages would
@@ -267,8 +268,17 @@ void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
     options.unroll = arch.unrollsThreadLoops() || lookups.contains(p);
     options.prefetch =
         copies.contains(p) || nextTile.contains(p) || lookups.contains(p);
-    options.blockCopies = async[p] && arch.blocksCopyThreads() && blocked;
-    distributeParallel(p, ti, options);
+    options.blockCopies =
+        async[p] && arch.blocksCopyThreads() && ti.blockedCopies;
+    ThreadInfo pti = ti;
+    if (handed.contains(p)) {
+      // The second warpgroup's threads, in its branch; the copies join the
+      // group that the step's next wait commits.
+      ImplicitLocOpBuilder hb(p.getLoc(), p);
+      pti.threads = ti.threads / 2;
+      pti.tid = arith::SubIOp::create(hb, ti.tid, indexConst(hb, pti.threads));
+    }
+    distributeParallel(p, pti, options);
   }
 }
 
@@ -305,6 +315,7 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       if (auto cfg = grid.getConfigAttr()) {
         ti.wgmma &= cfg.getWgmma() != 0;
         ti.leadScores = cfg.getLeadScores() != 0;
+        ti.blockedCopies = cfg.getBlockedCopies() != 0;
       }
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
           grid.getLoc(), &grid.getBody().front());
@@ -339,13 +350,14 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       // The attention steps: fused into registers where one of the target's
       // strategies is feasible, decomposed into parallel phases otherwise.
       SmallVector<AttentionStepOp> steps;
+      SmallVector<scf::ParallelOp> handed;
       grid.walk([&](AttentionStepOp step) { steps.push_back(step); });
       // Only AMD's register step reads queries in place (from global
       // memory into registers); the other lowerings stage them in a tile.
       for (AttentionStepOp step : steps) {
         if (arch->hasRegisterFusedStep()) {
           scf::ParallelOp queries = stageStepQueries(step);
-          if (succeeded(nvidia::fuseAttentionStep(step, ti))) {
+          if (succeeded(nvidia::fuseAttentionStep(step, ti, handed))) {
             // The queries' copy may stay in flight until the step's first
             // key tile has landed: the key copy's wait takes every group
             // of the thread and its barrier orders them, and a fused step
@@ -387,7 +399,8 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
         expandAttentionFinish(f);
       eraseDeadTiles(grid);
       allocasToWorkgroup(grid);
-      distributePhases(grid, *arch, ti, ahead, copies);
+      distributePhases(grid, *arch, ti, ahead, copies,
+                       DenseSet<Operation *>(handed.begin(), handed.end()));
       SmallVector<MatmulOp> mms;
       grid.walk([&](MatmulOp mm) { mms.push_back(mm); });
       for (MatmulOp mm : mms) {

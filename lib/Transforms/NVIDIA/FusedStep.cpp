@@ -632,8 +632,9 @@ Value FusedStep::operandDesc(ImplicitLocOpBuilder &ib, ViewInfo info,
 
 } // namespace mla::nvidia
 
-LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
-                                             const ThreadInfo &ti) {
+LogicalResult
+mla::nvidia::fuseAttentionStep(AttentionStepOp op, const ThreadInfo &ti,
+                               SmallVectorImpl<scf::ParallelOp> &handed) {
   StepShape shape{op.getElementType(), op.getRows(),     op.getHeadDim(),
                   op.getTileKeys(),    op.getValueDim(), ti.warps()};
   shape.leadScores = ti.leadScores;
@@ -664,7 +665,7 @@ LogicalResult mla::nvidia::fuseAttentionStep(AttentionStepOp op,
        !isa<scf::ForOp>(op->getParentOp())))
     return refuse(op, "overlap needs warpgroup MMA with whole scores in a "
                       "key loop without a tile skip");
-  FusedStep fused(op, ti, *plan);
+  FusedStep fused(op, ti, *plan, handed);
   if (plan->wgmma)
     fused.swizzleOperands(swizzleRoots);
   for (Operation *pureOp : pure)

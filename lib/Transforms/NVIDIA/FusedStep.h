@@ -48,8 +48,9 @@ inline int64_t probabilityRegCount(const StepPlan &p) {
 /// coordinate from their layouts.
 class FusedStep {
 public:
-  FusedStep(AttentionStepOp op, const ThreadInfo &ti, const StepPlan &plan)
-      : op(op), ti(ti), p(plan), ci(plan.frag->c),
+  FusedStep(AttentionStepOp op, const ThreadInfo &ti, const StepPlan &plan,
+            SmallVectorImpl<scf::ParallelOp> &handed)
+      : op(op), ti(ti), p(plan), handed(handed), ci(plan.frag->c),
         fragEm(createMatrixEmitter(*plan.frag, ti)),
         mmaEm(plan.wgmma ? createMatrixEmitter(plan.productInstr(), ti)
                          : nullptr),
@@ -108,6 +109,19 @@ private:
   // The step with lead scores (FusedStepLead.cpp).
   SmallVector<Value> leadStep(ImplicitLocOpBuilder &ib,
                               ArrayRef<BlockArgument> args);
+  /// The copy of the key loop's next tile that the second warpgroup issues
+  /// while the lead computes the scores, or null: a pipelined loop's (two
+  /// stages: the one copy in flight is the next tile's) phase filling the
+  /// step's key tiles (its last op a vector store to them), the step
+  /// directly in the loop (no tile skip).
+  mlir::scf::ParallelOp handedCopy();
+  /// Marks mla.unsynchronized the phases before `copy` that store what it
+  /// reads (its page lookup): the barrier after the tile's wait orders
+  /// them.
+  void unsynchronizeLookups(mlir::scf::ParallelOp copy);
+  /// Moves `copy` to where `eb` builds (the second warpgroup's branch),
+  /// unsynchronized, and hands it to mla-distribute (`handed`).
+  void issueHandedCopy(ImplicitLocOpBuilder &eb, mlir::scf::ParallelOp copy);
   // The overlapped step (FusedStepOverlap.cpp).
   LogicalResult emitOverlapped();
   SmallVector<Value> overlappedStep(ImplicitLocOpBuilder &ib,
@@ -136,6 +150,8 @@ private:
   AttentionStepOp op;
   const ThreadInfo &ti;
   StepPlan p;
+  /// The copy phases handed to the second warpgroup (fuseAttentionStep).
+  SmallVectorImpl<scf::ParallelOp> &handed;
   const FragLayout &ci; ///< the fragments' C layout
   std::unique_ptr<MatrixEmitter> fragEm, mmaEm;
   MatrixEmitter &frag, &mma;

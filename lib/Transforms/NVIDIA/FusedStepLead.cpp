@@ -14,6 +14,13 @@
 // Only the lead's m and l are the rows' (it owns them when writing back);
 // the other's l stays 0.
 //
+// In a pipelined key loop (two stages) the second warpgroup, idle until
+// the lead's P is ready, also issues the copy of the next key tile: each
+// iteration waits for the tile in flight and runs a barrier, then the lead
+// computes the scores while the other's 128 threads issue the next tile's
+// cp.async (instead of all 256 threads before the wait), so the copy's
+// issue and its page lookup's barrier leave the lead's path.
+//
 //===----------------------------------------------------------------------===//
 #include "../Utils.h"
 #include "FusedStep.h"
@@ -21,12 +28,58 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mla;
 using namespace mla::nvidia;
 
 namespace mla::nvidia {
+
+scf::ParallelOp FusedStep::handedCopy() {
+  if (op.getStages() != 2 || op->getParentOp() != loop.getOperation())
+    return {};
+  memref::AllocaOp ring = gridTile(k);
+  if (!ring)
+    return {};
+  for (Operation *o = op->getPrevNode(); o; o = o->getPrevNode()) {
+    auto par = dyn_cast<scf::ParallelOp>(o);
+    if (!par)
+      continue;
+    bool fills = false;
+    par.walk(
+        [&](vector::StoreOp st) { fills |= gridTile(st.getBase()) == ring; });
+    if (fills)
+      return par;
+  }
+  return {};
+}
+
+void FusedStep::unsynchronizeLookups(scf::ParallelOp copy) {
+  DenseSet<Operation *> read;
+  copy.walk([&](memref::LoadOp ld) {
+    if (memref::AllocaOp root = gridTile(ld.getMemRef()))
+      read.insert(root);
+  });
+  for (Operation *o = copy->getPrevNode(); o; o = o->getPrevNode())
+    if (auto par = dyn_cast<scf::ParallelOp>(o)) {
+      bool feeds = false;
+      par.walk([&](memref::StoreOp st) {
+        memref::AllocaOp root = gridTile(st.getMemRef());
+        feeds |= root && read.contains(root);
+      });
+      if (feeds)
+        par->setAttr(MLADialect::kUnsynchronizedAttrName,
+                     UnitAttr::get(par.getContext()));
+    }
+}
+
+void FusedStep::issueHandedCopy(ImplicitLocOpBuilder &eb,
+                                scf::ParallelOp copy) {
+  copy->moveBefore(eb.getInsertionBlock(), eb.getInsertionPoint());
+  copy->setAttr(MLADialect::kUnsynchronizedAttrName, eb.getUnitAttr());
+  handed.push_back(copy);
+}
 
 /// One iteration: the lead's scores, softmax and P (P and the corrections
 /// to shared memory), a barrier, the other warpgroup's P and corrections
@@ -39,6 +92,15 @@ SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
   Type i32 = ib.getI32Type(), f32 = ib.getF32Type();
   Value lead = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, colPart,
                                      indexConst(ib, 0));
+  // The tile in flight has landed (the thread's only cp.async group); the
+  // next one's copy, handed to the other warpgroup, reads the pages its
+  // lookup stored before this barrier.
+  scf::ParallelOp copy = handedCopy();
+  if (copy) {
+    unsynchronizeLookups(copy);
+    waitAllAsyncCopies(ib);
+    gpu::BarrierOp::create(ib);
+  }
   // The lead: P's A registers, then each row's correction, maximum and sum.
   SmallVector<Type> leadTypes(nP, i32);
   leadTypes.append(3 * nR, f32);
@@ -66,6 +128,8 @@ SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
     // its sums; its registers and corrections come after the barrier.
     ImplicitLocOpBuilder eb =
         ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), leadIf.elseBlock());
+    if (copy)
+      issueHandedCopy(eb, copy);
     SmallVector<Value> out(nP, arith::ConstantIntOp::create(eb, i32, 0));
     out.append(nR, f32Const(eb, 1.0));
     for (int64_t r = 0; r < nR; ++r)

@@ -114,8 +114,14 @@ void appendRowState(mlir::ImplicitLocOpBuilder &b, mlir::Value mBuf,
 /// The register-resident lowering of one mla.attention_step (mma.sync or
 /// wgmma, whole or split scores; FusedStep.cpp; on a transposed plan
 /// fuseTransposedStep). Fails, before changing any IR, when no fused
-/// strategy is feasible; -debug-only=mla-distribute says why.
-mlir::LogicalResult fuseAttentionStep(AttentionStepOp op, const ThreadInfo &ti);
+/// strategy is feasible; -debug-only=mla-distribute says why. A step
+/// with lead scores in a pipelined loop moves the next key tile's copy
+/// phase into its second warpgroup's branch and appends it to `handed`:
+/// mla-distribute spreads it over that warpgroup's threads as one cp.async
+/// group, without a wait or barrier of its own.
+mlir::LogicalResult
+fuseAttentionStep(AttentionStepOp op, const ThreadInfo &ti,
+                  llvm::SmallVectorImpl<mlir::scf::ParallelOp> &handed);
 
 /// The transposed strategy (StepPlan::transposed) for `shape` where it
 /// applies (warpgroup MMA allowed, 16-bit floats, fewer than 64 rows in
