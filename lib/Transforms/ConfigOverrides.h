@@ -58,7 +58,7 @@ mlir::LogicalResult checkConfigForTarget(mlir::Operation *op, ConfigAttr cfg,
 /// What a chosen config asks of its lowering on `arch`, each an error
 /// located at `op` saying why where it does not get it
 /// (ConfigRequests.cpp): `overlap = 1` (a prefill's lagged P·V: the host or
-/// warpgroup MMA's fused step with whole scores), `lead_scores = 1`
+/// warpgroup MMA's fused step with whole scores), `lead_scores` 1 or 2
 /// (NVIDIA's fused step with two warpgroups sharing their rows; the host
 /// ignores it), the host's stack for a workgroup's tiles, and warpgroup MMA
 /// asked for (`wgmma=1`) for a step of `rows` x `tileKv` on `warps` warps.

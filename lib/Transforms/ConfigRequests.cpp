@@ -61,7 +61,7 @@ LogicalResult checkOverlapRequest(Operation *op, ConfigAttr attr,
                          << (why.empty() ? "" : ": " + why);
 }
 
-/// A config with `lead_scores = 1` where its lowering exists: NVIDIA's
+/// A config with `lead_scores` 1 or 2 where its lowering exists: NVIDIA's
 /// fused warpgroup-MMA step with two warpgroups sharing their query rows
 /// (split scores), whose first then computes all of them; the host, whose
 /// steps are decomposed, ignores the field. Elsewhere an error located at
@@ -75,8 +75,8 @@ LogicalResult checkLeadScoresRequest(Operation *op, ConfigAttr attr,
     return success();
   InFlightDiagnostic d =
       op->emitError()
-      << "config lead_scores = 1 needs NVIDIA's fused warpgroup-MMA step "
-         "with two warpgroups sharing 64 query rows (sm_90a with wgmma = 1, "
+      << "config lead_scores = " << attr.getLeadScores()
+      << " needs NVIDIA's fused warpgroup-MMA step with two warpgroups sharing 64 query rows (sm_90a with wgmma = 1, "
          "8 warps: decode's 64-row head groups), which this config (";
   if (succeeded(t))
     d << t->rows << " rows, ";

@@ -52,7 +52,7 @@ void recordDecodeInfo(DecodeOp op) {
   if (cfg.getFusedMerge())
     config += " fused_merge=1";
   if (cfg.getLeadScores())
-    config += " lead_scores=1";
+    config += " lead_scores=" + std::to_string(cfg.getLeadScores());
   NamedAttrList info;
   info.append("kernel", b.getStringAttr(rt::kernels::kDecode));
   info.append("dtype",

@@ -1,5 +1,6 @@
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=0" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SPLIT
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=2" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=HAND
 
 // Absorbed decode, 64 heads = 64 rows, 8 warps, warpgroup MMA: lead
 // scores (the default where the scores would be split; lead_scores = 0
@@ -11,23 +12,10 @@
 // registers; the other warpgroup yields placeholders. After one barrier
 // warpgroup 1 loads P (ldmatrix) and the corrections; both rescale and
 // multiply by their value half (m64n64k16, 32 keys = 2 steps), then the
-// end barrier before the next copies. The loop is pipelined (two stages):
-// each iteration stores its page lookup (read the iteration before) with
-// no barrier of its own, waits for the tile in flight (every group of the
-// thread) and runs one barrier; then warpgroup 1, idle until P is ready,
-// issues the next tile's copy over its 128 threads (tid - 128) in its
-// branch, where all 256 issued it before the wait.
+// end barrier before the next copies.
 // CHECK-LABEL: func @decode
 // CHECK: scf.for
-// CHECK: memref.store %arg{{[0-9]+}}, %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
-// CHECK-NEXT: }
-// CHECK-NOT: gpu.barrier
-// CHECK-NOT: nvgpu.device_async_copy
-// CHECK: %[[G:.*]] = nvgpu.device_async_create_group
-// CHECK-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
-// CHECK-NEXT: nvvm.fence.proxy
-// CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: %[[LEAD:[0-9]+]]:14 = scf.if
+// CHECK: %[[LEAD:[0-9]+]]:14 = scf.if
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-12: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
@@ -36,15 +24,8 @@
 // CHECK: vector.store
 // CHECK-NOT: gpu.barrier
 // CHECK: } else {
-// CHECK-NEXT: %c128{{.*}} = arith.constant 128 : index
-// CHECK-NEXT: arith.subi %thread_id_x, %c128
 // CHECK-NOT: wgmma
-// CHECK-COUNT-6: nvgpu.device_async_copy %arg1
-// CHECK-NOT: nvgpu.device_async_wait
-// CHECK: scf.yield
-// CHECK-NEXT: }
-// CHECK-NEXT: nvvm.fence.proxy
-// CHECK-NEXT: gpu.barrier
+// CHECK: gpu.barrier
 // CHECK-NEXT: scf.if {{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, f32, f32)
 // CHECK: scf.yield %[[LEAD]]#0
 // CHECK: } else {
@@ -56,6 +37,36 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: gpu.barrier
 // CHECK-NEXT: scf.yield
+// lead_scores = 2: the loop is pipelined (two stages), so warpgroup 1, idle
+// until P is ready, also issues the next tile's copy. Each iteration
+// stores its page lookup (read the iteration before) with no barrier of
+// its own, waits for the tile in flight (every group of the thread) and
+// runs one barrier; then warpgroup 1 spreads the next tile's copy over its
+// 128 threads (tid - 128) in its branch, where with lead_scores = 1 all
+// 256 issue it before the wait (whose group the next wait commits).
+// HAND-LABEL: func @decode
+// HAND: memref.store %arg{{[0-9]+}}, %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
+// HAND-NEXT: }
+// HAND-NOT: gpu.barrier
+// HAND-NOT: nvgpu.device_async_copy
+// HAND: %[[G:.*]] = nvgpu.device_async_create_group
+// HAND-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+// HAND-NEXT: nvvm.fence.proxy
+// HAND-NEXT: gpu.barrier
+// HAND-NEXT: %[[LEAD:[0-9]+]]:14 = scf.if
+// HAND: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// HAND: %c128{{.*}} = arith.constant 128 : index
+// HAND-NEXT: arith.subi %thread_id_x, %c128
+// HAND-NOT: wgmma
+// HAND-COUNT-6: nvgpu.device_async_copy %arg1
+// HAND-NOT: nvgpu.device_async_wait
+// HAND: scf.yield
+// HAND-NEXT: }
+// HAND-NEXT: nvvm.fence.proxy
+// HAND-NEXT: gpu.barrier
+// HAND: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// HAND: gpu.barrier
+// HAND-NEXT: scf.yield
 // SPLIT-LABEL: func @decode
 // SPLIT-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
 // SPLIT-NOT: m64n32k16

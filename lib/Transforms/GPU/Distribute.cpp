@@ -315,6 +315,7 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       if (auto cfg = grid.getConfigAttr()) {
         ti.wgmma &= cfg.getWgmma() != 0;
         ti.leadScores = cfg.getLeadScores() != 0;
+        ti.handsCopy = cfg.getLeadScores() == 2;
         ti.blockedCopies = cfg.getBlockedCopies() != 0;
       }
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(

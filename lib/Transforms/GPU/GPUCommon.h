@@ -28,6 +28,9 @@ struct ThreadInfo {
   /// The config's lead_scores: one warpgroup computes a split step's
   /// scores (nvidia::StepPlan::leadScores).
   bool leadScores = false;
+  /// The config's lead_scores = 2: such a step in a pipelined key loop
+  /// also hands the next key tile's copy to its second warpgroup.
+  bool handsCopy = false;
   /// The config's blocked_copies: asynchronous copies spread row by row
   /// where the target blocks them (ArchInfo::blocksCopyThreads).
   bool blockedCopies = true;

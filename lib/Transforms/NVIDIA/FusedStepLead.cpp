@@ -14,8 +14,9 @@
 // Only the lead's m and l are the rows' (it owns them when writing back);
 // the other's l stays 0.
 //
-// In a pipelined key loop (two stages) the second warpgroup, idle until
-// the lead's P is ready, also issues the copy of the next key tile: each
+// With lead_scores = 2, in a pipelined key loop (two stages) the second
+// warpgroup, idle until the lead's P is ready, also issues the copy of the
+// next key tile: each
 // iteration waits for the tile in flight and runs a barrier, then the lead
 // computes the scores while the other's 128 threads issue the next tile's
 // cp.async (instead of all 256 threads before the wait), so the copy's
@@ -37,7 +38,8 @@ using namespace mla::nvidia;
 namespace mla::nvidia {
 
 scf::ParallelOp FusedStep::handedCopy() {
-  if (op.getStages() != 2 || op->getParentOp() != loop.getOperation())
+  if (!ti.handsCopy || op.getStages() != 2 ||
+      op->getParentOp() != loop.getOperation())
     return {};
   memref::AllocaOp ring = gridTile(k);
   if (!ring)

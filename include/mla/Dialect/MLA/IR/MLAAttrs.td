@@ -120,7 +120,12 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       64-key tiles with such a split (H=128 without a mask variant) and
       drops that default where the overrides' step has none; asked for
       where the step has none (other targets, other shapes), it is an
-      error. The host ignores it.
+      error. 2 is 1 and, in a pipelined key loop (two stages), hands the
+      next key tile's copy to the second warpgroup, which issues it over
+      its 128 threads while the first computes the scores (each iteration
+      then waits for the tile in flight and runs one barrier first; its
+      page lookup needs no barrier of its own); not yet run on a GPU, so
+      not a default. The host ignores it.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
