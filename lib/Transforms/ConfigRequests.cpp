@@ -76,7 +76,8 @@ LogicalResult checkLeadScoresRequest(Operation *op, ConfigAttr attr,
   InFlightDiagnostic d =
       op->emitError()
       << "config lead_scores = " << attr.getLeadScores()
-      << " needs NVIDIA's fused warpgroup-MMA step with two warpgroups sharing 64 query rows (sm_90a with wgmma = 1, "
+      << " needs NVIDIA's fused warpgroup-MMA step with two warpgroups sharing "
+         "64 query rows (sm_90a with wgmma = 1, "
          "8 warps: decode's 64-row head groups), which this config (";
   if (succeeded(t))
     d << t->rows << " rows, ";
