@@ -210,8 +210,8 @@ void lowerGPUMath(GridOp grid, const ArchInfo &arch) {
 /// key loops' copies (`copies`) and next-tile page phases read an iteration
 /// early where `arch` prefetches through registers, and so the page
 /// lookups of pipelined key loops where it prefetches those, asynchronous
-/// copy phases spread row by row where `arch` blocks them and the grid's config
-/// does not ask for the linear mapping (`blocked_copies = 0`); the phases
+/// copy phases spread row by row where `arch` blocks them and the grid's
+/// config does not ask for the linear mapping (`ti.blockedCopies`); the phases
 /// a fused step handed to its second warpgroup (`handed`) over that
 /// warpgroup's threads.
 void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
@@ -220,7 +220,6 @@ void distributePhases(GridOp grid, const ArchInfo &arch, const ThreadInfo &ti,
                       const DenseSet<Operation *> &handed) {
   SmallVector<scf::ParallelOp> pars;
   grid.walk([&](scf::ParallelOp p) { pars.push_back(p); });
-  // The config's choice of copy mapping (blocked_copies, default 1).
   DenseMap<Operation *, bool> async;
   // A pipelined loop's next-tile pages stay synchronous: an
   // unsynchronized copy commits no group of its own, so its pages would

@@ -16,11 +16,11 @@
 //
 // With lead_scores = 2, in a pipelined key loop (two stages) the second
 // warpgroup, idle until the lead's P is ready, also issues the copy of the
-// next key tile: each
-// iteration waits for the tile in flight and runs a barrier, then the lead
-// computes the scores while the other's 128 threads issue the next tile's
-// cp.async (instead of all 256 threads before the wait), so the copy's
-// issue and its page lookup's barrier leave the lead's path.
+// next key tile: each iteration waits for the tile in flight and runs a
+// barrier, then the lead computes the scores while the other's 128 threads
+// issue the next tile's cp.async (instead of all 256 threads before the
+// wait), so the copy's issue and its page lookup's barrier leave the
+// lead's path.
 //
 //===----------------------------------------------------------------------===//
 #include "../Utils.h"
