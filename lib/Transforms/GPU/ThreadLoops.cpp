@@ -34,6 +34,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -160,10 +161,13 @@ bool readRoots(ArrayRef<Operation *> ops, DenseSet<Value> &roots) {
   return true;
 }
 
-/// Whether every use of `root`, through its views, only reads it: then
-/// no op anywhere writes it, whatever the ops that do not say what they
-/// write (inline assembly, NVVM's), which could reach it only through an
-/// operand derived from it (the block table a page lookup reads).
+/// Whether every use of `root`, through its views, only reads it (says it
+/// reads it and does nothing else to it or to memory it does not name) or
+/// asks its sizes: then no op anywhere writes it, whatever the ops that do
+/// not say what they write (inline assembly, NVVM's), which could reach it
+/// only through a value derived from it (the block table a page lookup
+/// reads). An op that derives anything else from it (its address, say)
+/// counts as a writer.
 bool onlyEverRead(Value root) {
   SmallVector<Value> work{root};
   while (!work.empty()) {
@@ -177,15 +181,22 @@ bool onlyEverRead(Value root) {
           continue;
         }
       }
+      if (isa<memref::DimOp>(user))
+        continue;
       auto iface = dyn_cast<MemoryEffectOpInterface>(user);
       if (!iface)
         return false;
       SmallVector<MemoryEffects::EffectInstance> effects;
       iface.getEffects(effects);
-      for (const MemoryEffects::EffectInstance &e : effects)
-        if (!isa<MemoryEffects::Read>(e.getEffect()) &&
-            (!e.getValue() || e.getValue() == v))
+      bool reads = false;
+      for (const MemoryEffects::EffectInstance &e : effects) {
+        bool isRead = isa<MemoryEffects::Read>(e.getEffect());
+        if (!isRead && (!e.getValue() || e.getValue() == v))
           return false;
+        reads |= isRead && e.getValue() == v;
+      }
+      if (!reads)
+        return false;
     }
   }
   return true;
