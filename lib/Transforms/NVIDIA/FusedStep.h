@@ -112,8 +112,8 @@ private:
   /// The copy of the key loop's next tile that the second warpgroup issues
   /// while the lead computes the scores, or null: a pipelined loop's (two
   /// stages: the one copy in flight is the next tile's) phase filling the
-  /// step's key tiles (its last op a vector store to them), the step
-  /// directly in the loop (no tile skip).
+  /// step's key tiles (a vector store into them), the step directly in the
+  /// loop (no tile skip); only with lead_scores = 2 (ThreadInfo::handsCopy).
   mlir::scf::ParallelOp handedCopy();
   /// Marks mla.unsynchronized the phases before `copy` that store what it
   /// reads (its page lookup): the barrier after the tile's wait orders
