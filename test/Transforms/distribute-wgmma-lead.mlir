@@ -65,8 +65,16 @@
 // HAND-NEXT: nvvm.fence.proxy
 // HAND-NEXT: gpu.barrier
 // HAND: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
-// HAND: gpu.barrier
-// HAND-NEXT: scf.yield
+// HAND: nvvm.wgmma.wait.group.sync.aligned 0
+// The barrier opening the next iteration ends this one's products: none
+// before the yield; after the loop, the copies' wait and one barrier.
+// HAND-NOT: gpu.barrier
+// HAND: scf.yield
+// HAND-NEXT: }
+// HAND-NEXT: nvgpu.device_async_create_group
+// HAND-NEXT: nvgpu.device_async_wait
+// HAND-NEXT: nvvm.fence.proxy
+// HAND-NEXT: gpu.barrier
 // SPLIT-LABEL: func @decode
 // SPLIT-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
 // SPLIT-NOT: m64n32k16

@@ -20,7 +20,8 @@
 // barrier, then the lead computes the scores while the other's 128 threads
 // issue the next tile's cp.async (instead of all 256 threads before the
 // wait), so the copy's issue and its page lookup's barrier leave the
-// lead's path.
+// lead's path; the barrier opening each iteration also ends the last one's
+// products: two barriers a tile instead of four.
 //
 //===----------------------------------------------------------------------===//
 #include "../Utils.h"
@@ -175,8 +176,13 @@ SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
         ib, arith::MulFOp::create(ib, args[nAcc + nR + r], corr[r]),
         led[nP + 2 * nR + r]));
   // The next iteration's copies overwrite the key and value tiles, its
-  // lead the probability tile.
-  gpu::BarrierOp::create(ib);
+  // lead the probability tile. With the copy handed over, the barrier that
+  // opens the next iteration does this: each warpgroup waited for its
+  // products above, and the second read its P and corrections before the
+  // handoff barrier (after the loop, writeBack waits for every copy and
+  // runs one).
+  if (!copy)
+    gpu::BarrierOp::create(ib);
   return state;
 }
 
