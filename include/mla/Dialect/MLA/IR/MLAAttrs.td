@@ -123,8 +123,9 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       error. 2 is 1 and, in a pipelined key loop (two stages), hands the
       next key tile's copy to the second warpgroup, which issues it over
       its 128 threads while the first computes the scores (each iteration
-      then waits for the tile in flight and runs one barrier first; its
-      page lookup needs no barrier of its own); not yet run on a GPU, so
+      then waits for the tile in flight and runs one barrier first, which
+      also ends the previous tile: none at its end; its page lookup needs
+      no barrier of its own); not yet run on a GPU, so
       not a default. The host ignores it.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
