@@ -61,15 +61,23 @@ LogicalResult checkOverlapRequest(Operation *op, ConfigAttr attr,
                          << (why.empty() ? "" : ": " + why);
 }
 
-/// A config with `lead_scores` 1 or 2 where its lowering exists: NVIDIA's
-/// fused warpgroup-MMA step with two warpgroups sharing their query rows
-/// (split scores), whose first then computes all of them; the host, whose
-/// steps are decomposed, ignores the field. Elsewhere an error located at
-/// `op` saying why (no silent fallback to the split scores).
+/// A config with `lead_scores` 1, 2 or 3 where its lowering exists:
+/// NVIDIA's fused warpgroup-MMA step with two warpgroups sharing their
+/// query rows (split scores), whose first then computes all of them; 3
+/// also needs a two-stage key loop (the second warpgroup's P·V reads the
+/// previous tile's slot while the next tile's copy waits for it); the
+/// host, whose steps are decomposed, ignores the field. Elsewhere an error
+/// located at `op` saying why (no silent fallback to the split scores).
 LogicalResult checkLeadScoresRequest(Operation *op, ConfigAttr attr,
                                      const ArchInfo &arch) {
   if (!attr.getLeadScores() || arch.kind == TargetKind::Host)
     return success();
+  if (attr.getLeadScores() == 3 && attr.getStages() != 2)
+    return op->emitError()
+           << "config lead_scores = 3 lags the second warpgroup's P·V one key "
+              "tile behind the first's, which needs a two-stage key loop "
+              "(stages = 2), not stages = "
+           << attr.getStages();
   FailureOr<WorkgroupTiles> t = workgroupTiles(op, attr, arch);
   if (succeeded(t) && t->leadScores)
     return success();

@@ -1,6 +1,7 @@
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=0" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SPLIT
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=2" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=HAND
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=3" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=LAG
 
 // Absorbed decode, 64 heads = 64 rows, 8 warps, warpgroup MMA: lead
 // scores (the default where the scores would be split; lead_scores = 0
@@ -75,6 +76,61 @@
 // HAND-NEXT: nvgpu.device_async_wait
 // HAND-NEXT: nvvm.fence.proxy
 // HAND-NEXT: gpu.barrier
+// lead_scores = 3: warpgroup 1's P·V one tile behind. After the tile's
+// wait and barrier the next tile's page lookup is stored; the lead arrives
+// on named barrier 2 (lookup stored), computes the scores and softmax,
+// waits on named barrier 1 (warpgroup 1 has read the last P) and stores
+// P; warpgroup 1 reads the last tile's P and corrections (zeros and ones
+// in the first iteration), arrives on barrier 1 and takes the last tile's
+// value offset (this tile's in the first iteration). Both multiply (each
+// its own P and value tile), then warpgroup 1 waits on barrier 2 and
+// issues the next tile's copy. No barrier between the P stores and the
+// products; after the loop, warpgroup 1's product of the last tile.
+// LAG-LABEL: func @decode
+// LAG: %[[G:.*]] = nvgpu.device_async_create_group
+// LAG-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+// LAG-NEXT: nvvm.fence.proxy
+// LAG-NEXT: gpu.barrier
+// LAG: memref.store %arg{{[0-9]+}}, %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
+// LAG: %[[ONE:.*]] = arith.constant 1 : i32
+// LAG-NEXT: %[[TWO:.*]] = arith.constant 2 : i32
+// LAG: scf.if {{.*}} -> ({{.*}}, i64) {
+// LAG: nvvm.barrier.arrive id = %[[TWO]] number_of_threads = %c256_i32
+// LAG-COUNT-12: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// LAG-NOT: gpu.barrier
+// LAG: nvvm.barrier id = %[[ONE]] number_of_threads = %c256_i32
+// LAG-NOT: gpu.barrier
+// LAG: vector.store
+// LAG: } else {
+// LAG-NOT: wgmma
+// LAG: scf.if {{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, f32, f32) {
+// LAG: nvgpu.ldmatrix
+// LAG: } else {
+// LAG-NEXT: %[[Z:.*]] = arith.constant 0 : i32
+// LAG-NEXT: %[[U:.*]] = arith.constant 1.000000e+00 : f32
+// LAG-NEXT: scf.yield %[[Z]], %[[Z]], %[[Z]], %[[Z]], %[[Z]], %[[Z]], %[[Z]], %[[Z]], %[[U]], %[[U]]
+// LAG: nvvm.barrier.arrive id = %[[ONE]] number_of_threads = %c256_i32
+// LAG: %[[PREV:.*]] = arith.select %{{.*}}, %arg{{[0-9]+}}, %{{.*}} : i64
+// LAG-NOT: gpu.barrier
+// LAG-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// LAG: nvvm.wgmma.wait.group.sync.aligned 0
+// LAG-NOT: gpu.barrier
+// LAG: nvvm.barrier id = %[[TWO]] number_of_threads = %c256_i32
+// LAG-NEXT: %c128{{.*}} = arith.constant 128 : index
+// LAG-NEXT: arith.subi %thread_id_x, %c128
+// LAG-COUNT-6: nvgpu.device_async_copy %arg1
+// LAG-NOT: gpu.barrier
+// LAG: scf.yield
+// LAG-NEXT: }
+// LAG-NEXT: nvgpu.device_async_create_group
+// LAG-NEXT: nvgpu.device_async_wait
+// LAG-NEXT: nvvm.fence.proxy
+// LAG-NEXT: gpu.barrier
+// LAG: scf.if
+// LAG: nvgpu.ldmatrix
+// LAG-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// LAG: nvvm.wgmma.wait.group.sync.aligned 0
+// LAG: gpu.barrier
 // SPLIT-LABEL: func @decode
 // SPLIT-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
 // SPLIT-NOT: m64n32k16

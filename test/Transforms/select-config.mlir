@@ -26,6 +26,8 @@
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=SM90LEADERR
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=gfx942 perf-config=lead_scores=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=AMDLEAD
 // RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=lead_scores=1" | FileCheck %s --check-prefix=HOSTLEAD
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=3" 2>/dev/null | FileCheck %s --check-prefix=SM90LAG
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=3,stages=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=LAGSTAGES
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=warps=4" | FileCheck %s --check-prefix=SM90W4
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
@@ -54,6 +56,9 @@
 // AMDLEAD: error: config lead_scores = 1 needs NVIDIA's fused warpgroup-MMA step {{.*}} on target gfx942 does not take
 // HOSTLEAD-LABEL: func @deepseek_tp8
 // HOSTLEAD: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32, lead_scores = 1>
+// lead_scores = 3 (the second warpgroup's P·V one tile behind) needs a
+// two-stage key loop: with stages = 1 an error naming both.
+// LAGSTAGES: error: config lead_scores = 3 lags the second warpgroup's P·V one key tile behind the first's, which needs a two-stage key loop (stages = 2), not stages = 1
 // SM90FUSEDGROUPS: error: perf-config: merge_groups applies to the merge launch; fused_merge = 1 merges in the chunks kernel (merge_groups must be 1, got 4)
 // GPU targets take the adaptive plan (chunk_windows = 2), which bounds its
 // chunks by the merge: chunk_balance with it is an error naming the field;
@@ -105,6 +110,8 @@ func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>,
 // SM90W4: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 4, stages = 2, kv_chunks = 256, chunk_windows = 2>}
 // SM90LEAD-LABEL: func @heads128_mtp4
 // SM90LEAD: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 1>
+// SM90LAG-LABEL: func @heads128_mtp4
+// SM90LAG: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 3>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>
 func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x128x512xbf16>, %lse: memref<?x4x128xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x4x128x576xbf16>, memref<?x1x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x128x512xbf16>, memref<?x4x128xf32>

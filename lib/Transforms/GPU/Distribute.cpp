@@ -314,7 +314,8 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
       if (auto cfg = grid.getConfigAttr()) {
         ti.wgmma &= cfg.getWgmma() != 0;
         ti.leadScores = cfg.getLeadScores() != 0;
-        ti.handsCopy = cfg.getLeadScores() == 2;
+        ti.handsCopy = cfg.getLeadScores() >= 2;
+        ti.lagsValues = cfg.getLeadScores() == 3;
         ti.blockedCopies = cfg.getBlockedCopies() != 0;
       }
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(

@@ -153,6 +153,13 @@ SmallVector<Value> FusedStep::initialState(ImplicitLocOpBuilder &b) {
 LogicalResult FusedStep::emit() {
   if (op.getOverlap())
     return emitOverlapped();
+  if (p.leadScores && ti.lagsValues) {
+    if (scf::ParallelOp copy = handedCopy())
+      return emitLagged(copy);
+    LLVM_DEBUG(llvm::dbgs()
+               << "mla-distribute: lead scores at " << op.getLoc()
+               << " not lagged: no copy of the next key tile to hand over\n");
+  }
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   setUp(b);
   // After the loop: the state back to shared memory for the epilogue.
@@ -353,15 +360,21 @@ void FusedStep::pingPong(ImplicitLocOpBuilder &ib, bool arrive) {
       arrive ? arith::AddIOp::create(ib, wgIdx, indexConst(ib, 1)).getResult()
              : wgIdx;
   guarded(ib, cond, [&](ImplicitLocOpBuilder &gb) {
-    Value i32Id = arith::IndexCastUIOp::create(gb, gb.getI32Type(), id);
-    Value count =
-        arith::ConstantIntOp::create(gb, gb.getI32Type(), 2 * wi.lanes);
-    if (arrive)
-      NVVM::BarrierArriveOp::create(gb, i32Id, count);
-    else
-      NVVM::BarrierOp::create(gb, Type(), i32Id, count,
-                              NVVM::BarrierReductionAttr(), Value());
+    namedBarrier(gb, id, 2 * wi.lanes, arrive);
   });
+}
+
+void namedBarrier(ImplicitLocOpBuilder &b, Value id, int64_t threads,
+                  bool arrive) {
+  Value i32Id = id.getType().isIndex()
+                    ? arith::IndexCastUIOp::create(b, b.getI32Type(), id)
+                    : id;
+  Value count = arith::ConstantIntOp::create(b, b.getI32Type(), threads);
+  if (arrive)
+    NVVM::BarrierArriveOp::create(b, i32Id, count);
+  else
+    NVVM::BarrierOp::create(b, Type(), i32Id, count,
+                            NVVM::BarrierReductionAttr(), Value());
 }
 
 /// This warp's m rows times its key columns (all, or its half from
@@ -450,18 +463,19 @@ SmallVector<Value> FusedStep::probabilityA(ImplicitLocOpBuilder &ib,
 }
 
 /// acc += P·V by wgmma, waited for: `aRegs` the probabilities' A
-/// registers (probabilityRegs); V is an MN-major operand: 64-column blocks
+/// registers (probabilityRegs); the values at `vRowBytes` (valueRowBytes;
+/// null: this step's tile); V is an MN-major operand: 64-column blocks
 /// R·128 bytes apart, 8-key groups 1024 apart. This warpgroup's value
 /// columns [colBase, colBase + dv / colSplit) in steps of at most 256
 /// columns.
 void FusedStep::valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
-                            SmallVectorImpl<Value> &state) {
+                            SmallVectorImpl<Value> &state, Value vRowBytes) {
   const int64_t nAcc = p.nAcc();
   SmallVector<Value> regs(state.begin(), state.end());
   llvm::append_range(regs, aRegs);
   regs = mma.fenceRegisters(ib, regs);
   state.assign(regs.begin(), regs.begin() + nAcc);
-  Value vRows = valueRowBytes(ib);
+  Value vRows = vRowBytes ? vRowBytes : valueRowBytes(ib);
   mma.fence(ib);
   issueValues(ib, ArrayRef<Value>(regs).drop_front(nAcc), vRows, state);
   mma.wait(ib, 0);

@@ -42,6 +42,22 @@ inline int64_t probabilityRegCount(const StepPlan &p) {
   return wi.m * p.tile / wi.lanes / 2;
 }
 
+/// Named barrier 1 (256 threads) of the lagged lead step (lead_scores =
+/// 3): the second warpgroup arrives once it has read the probability tile
+/// and the corrections, the lead waits on it before storing the next
+/// tile's. The ping-pong of whole-score steps (FusedStep::pingPong) takes
+/// ids 1 .. warpgroups - 1 and never meets a split step's lead.
+constexpr int64_t kProbabilitiesReadBarrier = 1;
+/// Named barrier 2 (256 threads) of the lagged lead step: the lead arrives
+/// once the next tile's page lookup is stored, the second warpgroup waits
+/// on it before issuing that tile's copy.
+constexpr int64_t kLookupStoredBarrier = 2;
+
+/// bar.sync (`arrive` false) or bar.arrive on named barrier `id` for
+/// `threads` threads.
+void namedBarrier(ImplicitLocOpBuilder &b, Value id, int64_t threads,
+                  bool arrive);
+
 /// The emitter of one fused step: the products through the emitters of
 /// the plan's instructions (`mma`: the product's, mma.sync or warpgroup
 /// MMA; `frag`: the warp's, whose fragments hold the state), every
@@ -97,7 +113,7 @@ private:
                                   ArrayRef<Value> prob, int64_t kk,
                                   bool fromTile);
   void valuesWgmma(ImplicitLocOpBuilder &ib, ArrayRef<Value> aRegs,
-                   SmallVectorImpl<Value> &state);
+                   SmallVectorImpl<Value> &state, Value vRowBytes = Value());
   SmallVector<Value> probabilityRegs(ImplicitLocOpBuilder &ib,
                                      ArrayRef<Value> prob, bool fromTile);
   Value valueRowBytes(ImplicitLocOpBuilder &ib);
@@ -116,12 +132,22 @@ private:
   /// loop (no tile skip); only with lead_scores = 2 (ThreadInfo::handsCopy).
   mlir::scf::ParallelOp handedCopy();
   /// Marks mla.unsynchronized the phases before `copy` that store what it
-  /// reads (its page lookup): the barrier after the tile's wait orders
-  /// them.
-  void unsynchronizeLookups(mlir::scf::ParallelOp copy);
+  /// reads (its page lookup), and returns them: the barrier after the
+  /// tile's wait orders them.
+  SmallVector<mlir::scf::ParallelOp>
+  unsynchronizeLookups(mlir::scf::ParallelOp copy);
   /// Moves `copy` to where `eb` builds (the second warpgroup's branch),
   /// unsynchronized, and hands it to mla-distribute (`handed`).
   void issueHandedCopy(ImplicitLocOpBuilder &eb, mlir::scf::ParallelOp copy);
+  // The lagged lead step (lead_scores = 3, FusedStepLead.cpp).
+  LogicalResult emitLagged(mlir::scf::ParallelOp copy);
+  SmallVector<Value> laggedStep(ImplicitLocOpBuilder &ib,
+                                ArrayRef<BlockArgument> args,
+                                mlir::scf::ParallelOp copy);
+  void laggedLastValues(ImplicitLocOpBuilder &ab, ValueRange fin, Value ran);
+  /// The second warpgroup's P and corrections of the last tile the lead
+  /// stored (from the probability tile and the correction buffer).
+  SmallVector<Value> takeProbabilities(ImplicitLocOpBuilder &ib);
   // The overlapped step (FusedStepOverlap.cpp).
   LogicalResult emitOverlapped();
   SmallVector<Value> overlappedStep(ImplicitLocOpBuilder &ib,

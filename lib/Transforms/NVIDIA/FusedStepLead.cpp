@@ -23,6 +23,20 @@
 // lead's path; the barrier opening each iteration also ends the last one's
 // products: two barriers a tile instead of four.
 //
+// With lead_scores = 3 (the lagged lead step) the second warpgroup's P·V
+// runs one key tile behind: in iteration i, after the barrier that opens
+// it, the lead computes tile i's scores and softmax, waits on named
+// barrier kProbabilitiesReadBarrier, stores tile i's P and corrections and
+// multiplies its P by its value half of tile i; meanwhile the second
+// warpgroup reads tile i - 1's P and corrections (stored the iteration
+// before), arrives on that barrier, multiplies them by its value half of
+// tile i - 1 (still in its slot: the loop has two) beside the lead's
+// scores, waits for its product and only then issues tile i + 1's copy
+// into that slot. No handoff barrier: the barrier opening each iteration
+// orders the lead's stores before the second warpgroup's reads. The first
+// iteration's second warpgroup multiplies zeros (no tile before it); after
+// the loop it takes the last tile's P.
+//
 //===----------------------------------------------------------------------===//
 #include "../Utils.h"
 #include "FusedStep.h"
@@ -58,7 +72,9 @@ scf::ParallelOp FusedStep::handedCopy() {
   return {};
 }
 
-void FusedStep::unsynchronizeLookups(scf::ParallelOp copy) {
+SmallVector<scf::ParallelOp>
+FusedStep::unsynchronizeLookups(scf::ParallelOp copy) {
+  SmallVector<scf::ParallelOp> lookups;
   DenseSet<Operation *> read;
   copy.walk([&](memref::LoadOp ld) {
     if (memref::AllocaOp root = gridTile(ld.getMemRef()))
@@ -71,10 +87,13 @@ void FusedStep::unsynchronizeLookups(scf::ParallelOp copy) {
         memref::AllocaOp root = gridTile(st.getMemRef());
         feeds |= root && read.contains(root);
       });
-      if (feeds)
+      if (feeds) {
         par->setAttr(MLADialect::kUnsynchronizedAttrName,
                      UnitAttr::get(par.getContext()));
+        lookups.push_back(par);
+      }
     }
+  return lookups;
 }
 
 void FusedStep::issueHandedCopy(ImplicitLocOpBuilder &eb,
@@ -184,6 +203,186 @@ SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
   if (!copy)
     gpu::BarrierOp::create(ib);
   return state;
+}
+
+/// The second warpgroup's P registers and row corrections, as the lead
+/// stored them to the probability tile and the correction buffer.
+SmallVector<Value> FusedStep::takeProbabilities(ImplicitLocOpBuilder &ib) {
+  SmallVector<Value> out = probabilityRegs(ib, {}, /*fromTile=*/true);
+  for (int64_t r = 0; r < nRows(); ++r)
+    out.push_back(
+        memref::LoadOp::create(ib, corrBuf, ValueRange{rows[r]}).getResult());
+  return out;
+}
+
+/// The lagged lead step: the state of the step in sequence (accumulators,
+/// m, l of each row) and the byte offset (i64) of the value tile of the
+/// last iteration (valueRowBytes), which the second warpgroup multiplies
+/// one iteration later.
+LogicalResult FusedStep::emitLagged(scf::ParallelOp copy) {
+  ImplicitLocOpBuilder b(loop.getLoc(), loop);
+  setUp(b);
+  SmallVector<Value> init = initialState(b);
+  init.push_back(arith::ConstantIntOp::create(b, b.getI64Type(), 0));
+  Value ran = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                    loop.getLowerBound(), loop.getUpperBound());
+  return carryStepState(
+      op, init,
+      [&](ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args) {
+        return laggedStep(ib, args, copy);
+      },
+      [&](ImplicitLocOpBuilder &ab, ValueRange fin) {
+        laggedLastValues(ab, fin, ran);
+      });
+}
+
+SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
+                                         ArrayRef<BlockArgument> args,
+                                         scf::ParallelOp copy) {
+  const int64_t nAcc = p.nAcc(), nR = nRows();
+  const int64_t nP = probabilityRegCount(p);
+  Type i32 = ib.getI32Type(), f32 = ib.getF32Type(), i64 = ib.getI64Type();
+  Value lead = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, colPart,
+                                     indexConst(ib, 0));
+  auto forOp = cast<scf::ForOp>(op->getParentOp());
+  Value have =
+      arith::CmpIOp::create(ib, arith::CmpIPredicate::ne,
+                            forOp.getInductionVar(), forOp.getLowerBound());
+  // The tile in flight (issued by the second warpgroup the iteration
+  // before) has landed, and the lead's P of the last tile is stored.
+  SmallVector<scf::ParallelOp> lookups = unsynchronizeLookups(copy);
+  waitAllAsyncCopies(ib);
+  gpu::BarrierOp::create(ib);
+  // The next tile's page lookup, after the barrier: the second warpgroup
+  // read the last one when it issued its copy, before that barrier (no
+  // handoff barrier orders them here). The lead then arrives on
+  // kLookupStoredBarrier, on which the copy's issue waits.
+  for (scf::ParallelOp lookup : lookups)
+    lookup->moveBefore(ib.getInsertionBlock(), ib.getInsertionPoint());
+  Value barrierId = arith::ConstantIntOp::create(ib, i32,
+                                                 kProbabilitiesReadBarrier);
+  Value lookupId =
+      arith::ConstantIntOp::create(ib, i32, kLookupStoredBarrier);
+  const int64_t threads = 2 * p.productInstr().lanes;
+  Value here = valueRowBytes(ib);
+  // Each warpgroup's P registers, corrections, maxima, sums and the value
+  // tile its product reads.
+  SmallVector<Type> types(nP, i32);
+  types.append(3 * nR, f32);
+  types.push_back(i64);
+  auto parts = scf::IfOp::create(ib, types, lead, /*addThenBlock=*/true,
+                                 /*addElseBlock=*/true);
+  {
+    ImplicitLocOpBuilder tb =
+        ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), parts.thenBlock());
+    namedBarrier(tb, lookupId, threads, /*arrive=*/true);
+    SmallVector<Value> scores = scoresWgmma(tb);
+    SmallVector<Value> mNew, corr, sum;
+    SmallVector<Value> prob = softmax(tb, args, scores, mNew, corr, sum);
+    // The second warpgroup has read the last tile's P and corrections.
+    namedBarrier(tb, barrierId, threads, /*arrive=*/false);
+    storeProbabilities(tb, prob);
+    guarded(tb, rowLead, [&](ImplicitLocOpBuilder &gb) {
+      for (int64_t r = 0; r < nR; ++r)
+        memref::StoreOp::create(gb, corr[r], corrBuf, ValueRange{rows[r]});
+    });
+    SmallVector<Value> out = probabilityRegs(tb, prob, /*fromTile=*/false);
+    llvm::append_range(out, corr);
+    llvm::append_range(out, mNew);
+    llvm::append_range(out, sum);
+    out.push_back(here);
+    scf::YieldOp::create(tb, out);
+  }
+  {
+    // The second warpgroup: the last tile's P (zeros, corrections 1, and
+    // this tile's values in the first iteration), its maxima unused, its
+    // sums 0.
+    ImplicitLocOpBuilder eb =
+        ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), parts.elseBlock());
+    SmallVector<Type> takeTypes(nP, i32);
+    takeTypes.append(nR, f32);
+    auto take = scf::IfOp::create(eb, takeTypes, have, /*addThenBlock=*/true,
+                                  /*addElseBlock=*/true);
+    {
+      ImplicitLocOpBuilder tb =
+          ImplicitLocOpBuilder::atBlockEnd(eb.getLoc(), take.thenBlock());
+      scf::YieldOp::create(tb, takeProbabilities(tb));
+      ImplicitLocOpBuilder fb =
+          ImplicitLocOpBuilder::atBlockEnd(eb.getLoc(), take.elseBlock());
+      SmallVector<Value> none(nP, arith::ConstantIntOp::create(fb, i32, 0));
+      none.append(nR, f32Const(fb, 1.0));
+      scf::YieldOp::create(fb, none);
+    }
+    namedBarrier(eb, barrierId, threads, /*arrive=*/true);
+    SmallVector<Value> out(take.getResults().begin(), take.getResults().end());
+    for (int64_t r = 0; r < nR; ++r)
+      out.push_back(args[nAcc + r]);
+    out.append(nR, f32Const(eb, 0.0));
+    out.push_back(arith::SelectOp::create(eb, have, args.back(), here));
+    scf::YieldOp::create(eb, out);
+  }
+  ValueRange got = parts.getResults();
+  ValueRange corr = got.slice(nP, nR);
+  SmallVector<Value> state;
+  for (int64_t a = 0; a < nAcc; ++a)
+    state.push_back(
+        arith::MulFOp::create(ib, args[a], corr[elemRow[a % ci.elems]]));
+  valuesWgmma(ib, SmallVector<Value>(got.take_front(nP)), state, got.back());
+  // The second warpgroup's product has read the slot the next tile goes
+  // to (the lead's reads of it ended before this iteration's barrier).
+  guarded(ib,
+          arith::CmpIOp::create(ib, arith::CmpIPredicate::ne, colPart,
+                                indexConst(ib, 0)),
+          [&](ImplicitLocOpBuilder &gb) {
+            namedBarrier(gb, lookupId, threads, /*arrive=*/false);
+            issueHandedCopy(gb, copy);
+          });
+  for (int64_t r = 0; r < nR; ++r)
+    state.push_back(got[nP + nR + r]);
+  for (int64_t r = 0; r < nR; ++r)
+    state.push_back(arith::AddFOp::create(
+        ib, arith::MulFOp::create(ib, args[nAcc + nR + r], corr[r]),
+        got[nP + 2 * nR + r]));
+  state.push_back(here);
+  return state;
+}
+
+/// After the loop: the second warpgroup's product of the last tile (P
+/// stored by the lead in the last iteration), then the state back to
+/// shared memory (writeBack).
+void FusedStep::laggedLastValues(ImplicitLocOpBuilder &ab, ValueRange fin,
+                                 Value ran) {
+  const int64_t nAcc = p.nAcc(), nR = nRows();
+  waitAllAsyncCopies(ab);
+  gpu::BarrierOp::create(ab);
+  Value second = arith::AndIOp::create(
+      ab, ran,
+      arith::CmpIOp::create(ab, arith::CmpIPredicate::ne, colPart,
+                            indexConst(ab, 0)));
+  SmallVector<Value> acc(fin.begin(), fin.begin() + nAcc);
+  SmallVector<Type> accTypes(nAcc, ab.getF32Type());
+  auto last = scf::IfOp::create(ab, accTypes, second, /*addThenBlock=*/true,
+                                /*addElseBlock=*/true);
+  {
+    ImplicitLocOpBuilder tb =
+        ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), last.thenBlock());
+    SmallVector<Value> taken = takeProbabilities(tb);
+    SmallVector<Value> st;
+    for (int64_t a = 0; a < nAcc; ++a)
+      st.push_back(arith::MulFOp::create(
+          tb, acc[a],
+          taken[probabilityRegCount(p) + elemRow[a % ci.elems]]));
+    valuesWgmma(tb,
+                ArrayRef<Value>(taken).take_front(probabilityRegCount(p)), st,
+                fin.back());
+    scf::YieldOp::create(tb, st);
+    ImplicitLocOpBuilder eb =
+        ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), last.elseBlock());
+    scf::YieldOp::create(eb, acc);
+  }
+  SmallVector<Value> out(last.getResults().begin(), last.getResults().end());
+  out.append(fin.begin() + nAcc, fin.begin() + nAcc + 2 * nR);
+  writeBack(ab, out);
 }
 
 } // namespace mla::nvidia
