@@ -259,10 +259,9 @@ SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
   // kLookupStoredBarrier, on which the copy's issue waits.
   for (scf::ParallelOp lookup : lookups)
     lookup->moveBefore(ib.getInsertionBlock(), ib.getInsertionPoint());
-  Value barrierId = arith::ConstantIntOp::create(ib, i32,
-                                                 kProbabilitiesReadBarrier);
-  Value lookupId =
-      arith::ConstantIntOp::create(ib, i32, kLookupStoredBarrier);
+  Value barrierId =
+      arith::ConstantIntOp::create(ib, i32, kProbabilitiesReadBarrier);
+  Value lookupId = arith::ConstantIntOp::create(ib, i32, kLookupStoredBarrier);
   const int64_t threads = 2 * p.productInstr().lanes;
   Value here = valueRowBytes(ib);
   // Each warpgroup's P registers, corrections, maxima, sums and the value
@@ -355,10 +354,10 @@ void FusedStep::laggedLastValues(ImplicitLocOpBuilder &ab, ValueRange fin,
   const int64_t nAcc = p.nAcc(), nR = nRows();
   waitAllAsyncCopies(ab);
   gpu::BarrierOp::create(ab);
-  Value second = arith::AndIOp::create(
-      ab, ran,
-      arith::CmpIOp::create(ab, arith::CmpIPredicate::ne, colPart,
-                            indexConst(ab, 0)));
+  Value second =
+      arith::AndIOp::create(ab, ran,
+                            arith::CmpIOp::create(ab, arith::CmpIPredicate::ne,
+                                                  colPart, indexConst(ab, 0)));
   SmallVector<Value> acc(fin.begin(), fin.begin() + nAcc);
   SmallVector<Type> accTypes(nAcc, ab.getF32Type());
   auto last = scf::IfOp::create(ab, accTypes, second, /*addThenBlock=*/true,
@@ -370,11 +369,9 @@ void FusedStep::laggedLastValues(ImplicitLocOpBuilder &ab, ValueRange fin,
     SmallVector<Value> st;
     for (int64_t a = 0; a < nAcc; ++a)
       st.push_back(arith::MulFOp::create(
-          tb, acc[a],
-          taken[probabilityRegCount(p) + elemRow[a % ci.elems]]));
-    valuesWgmma(tb,
-                ArrayRef<Value>(taken).take_front(probabilityRegCount(p)), st,
-                fin.back());
+          tb, acc[a], taken[probabilityRegCount(p) + elemRow[a % ci.elems]]));
+    valuesWgmma(tb, ArrayRef<Value>(taken).take_front(probabilityRegCount(p)),
+                st, fin.back());
     scf::YieldOp::create(tb, st);
     ImplicitLocOpBuilder eb =
         ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), last.elseBlock());
