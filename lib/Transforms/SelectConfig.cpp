@@ -254,7 +254,11 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
     // (lead_scores; m64n64k16 in place of two m64n32k16): on an H100 beside
     // the split scores and FlashMLA (docs/Performance.md, "Lead scores"),
     // H=128 B=128 L=8192 756.8 -> 695.0 us, Sq = 2 1508.6 -> 1366.4, the
-    // ragged batch 809.5 -> 739.2, B=64 L=4096 231.0 -> 213.2.
+    // ragged batch 809.5 -> 739.2, B=64 L=4096 231.0 -> 213.2. With the
+    // next key tile's copy handed to the second warpgroup (lead_scores =
+    // 2, two stages; "The next key tile's copy issued by the second
+    // warpgroup"): 673.6 -> 594.4 us, Sq = 2 1323.3 -> 1143.4, the ragged
+    // batch 723.9 -> 630.0, B=64 L=4096 208.1 -> 188.6.
     if (wgmmaOk && succeeded(wg) && wg->wgmma && wg->splitScores) {
       ConfigFields cfg{/*tileKv=*/64,
                        /*kvSplits=*/8,
@@ -262,7 +266,7 @@ ConfigFields gpuDecodeConfig(DecodeOp op, const ArchInfo &arch, bool wgmmaOk) {
                        /*warps=*/2 * rows / 16,
                        /*stages=*/2,
                        arch.minWorkgroups};
-      cfg.leadScores = 1;
+      cfg.leadScores = 2;
       if (workgroupBytes(op, cfg, arch) <= arch.sharedBytes)
         return cfg;
     }

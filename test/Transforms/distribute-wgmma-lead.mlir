@@ -1,11 +1,11 @@
-// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=1" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=0" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SPLIT
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=2" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=HAND
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=3" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=LAG
 
 // Absorbed decode, 64 heads = 64 rows, 8 warps, warpgroup MMA: lead
-// scores (the default where the scores would be split; lead_scores = 0
-// splits them, distribute-wgmma-decode.mlir). Warpgroup 0 (colPart 0)
+// scores (lead_scores = 1; the default where the scores would be split is
+// 2, below; lead_scores = 0 splits them, distribute-wgmma-decode.mlir). Warpgroup 0 (colPart 0)
 // alone computes all 32 keys' scores for the 64 rows (wgmma m64n32k16, K
 // = 192 / 16 = 12 steps), their softmax (quad shuffles, no halves'
 // exchange) and P, stores P to the probability tile and the rows'
@@ -38,7 +38,7 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: gpu.barrier
 // CHECK-NEXT: scf.yield
-// lead_scores = 2: the loop is pipelined (two stages), so warpgroup 1, idle
+// lead_scores = 2 (the default): the loop is pipelined (two stages), so warpgroup 1, idle
 // until P is ready, also issues the next tile's copy. Each iteration
 // stores its page lookup (read the iteration before) with no barrier of
 // its own, waits for the tile in flight (every group of the thread) and

@@ -99,11 +99,11 @@ func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>,
 // 128 heads with MTP 4: head groups shrink so Sq x group stays <= 64 rows.
 // CHECK-LABEL: func @heads128_mtp4
 // sm_90a: 64 rows = one warpgroup per value half (warpgroup MMA): 64-key
-// tiles, the first warpgroup computing the scores (lead_scores = 1, the
-// default there); eight head groups: one merge part group (the default,
-// not printed).
+// tiles, the first warpgroup computing the scores and the second issuing
+// the next key tile's copy (lead_scores = 2, the default there); eight
+// head groups: one merge part group (the default, not printed).
 // SM90-LABEL: func @heads128_mtp4
-// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 1>
+// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 2>
 // Four warps (one warpgroup, whole scores): the default lead scores go,
 // not asked for, so no error.
 // SM90W4-LABEL: func @heads128_mtp4
