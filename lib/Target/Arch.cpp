@@ -38,8 +38,8 @@ static_assert(mla::rt::kHostGridLimits.maxWorkItems == 0 &&
 
 static const ArchInfo kArchs[] = {
     // name, kind, warp, shared bytes, matrix instructions, workgroups that
-    // fill the chip, triple, cpu, features, grid limits (workgroups per
-    // dim, work-items per dim)
+    // fill the chip, SMs / CUs, triple, cpu, features, grid limits
+    // (workgroups per dim, work-items per dim)
     // host: a workgroup's tiles live on the stack of the thread that runs
     // it (a pool worker's, or the caller's where it has the room;
     // mla/runtime/GridLimits.h): at most half of a worker's stack.
@@ -49,6 +49,7 @@ static const ArchInfo kArchs[] = {
      mla::rt::kHostTileStackBytes,
      {},
      0,
+     0,
      "x86_64-unknown-linux-gnu",
      "x86-64-v3",
      "",
@@ -57,34 +58,34 @@ static const ArchInfo kArchs[] = {
     // Ampere: 163 KB of shared memory per block (opt-in above 48 KB);
     // mma.sync m16n8k16.
     // Workgroups to fill: two per SM (108 SMs on A100).
-    {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, kAmpere, 216,
+    {"sm_80", TargetKind::NVIDIA, 32, 163 * 1024, kAmpere, 216, 108,
      "nvptx64-nvidia-cuda", "sm_80", "+ptx80", kCudaGrid, 0},
     // Hopper: 227 KB per block; mma.sync m16n8k16 and warpgroup MMA
     // (wgmma, used by the fused attention step).
     // 256 workgroups (about two per SM of an H100/H200) measured best for
-    // decode on the H200 (docs/Performance.md).
-    {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, kHopper, 256,
+    // decode on the H200 (docs/Performance.md); 132 SMs.
+    {"sm_90a", TargetKind::NVIDIA, 32, 227 * 1024, kHopper, 256, 132,
      "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", kCudaGrid, 0},
     // CDNA2 (MI200): wave64, 64 KB LDS, v_mfma_f32_16x16x16bf16_1k.
     // One LDS-bound workgroup per CU: 110 CUs per MI250X die.
-    {"gfx90a", TargetKind::AMD, 64, 64 * 1024, kCdna23, 110,
+    {"gfx90a", TargetKind::AMD, 64, 64 * 1024, kCdna23, 110, 110,
      "amdgcn-amd-amdhsa", "gfx90a", "", kHsaGrid, kHsaGridItems},
     // CDNA3 (MI300): wave64, 64 KB LDS, v_mfma_f32_16x16x16_bf16.
     // 304 CUs on MI300X.
-    {"gfx942", TargetKind::AMD, 64, 64 * 1024, kCdna23, 304,
+    {"gfx942", TargetKind::AMD, 64, 64 * 1024, kCdna23, 304, 304,
      "amdgcn-amd-amdhsa", "gfx942", "", kHsaGrid, kHsaGridItems},
     // CDNA4 (MI350): wave64, 160 KB LDS.
     // 256 CUs on MI355X.
-    {"gfx950", TargetKind::AMD, 64, 160 * 1024, kCdna4, 256,
+    {"gfx950", TargetKind::AMD, 64, 160 * 1024, kCdna4, 256, 256,
      "amdgcn-amd-amdhsa", "gfx950", "", kHsaGrid, kHsaGridItems},
     // The emulation targets: the chip's module exactly as before ROCDL
     // conversion, run as host code by the runtime's AMD emulator
     // (docs/AMD.md). Every field but the name is the chip's.
-    {"gfx90a-emu", TargetKind::AMD, 64, 64 * 1024, kCdna23, 110,
+    {"gfx90a-emu", TargetKind::AMD, 64, 64 * 1024, kCdna23, 110, 110,
      "amdgcn-amd-amdhsa", "gfx90a", "", kHsaGrid, kHsaGridItems, "gfx90a"},
-    {"gfx942-emu", TargetKind::AMD, 64, 64 * 1024, kCdna23, 304,
+    {"gfx942-emu", TargetKind::AMD, 64, 64 * 1024, kCdna23, 304, 304,
      "amdgcn-amd-amdhsa", "gfx942", "", kHsaGrid, kHsaGridItems, "gfx942"},
-    {"gfx950-emu", TargetKind::AMD, 64, 160 * 1024, kCdna4, 256,
+    {"gfx950-emu", TargetKind::AMD, 64, 160 * 1024, kCdna4, 256, 256,
      "amdgcn-amd-amdhsa", "gfx950", "", kHsaGrid, kHsaGridItems, "gfx950"},
 };
 

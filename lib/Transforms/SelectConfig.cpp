@@ -33,15 +33,33 @@ namespace {
 /// run on a pool of threads, a few per core).
 constexpr int64_t kHostDecodeChunks = 32;
 
+int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
+                       const ArchInfo &arch);
+
 /// Decode's length-aware schedule (#mla.config kv_chunks): the batch's key
 /// tiles cut into about as many equal shares as workgroups fill the chip,
 /// on the device from the lengths (mla.chunk_plan), in place of kv_splits
 /// fixed splits per request (docs/Performance.md, "Length-aware split-KV").
-ConfigFields lengthAwareSchedule(ConfigFields cfg, const ArchInfo &arch) {
+/// Where one of `op`'s workgroups under `cfg` takes more than half of the
+/// shared memory (one per SM / CU), as many as there are SMs / CUs: one
+/// wave, not two (the H=128 decode and H=16 at Sq 2 on an H100: B=64
+/// L=4096 -8.3 %, the ragged batch -6.2 %, H=16 Sq 2 -2.4 %, B=128 L=8192
+/// within its spread; docs/Performance.md, seventeenth session).
+ConfigFields lengthAwareSchedule(Operation *op, ConfigFields cfg,
+                                 const ArchInfo &arch) {
   cfg.kvSplits = 1;
   cfg.minWorkgroups = 0;
   cfg.kvChunks =
       arch.minWorkgroups > 0 ? arch.minWorkgroups : kHostDecodeChunks;
+  if (arch.computeUnits > 0 && cfg.kvChunks > arch.computeUnits &&
+      workgroupBytes(op, cfg, arch) > arch.sharedBytes / 2) {
+    LLVM_DEBUG(llvm::dbgs() << "mla-select-config: kv_chunks = "
+                            << arch.computeUnits
+                            << " (one workgroup per SM / CU) at "
+                            << op->getLoc()
+                            << "\n");
+    cfg.kvChunks = arch.computeUnits;
+  }
   return cfg;
 }
 
@@ -575,7 +593,7 @@ struct SelectConfigPass
                                   "head dim")))
       return failure();
     ConfigFields cfg = lengthAwareSchedule(
-        arch.kind == TargetKind::Host ? hostDecodeConfig(op)
+        op, arch.kind == TargetKind::Host ? hostDecodeConfig(op)
                                       : gpuDecodeConfig(op, arch, wgmmaOk),
         arch);
     if (arch.kind != TargetKind::Host && cfg.headGroup >= op.getNumHeads())

@@ -68,9 +68,11 @@
 // SM90BALANCE0: config = #mla.config<{{.*}}kv_chunks = 256, chunk_balance = 64, merge_groups = 4>}
 // With wgmma=0 the heuristics keep the mma.sync shapes (32-key tiles).
 // SM90SYNC-LABEL: func @heads128_mtp4
-// SM90SYNC: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, wgmma = 0, kv_chunks = 256, chunk_windows = 2>
+// SM90SYNC: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, wgmma = 0, kv_chunks = 132, chunk_windows = 2>
+// On sm_80 the same shapes take more than half of the shared memory: one
+// workgroup per SM, so as many chunks as SMs (108), one wave.
 // SM80-LABEL: func @heads128_mtp4
-// SM80: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 216, chunk_windows = 2>
+// SM80: config = #mla.config<tile_kv = 32, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 108, chunk_windows = 2>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>
 // OVERRIDE-LABEL: func @deepseek_tp8
 // OVERRIDE: config = #mla.config<tile_kv = 32, kv_splits = 2, head_group = 16, warps = 1, stages = 1>
@@ -103,15 +105,15 @@ func.func @deepseek_tp8(%q: memref<?x1x16x576xbf16>, %kv: memref<?x64x576xbf16>,
 // the next key tile's copy (lead_scores = 2, the default there); eight
 // head groups: one merge part group (the default, not printed).
 // SM90-LABEL: func @heads128_mtp4
-// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 2>
+// SM90: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 132, chunk_windows = 2, lead_scores = 2>
 // Four warps (one warpgroup, whole scores): the default lead scores go,
 // not asked for, so no error.
 // SM90W4-LABEL: func @heads128_mtp4
-// SM90W4: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 4, stages = 2, kv_chunks = 256, chunk_windows = 2>}
+// SM90W4: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 4, stages = 2, kv_chunks = 132, chunk_windows = 2>}
 // SM90LEAD-LABEL: func @heads128_mtp4
-// SM90LEAD: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 1>
+// SM90LEAD: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 132, chunk_windows = 2, lead_scores = 1>
 // SM90LAG-LABEL: func @heads128_mtp4
-// SM90LAG: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 256, chunk_windows = 2, lead_scores = 3>
+// SM90LAG: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 8, stages = 2, kv_chunks = 132, chunk_windows = 2, lead_scores = 3>
 // CHECK: config = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 16, warps = 1, stages = 1, kv_chunks = 32>
 func.func @heads128_mtp4(%q: memref<?x4x128x576xbf16>, %kv: memref<?x1x576xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x4x128x512xbf16>, %lse: memref<?x4x128xf32>) {
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x4x128x576xbf16>, memref<?x1x576xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x4x128x512xbf16>, memref<?x4x128xf32>

@@ -25,6 +25,9 @@ struct ArchInfo {
   /// The chip's matrix instructions (MatrixInstrs.def), preferred first.
   llvm::ArrayRef<MatrixInstrId> matrixInstrs;
   int64_t minWorkgroups;    ///< workgroups that fill the chip (0: host)
+  /// Streaming multiprocessors / compute units (0: host): the workgroups
+  /// of one wave where each takes more than half of the shared memory.
+  int64_t computeUnits;
   llvm::StringRef triple;   ///< LLVM target triple
   llvm::StringRef cpu;      ///< LLVM CPU name
   llvm::StringRef features; ///< LLVM target features

@@ -39,7 +39,10 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       `kv_chunks` workgroups (chunks times head groups) run, at most
       `kv_chunks + G·batch`. `mla.chunk_merge` combines each request's
       chunks. The chunks depend on the lengths alone, so the result is the
-      same for any `workgroups`.
+      same for any `workgroups`. `mla-select-config` sets it for decode on
+      every target: the workgroups that fill the chip (256 on sm_90a), or
+      the SMs / CUs (132 on sm_90a) where one workgroup takes more than
+      half of the shared memory.
     * `workgroups` (optional, default 0): with `kv_chunks`, the workgroups
       along the grid's x that take the chunks in turn (workgroup w runs
       chunks w, w + workgroups, ...); 0: one workgroup per possible chunk
