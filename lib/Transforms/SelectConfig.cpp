@@ -53,11 +53,9 @@ ConfigFields lengthAwareSchedule(Operation *op, ConfigFields cfg,
       arch.minWorkgroups > 0 ? arch.minWorkgroups : kHostDecodeChunks;
   if (arch.computeUnits > 0 && cfg.kvChunks > arch.computeUnits &&
       workgroupBytes(op, cfg, arch) > arch.sharedBytes / 2) {
-    LLVM_DEBUG(llvm::dbgs() << "mla-select-config: kv_chunks = "
-                            << arch.computeUnits
-                            << " (one workgroup per SM / CU) at "
-                            << op->getLoc()
-                            << "\n");
+    LLVM_DEBUG(llvm::dbgs()
+               << "mla-select-config: kv_chunks = " << arch.computeUnits
+               << " (one workgroup per SM / CU) at " << op->getLoc() << "\n");
     cfg.kvChunks = arch.computeUnits;
   }
   return cfg;
@@ -593,7 +591,8 @@ struct SelectConfigPass
                                   "head dim")))
       return failure();
     ConfigFields cfg = lengthAwareSchedule(
-        op, arch.kind == TargetKind::Host ? hostDecodeConfig(op)
+        op,
+        arch.kind == TargetKind::Host ? hostDecodeConfig(op)
                                       : gpuDecodeConfig(op, arch, wgmmaOk),
         arch);
     if (arch.kind != TargetKind::Host && cfg.headGroup >= op.getNumHeads())

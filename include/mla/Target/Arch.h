@@ -24,7 +24,7 @@ struct ArchInfo {
   int64_t sharedBytes; ///< shared memory / LDS one workgroup may use
   /// The chip's matrix instructions (MatrixInstrs.def), preferred first.
   llvm::ArrayRef<MatrixInstrId> matrixInstrs;
-  int64_t minWorkgroups;    ///< workgroups that fill the chip (0: host)
+  int64_t minWorkgroups; ///< workgroups that fill the chip (0: host)
   /// Streaming multiprocessors / compute units (0: host): the workgroups
   /// of one wave where each takes more than half of the shared memory.
   int64_t computeUnits;
