@@ -129,7 +129,8 @@ private:
   /// while the lead computes the scores, or null: a pipelined loop's (two
   /// stages: the one copy in flight is the next tile's) phase filling the
   /// step's key tiles (a vector store into them), the step directly in the
-  /// loop (no tile skip); only with lead_scores = 2 (ThreadInfo::handsCopy).
+  /// loop (no tile skip); only with lead_scores = 2 or 3
+  /// (ThreadInfo::handsCopy).
   mlir::scf::ParallelOp handedCopy();
   /// Marks mla.unsynchronized the phases before `copy` that store what it
   /// reads (its page lookup), and returns them: the barrier after the

@@ -1,7 +1,7 @@
 //===- FusedStepLead.cpp - one warpgroup's scores for two (sm_90a) --------===//
 //
-// NVIDIA's fused warpgroup-MMA step with lead scores (config lead_scores =
-// 1), where two warpgroups share 64 query rows and split the value columns
+// NVIDIA's fused warpgroup-MMA step with lead scores (config lead_scores
+// 1, 2 or 3), where two warpgroups share 64 query rows and split the value columns
 // (decode's 64-head groups). The step with halved scores (FusedStep.cpp)
 // has each warpgroup compute half of the tile's keys (m64n32k16, reading
 // the 64 query rows once for each half) and exchange row maxima; here the
@@ -14,7 +14,8 @@
 // Only the lead's m and l are the rows' (it owns them when writing back);
 // the other's l stays 0.
 //
-// With lead_scores = 2, in a pipelined key loop (two stages) the second
+// With lead_scores = 2 (the default of mla-select-config's sm_90a decode
+// configs with lead scores), in a pipelined key loop (two stages) the second
 // warpgroup, idle until the lead's P is ready, also issues the copy of the
 // next key tile: each iteration waits for the tile in flight and runs a
 // barrier, then the lead computes the scores while the other's 128 threads

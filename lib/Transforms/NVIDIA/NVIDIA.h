@@ -115,7 +115,7 @@ void appendRowState(mlir::ImplicitLocOpBuilder &b, mlir::Value mBuf,
 /// wgmma, whole or split scores; FusedStep.cpp; on a transposed plan
 /// fuseTransposedStep). Fails, before changing any IR, when no fused
 /// strategy is feasible; -debug-only=mla-distribute says why. A step
-/// with lead scores in a pipelined loop moves the next key tile's copy
+/// with lead_scores 2 or 3 in a pipelined loop moves the next key tile's copy
 /// phase into its second warpgroup's branch and appends it to `handed`:
 /// mla-distribute spreads it over that warpgroup's threads as one cp.async
 /// group, without a wait or barrier of its own.
