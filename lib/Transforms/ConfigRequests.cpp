@@ -72,15 +72,16 @@ LogicalResult checkLeadScoresRequest(Operation *op, ConfigAttr attr,
                                      const ArchInfo &arch) {
   if (!attr.getLeadScores() || arch.kind == TargetKind::Host)
     return success();
-  if (attr.getLeadScores() == 3 && attr.getStages() != 2)
-    return op->emitError()
-           << "config lead_scores = 3 lags the second warpgroup's P·V one key "
-              "tile behind the first's, which needs a two-stage key loop "
-              "(stages = 2), not stages = "
-           << attr.getStages();
   FailureOr<WorkgroupTiles> t = workgroupTiles(op, attr, arch);
-  if (succeeded(t) && t->leadScores)
+  if (succeeded(t) && t->leadScores) {
+    if (attr.getLeadScores() == 3 && attr.getStages() != 2)
+      return op->emitError()
+             << "config lead_scores = 3 lags the second warpgroup's P·V one "
+                "key tile behind the first's, which needs a two-stage key "
+                "loop (stages = 2), not stages = "
+             << attr.getStages();
     return success();
+  }
   InFlightDiagnostic d =
       op->emitError()
       << "config lead_scores = " << attr.getLeadScores()
