@@ -179,10 +179,7 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
   SmallVector<Value> scores = p.wgmma ? scoresWgmma(ib) : scoresMmaSync(ib);
   SmallVector<Value> mNew, corr, sum;
   SmallVector<Value> prob = softmax(ib, args, scores, mNew, corr, sum);
-  SmallVector<Value> state;
-  for (int64_t a = 0; a < nAcc; ++a)
-    state.push_back(
-        arith::MulFOp::create(ib, args[a], corr[elemRow[a % ci.elems]]));
+  SmallVector<Value> state = rescaled(ib, args.take_front(nAcc), corr);
   if (p.splitScores) {
     storeProbabilities(ib, prob);
     gpu::BarrierOp::create(ib);
@@ -191,12 +188,8 @@ SmallVector<Value> FusedStep::step(ImplicitLocOpBuilder &ib,
     valuesWgmma(ib, probabilityRegs(ib, prob, p.splitScores), state);
   else
     valuesMmaSync(ib, prob, state);
-  for (int64_t r = 0; r < nRows(); ++r)
-    state.push_back(mNew[r]);
-  for (int64_t r = 0; r < nRows(); ++r)
-    state.push_back(arith::AddFOp::create(
-        ib, arith::MulFOp::create(ib, args[nAcc + nRows() + r], corr[r]),
-        sum[r]));
+  appendRowStats(ib, state, mNew, args.slice(nAcc + nRows(), nRows()), corr,
+                 sum);
   // The next iteration's copies overwrite the key and value tiles.
   gpu::BarrierOp::create(ib);
   return state;
@@ -611,6 +604,47 @@ void FusedStep::writeBack(ImplicitLocOpBuilder &ab, ValueRange fin) {
     }
   });
   gpu::BarrierOp::create(ab);
+}
+
+SmallVector<Value> FusedStep::rescaled(ImplicitLocOpBuilder &ib, ValueRange acc,
+                                       ValueRange corr) {
+  SmallVector<Value> out;
+  for (auto [a, x] : llvm::enumerate(acc))
+    out.push_back(arith::MulFOp::create(ib, x, corr[elemRow[a % ci.elems]]));
+  return out;
+}
+
+void FusedStep::appendRowStats(ImplicitLocOpBuilder &ib,
+                               SmallVectorImpl<Value> &state, ValueRange mNew,
+                               ValueRange l, ValueRange corr, ValueRange sum) {
+  llvm::append_range(state, mNew);
+  for (int64_t r = 0; r < nRows(); ++r)
+    state.push_back(arith::AddFOp::create(
+        ib, arith::MulFOp::create(ib, l[r], corr[r]), sum[r]));
+}
+
+void FusedStep::finishLastValues(
+    ImplicitLocOpBuilder &ab, ValueRange fin,
+    function_ref<Value(ImplicitLocOpBuilder &)> cond,
+    function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, ArrayRef<Value>)>
+        last) {
+  const int64_t nAcc = p.nAcc(), nR = nRows();
+  waitAllAsyncCopies(ab);
+  gpu::BarrierOp::create(ab);
+  Value when = cond(ab);
+  SmallVector<Value> acc(fin.begin(), fin.begin() + nAcc);
+  SmallVector<Type> accTypes(nAcc, ab.getF32Type());
+  auto ifOp = scf::IfOp::create(ab, accTypes, when, /*addThenBlock=*/true,
+                                /*addElseBlock=*/true);
+  ImplicitLocOpBuilder tb =
+      ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), ifOp.thenBlock());
+  scf::YieldOp::create(tb, last(tb, acc));
+  ImplicitLocOpBuilder eb =
+      ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), ifOp.elseBlock());
+  scf::YieldOp::create(eb, acc);
+  SmallVector<Value> out(ifOp.getResults().begin(), ifOp.getResults().end());
+  out.append(fin.begin() + nAcc, fin.begin() + nAcc + 2 * nR);
+  writeBack(ab, out);
 }
 
 /// Over the lanes that share an accumulator row (the C layout's: the four

@@ -149,6 +149,12 @@ private:
   /// The second warpgroup's P and corrections of the last tile the lead
   /// stored (from the probability tile and the correction buffer).
   SmallVector<Value> takeProbabilities(ImplicitLocOpBuilder &ib);
+  /// The lead's part of a tile: scores, softmax, then (after waiting on
+  /// named barrier `waitId` where given) P and the rows' corrections to the
+  /// probability tile and the correction buffer. Returns P's A registers,
+  /// the corrections, maxima and sums.
+  SmallVector<Value> leadTile(ImplicitLocOpBuilder &tb,
+                              ArrayRef<BlockArgument> args, Value waitId);
   // The overlapped step (FusedStepOverlap.cpp).
   LogicalResult emitOverlapped();
   SmallVector<Value> overlappedStep(ImplicitLocOpBuilder &ib,
@@ -158,6 +164,23 @@ private:
                      SmallVectorImpl<Value> &state);
   void writeBack(ImplicitLocOpBuilder &ab, ValueRange fin);
 
+  /// `acc` times each element's row correction (`corr`, one per row).
+  SmallVector<Value> rescaled(ImplicitLocOpBuilder &ib, ValueRange acc,
+                              ValueRange corr);
+  /// Appends each row's new maximum and its sum l·corr + sum to `state`.
+  void appendRowStats(ImplicitLocOpBuilder &ib, SmallVectorImpl<Value> &state,
+                      ValueRange mNew, ValueRange l, ValueRange corr,
+                      ValueRange sum);
+  /// After a loop whose last tile's P·V is still owed: waits for every copy
+  /// and runs a barrier, then where `cond` (built after the barrier) holds
+  /// the accumulators of `fin` become `last`'s, and the state goes back to
+  /// shared memory (writeBack).
+  void
+  finishLastValues(ImplicitLocOpBuilder &ab, ValueRange fin,
+                   llvm::function_ref<Value(ImplicitLocOpBuilder &)> cond,
+                   llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &,
+                                                         ArrayRef<Value>)>
+                       last);
   Value rowReduce(ImplicitLocOpBuilder &ib, Value x, bool isMax);
   /// Column `col` of fragment element `e`: base + this lane's column + the
   /// element's.

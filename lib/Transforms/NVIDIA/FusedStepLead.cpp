@@ -132,19 +132,7 @@ SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
   {
     ImplicitLocOpBuilder tb =
         ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), leadIf.thenBlock());
-    SmallVector<Value> scores = scoresWgmma(tb);
-    SmallVector<Value> mNew, corr, sum;
-    SmallVector<Value> prob = softmax(tb, args, scores, mNew, corr, sum);
-    storeProbabilities(tb, prob);
-    guarded(tb, rowLead, [&](ImplicitLocOpBuilder &gb) {
-      for (int64_t r = 0; r < nR; ++r)
-        memref::StoreOp::create(gb, corr[r], corrBuf, ValueRange{rows[r]});
-    });
-    SmallVector<Value> out = probabilityRegs(tb, prob, /*fromTile=*/false);
-    llvm::append_range(out, corr);
-    llvm::append_range(out, mNew);
-    llvm::append_range(out, sum);
-    scf::YieldOp::create(tb, out);
+    scf::YieldOp::create(tb, leadTile(tb, args, Value()));
   }
   {
     // The other warpgroup keeps its (unused) maxima and adds nothing to
@@ -176,25 +164,14 @@ SmallVector<Value> FusedStep::leadStep(ImplicitLocOpBuilder &ib,
   {
     ImplicitLocOpBuilder eb =
         ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), take.elseBlock());
-    SmallVector<Value> out = probabilityRegs(eb, {}, /*fromTile=*/true);
-    for (int64_t r = 0; r < nR; ++r)
-      out.push_back(
-          memref::LoadOp::create(eb, corrBuf, ValueRange{rows[r]}).getResult());
-    scf::YieldOp::create(eb, out);
+    scf::YieldOp::create(eb, takeProbabilities(eb));
   }
   ValueRange taken = take.getResults();
   ValueRange corr = taken.slice(nP, nR);
-  SmallVector<Value> state;
-  for (int64_t a = 0; a < nAcc; ++a)
-    state.push_back(
-        arith::MulFOp::create(ib, args[a], corr[elemRow[a % ci.elems]]));
+  SmallVector<Value> state = rescaled(ib, args.take_front(nAcc), corr);
   valuesWgmma(ib, SmallVector<Value>(taken.take_front(nP)), state);
-  for (int64_t r = 0; r < nR; ++r)
-    state.push_back(led[nP + nR + r]);
-  for (int64_t r = 0; r < nR; ++r)
-    state.push_back(arith::AddFOp::create(
-        ib, arith::MulFOp::create(ib, args[nAcc + nR + r], corr[r]),
-        led[nP + 2 * nR + r]));
+  appendRowStats(ib, state, led.slice(nP + nR, nR), args.slice(nAcc + nR, nR),
+                 corr, led.slice(nP + 2 * nR, nR));
   // The next iteration's copies overwrite the key and value tiles, its
   // lead the probability tile. With the copy handed over, the barrier that
   // opens the next iteration does this: each warpgroup waited for its
@@ -213,6 +190,26 @@ SmallVector<Value> FusedStep::takeProbabilities(ImplicitLocOpBuilder &ib) {
   for (int64_t r = 0; r < nRows(); ++r)
     out.push_back(
         memref::LoadOp::create(ib, corrBuf, ValueRange{rows[r]}).getResult());
+  return out;
+}
+
+SmallVector<Value> FusedStep::leadTile(ImplicitLocOpBuilder &tb,
+                                       ArrayRef<BlockArgument> args,
+                                       Value waitId) {
+  SmallVector<Value> scores = scoresWgmma(tb);
+  SmallVector<Value> mNew, corr, sum;
+  SmallVector<Value> prob = softmax(tb, args, scores, mNew, corr, sum);
+  if (waitId)
+    namedBarrier(tb, waitId, 2 * p.productInstr().lanes, /*arrive=*/false);
+  storeProbabilities(tb, prob);
+  guarded(tb, rowLead, [&](ImplicitLocOpBuilder &gb) {
+    for (int64_t r = 0; r < nRows(); ++r)
+      memref::StoreOp::create(gb, corr[r], corrBuf, ValueRange{rows[r]});
+  });
+  SmallVector<Value> out = probabilityRegs(tb, prob, /*fromTile=*/false);
+  llvm::append_range(out, corr);
+  llvm::append_range(out, mNew);
+  llvm::append_range(out, sum);
   return out;
 }
 
@@ -276,20 +273,8 @@ SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
     ImplicitLocOpBuilder tb =
         ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), parts.thenBlock());
     namedBarrier(tb, lookupId, threads, /*arrive=*/true);
-    SmallVector<Value> scores = scoresWgmma(tb);
-    SmallVector<Value> mNew, corr, sum;
-    SmallVector<Value> prob = softmax(tb, args, scores, mNew, corr, sum);
-    // The second warpgroup has read the last tile's P and corrections.
-    namedBarrier(tb, barrierId, threads, /*arrive=*/false);
-    storeProbabilities(tb, prob);
-    guarded(tb, rowLead, [&](ImplicitLocOpBuilder &gb) {
-      for (int64_t r = 0; r < nR; ++r)
-        memref::StoreOp::create(gb, corr[r], corrBuf, ValueRange{rows[r]});
-    });
-    SmallVector<Value> out = probabilityRegs(tb, prob, /*fromTile=*/false);
-    llvm::append_range(out, corr);
-    llvm::append_range(out, mNew);
-    llvm::append_range(out, sum);
+    // P is stored once the second warpgroup has read the last tile's.
+    SmallVector<Value> out = leadTile(tb, args, barrierId);
     out.push_back(here);
     scf::YieldOp::create(tb, out);
   }
@@ -323,10 +308,7 @@ SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
   }
   ValueRange got = parts.getResults();
   ValueRange corr = got.slice(nP, nR);
-  SmallVector<Value> state;
-  for (int64_t a = 0; a < nAcc; ++a)
-    state.push_back(
-        arith::MulFOp::create(ib, args[a], corr[elemRow[a % ci.elems]]));
+  SmallVector<Value> state = rescaled(ib, args.take_front(nAcc), corr);
   valuesWgmma(ib, SmallVector<Value>(got.take_front(nP)), state, got.back());
   // The second warpgroup's product has read the slot the next tile goes
   // to (the lead's reads of it ended before this iteration's barrier).
@@ -337,12 +319,8 @@ SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
             namedBarrier(gb, lookupId, threads, /*arrive=*/false);
             issueHandedCopy(gb, copy);
           });
-  for (int64_t r = 0; r < nR; ++r)
-    state.push_back(got[nP + nR + r]);
-  for (int64_t r = 0; r < nR; ++r)
-    state.push_back(arith::AddFOp::create(
-        ib, arith::MulFOp::create(ib, args[nAcc + nR + r], corr[r]),
-        got[nP + 2 * nR + r]));
+  appendRowStats(ib, state, got.slice(nP + nR, nR), args.slice(nAcc + nR, nR),
+                 corr, got.slice(nP + 2 * nR, nR));
   state.push_back(here);
   return state;
 }
@@ -352,35 +330,22 @@ SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
 /// shared memory (writeBack).
 void FusedStep::laggedLastValues(ImplicitLocOpBuilder &ab, ValueRange fin,
                                  Value ran) {
-  const int64_t nAcc = p.nAcc(), nR = nRows();
-  waitAllAsyncCopies(ab);
-  gpu::BarrierOp::create(ab);
-  Value second =
-      arith::AndIOp::create(ab, ran,
-                            arith::CmpIOp::create(ab, arith::CmpIPredicate::ne,
-                                                  colPart, indexConst(ab, 0)));
-  SmallVector<Value> acc(fin.begin(), fin.begin() + nAcc);
-  SmallVector<Type> accTypes(nAcc, ab.getF32Type());
-  auto last = scf::IfOp::create(ab, accTypes, second, /*addThenBlock=*/true,
-                                /*addElseBlock=*/true);
-  {
-    ImplicitLocOpBuilder tb =
-        ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), last.thenBlock());
-    SmallVector<Value> taken = takeProbabilities(tb);
-    SmallVector<Value> st;
-    for (int64_t a = 0; a < nAcc; ++a)
-      st.push_back(arith::MulFOp::create(
-          tb, acc[a], taken[probabilityRegCount(p) + elemRow[a % ci.elems]]));
-    valuesWgmma(tb, ArrayRef<Value>(taken).take_front(probabilityRegCount(p)),
-                st, fin.back());
-    scf::YieldOp::create(tb, st);
-    ImplicitLocOpBuilder eb =
-        ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), last.elseBlock());
-    scf::YieldOp::create(eb, acc);
-  }
-  SmallVector<Value> out(last.getResults().begin(), last.getResults().end());
-  out.append(fin.begin() + nAcc, fin.begin() + nAcc + 2 * nR);
-  writeBack(ab, out);
+  const int64_t nP = probabilityRegCount(p);
+  finishLastValues(
+      ab, fin,
+      [&](ImplicitLocOpBuilder &cb) {
+        return arith::AndIOp::create(
+            cb, ran,
+            arith::CmpIOp::create(cb, arith::CmpIPredicate::ne, colPart,
+                                  indexConst(cb, 0)));
+      },
+      [&](ImplicitLocOpBuilder &tb, ArrayRef<Value> acc) {
+        SmallVector<Value> taken = takeProbabilities(tb);
+        SmallVector<Value> st =
+            rescaled(tb, acc, ArrayRef<Value>(taken).slice(nP));
+        valuesWgmma(tb, ArrayRef<Value>(taken).take_front(nP), st, fin.back());
+        return st;
+      });
 }
 
 } // namespace mla::nvidia

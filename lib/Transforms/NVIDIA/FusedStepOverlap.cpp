@@ -92,12 +92,8 @@ SmallVector<Value> FusedStep::overlappedStep(ImplicitLocOpBuilder &ib,
   SmallVector<Value> state =
       mma.fenceRegisters(ib, SmallVector<Value>(lagged.getResults().begin(),
                                                 lagged.getResults().end()));
-  for (int64_t a = 0; a < nAcc; ++a)
-    state[a] = arith::MulFOp::create(ib, state[a], corr[elemRow[a % ci.elems]]);
-  llvm::append_range(state, mNew);
-  for (int64_t r = 0; r < nR; ++r)
-    state.push_back(arith::AddFOp::create(
-        ib, arith::MulFOp::create(ib, args[nAcc + nR + r], corr[r]), sum[r]));
+  state = rescaled(ib, state, corr);
+  appendRowStats(ib, state, mNew, args.slice(nAcc + nR, nR), corr, sum);
   llvm::append_range(state, probabilityRegs(ib, prob, /*fromTile=*/false));
   state.push_back(valueRowBytes(ib));
   // The next iteration's copies overwrite the key tile this one read and
@@ -112,29 +108,17 @@ void FusedStep::lastValues(ImplicitLocOpBuilder &ab, ValueRange fin,
                            Value ran) {
   const int64_t nAcc = p.nAcc(), nR = nRows();
   const int64_t nP = probabilityRegCount(p);
-  waitAllAsyncCopies(ab);
-  gpu::BarrierOp::create(ab);
-  SmallVector<Value> acc(fin.begin(), fin.begin() + nAcc);
-  SmallVector<Type> accTypes(nAcc, ab.getF32Type());
-  auto last = scf::IfOp::create(ab, accTypes, ran, /*addThenBlock=*/true,
-                                /*addElseBlock=*/true);
-  {
-    ImplicitLocOpBuilder tb =
-        ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), last.thenBlock());
-    SmallVector<Value> st(acc);
-    SmallVector<Value> aRegs(fin.begin() + nAcc + 2 * nR,
-                             fin.begin() + nAcc + 2 * nR + nP);
-    mma.fence(tb);
-    issueValues(tb, aRegs, fin.back(), st);
-    mma.wait(tb, 0);
-    scf::YieldOp::create(tb, mma.fenceRegisters(tb, st));
-    ImplicitLocOpBuilder eb =
-        ImplicitLocOpBuilder::atBlockEnd(ab.getLoc(), last.elseBlock());
-    scf::YieldOp::create(eb, acc);
-  }
-  SmallVector<Value> out(last.getResults().begin(), last.getResults().end());
-  out.append(fin.begin() + nAcc, fin.begin() + nAcc + 2 * nR);
-  writeBack(ab, out);
+  finishLastValues(
+      ab, fin, [&](ImplicitLocOpBuilder &) { return ran; },
+      [&](ImplicitLocOpBuilder &tb, ArrayRef<Value> acc) {
+        SmallVector<Value> st(acc);
+        SmallVector<Value> aRegs(fin.begin() + nAcc + 2 * nR,
+                                 fin.begin() + nAcc + 2 * nR + nP);
+        mma.fence(tb);
+        issueValues(tb, aRegs, fin.back(), st);
+        mma.wait(tb, 0);
+        return mma.fenceRegisters(tb, st);
+      });
 }
 
 } // namespace mla::nvidia
