@@ -42,9 +42,10 @@ int64_t workgroupBytes(Operation *op, const ConfigFields &cfg,
 /// fixed splits per request (docs/Performance.md, "Length-aware split-KV").
 /// Where one of `op`'s workgroups under `cfg` takes more than half of the
 /// shared memory (one per SM / CU), as many as there are SMs / CUs: one
-/// wave, not two (the H=128 decode and H=16 at Sq 2 on an H100: B=64
-/// L=4096 -8.3 %, the ragged batch -6.2 %, H=16 Sq 2 -2.4 %, B=128 L=8192
-/// within its spread; docs/Performance.md, seventeenth session).
+/// wave, not two (the H=128 decode and H=16 at Sq 2 on an H100, measured
+/// with lead_scores = 1: B=64 L=4096 -8.3 %, the ragged batch -6.2 %, H=16
+/// Sq 2 -2.4 %, B=128 L=8192 within its spread; docs/Performance.md,
+/// seventeenth session).
 ConfigFields lengthAwareSchedule(Operation *op, ConfigFields cfg,
                                  const ArchInfo &arch) {
   cfg.kvSplits = 1;

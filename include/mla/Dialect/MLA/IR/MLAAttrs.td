@@ -126,7 +126,7 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       also ends the previous tile: none at its end; its page lookup needs
       no barrier of its own). `mla-select-config` picks 2 for its sm_90a
       decode configs of 64-key tiles with such a split (H=128 without a
-      mask variant; 12-14 % faster than 1 on an H100) and drops that
+      mask variant; 9-14 % faster than 1 on an H100) and drops that
       default where the overrides' step has none; asked for where the
       step has none (other targets, other shapes), it is an error. 3 is 2
       with the second warpgroup's P·V one key tile behind the first's
