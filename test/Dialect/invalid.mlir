@@ -315,6 +315,14 @@ func.func @tile_width(%kv: memref<?x3x576xbf16>, %bt: memref<?x?xi32>, %n: index
 
 // -----
 
+func.func @tile_page_size(%kv: memref<?x0x576xbf16>, %bt: memref<?x?xi32>, %n: index, %k: memref<64x576xbf16>) {
+  // expected-error @+1 {{page size (kv dim 1) must be >= 1, got 0}}
+  mla.load_kv_tile %kv[%bt, %n, %n, %n] into %k : memref<?x0x576xbf16>, memref<?x?xi32>, memref<64x576xbf16>
+  return
+}
+
+// -----
+
 func.func @mm_k(%a: memref<16x64xbf16>, %b: memref<32x48xbf16>, %c: memref<16x32xf32>) {
   // expected-error @+1 {{reduction extents differ: A has 64, B has 48}}
   mla.matmul %a, %b, %c {transpose_b} : memref<16x64xbf16>, memref<32x48xbf16>, memref<16x32xf32>

@@ -43,6 +43,15 @@ LogicalResult checkDim(Operation *op, StringRef name, MemRefType type,
            << dimStr(got) << ", expected " << dimStr(want);
   return success();
 }
+/// Checks that the paged pool `kv`'s page size (dim 1), where static, is at
+/// least 1: every tiling divides by it.
+LogicalResult checkPageSize(Operation *op, MemRefType kv) {
+  if (!kv.isDynamicDim(1) && kv.getDimSize(1) < 1)
+    return op->emitOpError()
+           << "page size (kv dim 1) must be >= 1, got " << kv.getDimSize(1);
+  return success();
+}
+
 /// The block of region `name` takes `argTypes` (`argsText` in words).
 LogicalResult verifyRegionArgs(Operation *op, Block &block, StringRef name,
                                ArrayRef<Type> argTypes, StringRef argsText) {
@@ -166,9 +175,8 @@ LogicalResult DecodeOp::verify() {
                             "type ("
                          << q.getElementType() << "), got "
                          << o.getElementType();
-  if (!ShapedType::isDynamic(kv.getDimSize(1)) && kv.getDimSize(1) < 1)
-    return emitOpError() << "page size (kv dim 1) must be >= 1";
-  if (failed(checkDim(op, rt::roles::kKv, kv, 2, headDim, "row width")) ||
+  if (failed(checkPageSize(op, kv)) ||
+      failed(checkDim(op, rt::roles::kKv, kv, 2, headDim, "row width")) ||
       failed(checkDim(op, rt::roles::kO, o, 1, sq, "query length")) ||
       failed(checkDim(op, rt::roles::kO, o, 2, heads, "heads")) ||
       failed(checkDim(op, rt::roles::kLse, lse, 1, sq, "query length")) ||
@@ -369,7 +377,7 @@ LogicalResult LoadKVTileOp::verify() {
     return emitOpError() << "tile row width " << tile.getDimSize(1)
                          << " differs from kv row width "
                          << dimStr(kv.getDimSize(2));
-  return success();
+  return checkPageSize(*this, kv);
 }
 
 //===----------------------------------------------------------------------===//
@@ -593,9 +601,8 @@ LogicalResult AppendKVOp::verify() {
       failed(checkDim(op, rt::roles::kSlotMapping, slots, 0,
                       kvNew.getDimSize(0), "tokens")))
     return failure();
-  if (!kv.isDynamicDim(1) && kv.getDimSize(1) < 1)
-    return emitOpError() << "page size (kv dim 1) must be >= 1, got "
-                         << kv.getDimSize(1);
+  if (failed(checkPageSize(op, kv)))
+    return failure();
   if (std::optional<uint64_t> latent = getLatentDim()) {
     int64_t l = static_cast<int64_t>(*latent);
     if (l < 1 || l > width)
