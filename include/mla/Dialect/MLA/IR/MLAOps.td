@@ -468,6 +468,9 @@ def MLA_LoadKVTileOp : MLA_Op<"load_kv_tile"> {
     if `t < end`, copies row `kv[block_table[batch][t / P]][t % P]` into
     `tile[r]`; otherwise fills `tile[r]` with zeros. The paging is logical
     here; `mla-expand-paging` makes the page/slot arithmetic explicit.
+    The verifier requires `tile` to have a static shape, `kv`'s element
+    type and rows as wide as `kv`'s (dim 2), and a page size `P` (`kv`
+    dim 1) of at least 1 where it is static.
   }];
   let arguments = (ins
     Arg<MemRefRankOf<[BF16, F16, F32], [3]>, "KV page pool", [MemRead]>:$kv,
