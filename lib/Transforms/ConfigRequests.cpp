@@ -61,10 +61,10 @@ LogicalResult checkOverlapRequest(Operation *op, ConfigAttr attr,
                          << (why.empty() ? "" : ": " + why);
 }
 
-/// A config with `lead_scores` 1, 2 or 3 where its lowering exists:
+/// A config with `lead_scores` 1 to 4 where its lowering exists:
 /// NVIDIA's fused warpgroup-MMA step with two warpgroups sharing their
 /// query rows (split scores), whose first then computes all of them; 3
-/// also needs a two-stage key loop (the second warpgroup's P·V reads the
+/// and 4 also need a two-stage key loop (the second warpgroup's P·V reads the
 /// previous tile's slot while the next tile's copy waits for it); the
 /// host, whose steps are decomposed, ignores the field. Elsewhere an error
 /// located at `op` saying why (no silent fallback to the split scores).
@@ -74,9 +74,10 @@ LogicalResult checkLeadScoresRequest(Operation *op, ConfigAttr attr,
     return success();
   FailureOr<WorkgroupTiles> t = workgroupTiles(op, attr, arch);
   if (succeeded(t) && t->leadScores) {
-    if (attr.getLeadScores() == 3 && attr.getStages() != 2)
+    if (attr.getLeadScores() >= 3 && attr.getStages() != 2)
       return op->emitError()
-             << "config lead_scores = 3 lags the second warpgroup's P·V one "
+             << "config lead_scores = " << attr.getLeadScores()
+             << " lags the second warpgroup's P·V one "
                 "key tile behind the first's, which needs a two-stage key "
                 "loop (stages = 2), not stages = "
              << attr.getStages();

@@ -1231,8 +1231,8 @@ func.func private @bad_fused_merge() attributes {cfg = #mla.config<tile_kv = 64,
 
 // -----
 
-// expected-error @+1 {{lead_scores must be 0, 1, 2 or 3, got 4}}
-func.func private @bad_lead_scores() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 64, warps = 8, stages = 2, lead_scores = 4>}
+// expected-error @+1 {{lead_scores must be 0, 1, 2, 3 or 4, got 5}}
+func.func private @bad_lead_scores() attributes {cfg = #mla.config<tile_kv = 64, kv_splits = 1, head_group = 64, warps = 8, stages = 2, lead_scores = 5>}
 
 // -----
 

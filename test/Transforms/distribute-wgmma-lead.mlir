@@ -2,6 +2,7 @@
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=0" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=SPLIT
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=2" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=HAND
 // RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=3" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=LAG
+// RUN: mla-opt %s --mla-select-config="target=sm_90a perf-config=tile_kv=32,lead_scores=4" --mla-tile --mla-expand-paging --mla-distribute | FileCheck %s --check-prefix=CUT
 
 // Absorbed decode, 64 heads = 64 rows, 8 warps, warpgroup MMA: lead
 // scores (lead_scores = 1; the default where the scores would be split is
@@ -131,6 +132,43 @@
 // LAG-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // LAG: nvvm.wgmma.wait.group.sync.aligned 0
 // LAG: gpu.barrier
+// lead_scores = 4: the same lagged step with its copy split by columns.
+// Warpgroup 1 waits on barrier 2 at the top of its branch and copies the
+// next tile's columns before its value half (0-63 of the 192: 32 rows of
+// 8 pieces over 128 threads, 2 each), then takes the last P and arrives on
+// barrier 1; after its product the rest (columns 64-191, 4 pieces each),
+// with no second wait on barrier 2.
+// CUT-LABEL: func @decode
+// CUT: %[[G:.*]] = nvgpu.device_async_create_group
+// CUT-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+// CUT-NEXT: nvvm.fence.proxy
+// CUT-NEXT: gpu.barrier
+// CUT: memref.store %arg{{[0-9]+}}, %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
+// CUT: %[[ONE:.*]] = arith.constant 1 : i32
+// CUT-NEXT: %[[TWO:.*]] = arith.constant 2 : i32
+// CUT: nvvm.barrier.arrive id = %[[TWO]] number_of_threads = %c256_i32
+// CUT-COUNT-12: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// CUT: nvvm.barrier id = %[[ONE]] number_of_threads = %c256_i32
+// CUT: } else {
+// CUT-NOT: wgmma
+// CUT: nvvm.barrier id = %[[TWO]] number_of_threads = %c256_i32
+// CUT-NEXT: %c128{{.*}} = arith.constant 128 : index
+// CUT-NEXT: arith.subi %thread_id_x, %c128
+// CUT-COUNT-2: nvgpu.device_async_copy %arg1
+// CUT-NOT: nvgpu.device_async_copy
+// CUT: nvgpu.ldmatrix
+// CUT: nvvm.barrier.arrive id = %[[ONE]] number_of_threads = %c256_i32
+// CUT-NOT: gpu.barrier
+// CUT-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// CUT: nvvm.wgmma.wait.group.sync.aligned 0
+// CUT-NOT: nvvm.barrier id
+// CUT: arith.subi %thread_id_x, %c128
+// CUT-COUNT-4: nvgpu.device_async_copy %arg1
+// CUT-NOT: nvgpu.device_async_copy
+// CUT: nvgpu.device_async_create_group
+// CUT-NEXT: nvgpu.device_async_wait
+// CUT-NEXT: nvvm.fence.proxy
+// CUT-NEXT: gpu.barrier
 // SPLIT-LABEL: func @decode
 // SPLIT-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
 // SPLIT-NOT: m64n32k16

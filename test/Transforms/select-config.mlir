@@ -28,6 +28,7 @@
 // RUN: mla-opt %s -split-input-file --mla-select-config="perf-config=lead_scores=1" | FileCheck %s --check-prefix=HOSTLEAD
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=3" 2>/dev/null | FileCheck %s --check-prefix=SM90LAG
 // RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=3,stages=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=LAGSTAGES
+// RUN: not mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=lead_scores=4,stages=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=CUTSTAGES
 // RUN: mla-opt %s -split-input-file --mla-select-config="target=sm_90a perf-config=warps=4" | FileCheck %s --check-prefix=SM90W4
 
 // Host heuristics: 64-key tiles, 4 splits, up to 64 query rows per workgroup.
@@ -59,6 +60,7 @@
 // lead_scores = 3 (the second warpgroup's P·V one tile behind) needs a
 // two-stage key loop: with stages = 1 an error naming both.
 // LAGSTAGES: error: config lead_scores = 3 lags the second warpgroup's P·V one key tile behind the first's, which needs a two-stage key loop (stages = 2), not stages = 1
+// CUTSTAGES: error: config lead_scores = 4 lags the second warpgroup's P·V one key tile behind the first's, which needs a two-stage key loop (stages = 2), not stages = 1
 // SM90FUSEDGROUPS: error: perf-config: merge_groups applies to the merge launch; fused_merge = 1 merges in the chunks kernel (merge_groups must be 1, got 4)
 // GPU targets take the adaptive plan (chunk_windows = 2), which bounds its
 // chunks by the merge: chunk_balance with it is an error naming the field;

@@ -174,14 +174,16 @@ static cl::opt<std::string>
                         "tile's P.V issued in the next step, beside its "
                         "softmax; values copied one tile behind the keys; "
                         "default 0),"
-                        "lead_scores=0|1|2|3 (sm_90a, decode's 64-row head "
+                        "lead_scores=0|1|2|3|4 (sm_90a, decode's 64-row head "
                         "groups: 1 has one warpgroup compute each key "
                         "tile's whole scores and hand P to the other; 0 "
                         "has each compute half; 2, the default there, is "
                         "1 with the next key tile's copy issued by the "
                         "other warpgroup, in two-stage loops; 3 is 2 with "
                         "the other's P.V one key tile behind, two stages "
-                        "only, not yet run on a GPU)"),
+                        "only; 4 is 3 with the next tile's columns before "
+                        "the other's value half copied at the top of each "
+                        "iteration; 3 and 4 not yet run on a GPU)"),
                cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {

@@ -315,7 +315,8 @@ struct DistributePass : public mla::impl::MLADistributeBase<DistributePass> {
         ti.wgmma &= cfg.getWgmma() != 0;
         ti.leadScores = cfg.getLeadScores() != 0;
         ti.handsCopy = cfg.getLeadScores() >= 2;
-        ti.lagsValues = cfg.getLeadScores() == 3;
+        ti.lagsValues = cfg.getLeadScores() >= 3;
+        ti.splitsHandedCopy = cfg.getLeadScores() == 4;
         ti.blockedCopies = cfg.getBlockedCopies() != 0;
       }
       ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(

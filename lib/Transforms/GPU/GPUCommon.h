@@ -28,12 +28,16 @@ struct ThreadInfo {
   /// The config's lead_scores: one warpgroup computes a split step's
   /// scores (nvidia::StepPlan::leadScores).
   bool leadScores = false;
-  /// The config's lead_scores = 2 or 3: such a step in a pipelined key
+  /// The config's lead_scores = 2, 3 or 4: such a step in a pipelined key
   /// loop also hands the next key tile's copy to its second warpgroup.
   bool handsCopy = false;
-  /// The config's lead_scores = 3: the second warpgroup's P·V runs one key
-  /// tile behind the first's (nvidia FusedStep's lagged lead step).
+  /// The config's lead_scores = 3 or 4: the second warpgroup's P·V runs
+  /// one key tile behind the first's (nvidia FusedStep's lagged lead step).
   bool lagsValues = false;
+  /// The config's lead_scores = 4: the lagged step's second warpgroup
+  /// issues the columns of the next tile before its value half at the top
+  /// of the iteration, the rest after its product (FusedStep::SplitCopy).
+  bool splitsHandedCopy = false;
   /// The config's blocked_copies: asynchronous copies spread row by row
   /// where the target blocks them (ArchInfo::blocksCopyThreads).
   bool blockedCopies = true;

@@ -140,11 +140,26 @@ private:
   /// Moves `copy` to where `eb` builds (the second warpgroup's branch),
   /// unsynchronized, and hands it to mla-distribute (`handed`).
   void issueHandedCopy(ImplicitLocOpBuilder &eb, mlir::scf::ParallelOp copy);
-  // The lagged lead step (lead_scores = 3, FusedStepLead.cpp).
+  /// The handed copy cut by the key tile's columns: `early`, those before
+  /// the second warpgroup's value half (the lead's half, which no product
+  /// of the last tile reads); `late`, the copy itself narrowed to the rest
+  /// (that half and, in decode, the RoPE columns: moving those early too
+  /// spilled registers at H=128, ptxas 13.0).
+  struct SplitCopy {
+    mlir::scf::ParallelOp early, late;
+  };
+  /// `copy` split (SplitCopy) where its store into the key tile writes the
+  /// columns of one constant-bounded dim of its space, the value half
+  /// starts at a whole iteration of it and a page holds the whole tile;
+  /// failure (the reason under -debug-only=mla-distribute) leaves it whole.
+  mlir::FailureOr<SplitCopy> splitHandedCopy(mlir::scf::ParallelOp copy);
+  // The lagged lead step (lead_scores = 3 or 4, FusedStepLead.cpp).
   LogicalResult emitLagged(mlir::scf::ParallelOp copy);
   SmallVector<Value> laggedStep(ImplicitLocOpBuilder &ib,
                                 ArrayRef<BlockArgument> args,
-                                mlir::scf::ParallelOp copy);
+                                mlir::scf::ParallelOp copy,
+                                ArrayRef<mlir::scf::ParallelOp> lookups,
+                                const mlir::FailureOr<SplitCopy> &split);
   void laggedLastValues(ImplicitLocOpBuilder &ab, ValueRange fin, Value ran);
   /// The second warpgroup's P and corrections of the last tile the lead
   /// stored (from the probability tile and the correction buffer).

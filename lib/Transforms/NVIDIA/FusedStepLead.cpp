@@ -38,6 +38,13 @@
 // iteration's second warpgroup multiplies zeros (no tile before it); after
 // the loop it takes the last tile's P.
 //
+// With lead_scores = 4 the lagged step's copy is split (splitHandedCopy):
+// tile i + 1's columns before the second warpgroup's value half, which no
+// product of iteration i reads in that slot, are issued at the top of the
+// iteration (once the lead has stored the page lookup: the second
+// warpgroup waits on kLookupStoredBarrier there), the rest after its
+// product as with 3. The copy then spends more of the iteration in flight.
+//
 //===----------------------------------------------------------------------===//
 #include "../Utils.h"
 #include "FusedStep.h"
@@ -45,11 +52,16 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/Debug.h"
 
 using namespace mlir;
 using namespace mla;
 using namespace mla::nvidia;
+
+#define DEBUG_TYPE "mla-distribute"
 
 namespace mla::nvidia {
 
@@ -102,6 +114,87 @@ void FusedStep::issueHandedCopy(ImplicitLocOpBuilder &eb,
   copy->moveBefore(eb.getInsertionBlock(), eb.getInsertionPoint());
   copy->setAttr(MLADialect::kUnsynchronizedAttrName, eb.getUnitAttr());
   handed.push_back(copy);
+}
+
+FailureOr<FusedStep::SplitCopy>
+FusedStep::splitHandedCopy(scf::ParallelOp copy) {
+  auto fail = [&](const char *why) -> FailureOr<SplitCopy> {
+    LLVM_DEBUG(llvm::dbgs()
+               << "mla-distribute: the handed copy at " << copy.getLoc()
+               << " stays whole: " << why << "\n");
+    return failure();
+  };
+  memref::AllocaOp ring = gridTile(k);
+  vector::StoreOp store;
+  int64_t stores = 0;
+  copy.walk([&](vector::StoreOp st) {
+    if (gridTile(st.getBase()) == ring) {
+      store = st;
+      ++stores;
+    }
+  });
+  if (stores != 1 || store->getParentOp() != copy.getOperation())
+    return fail("not one store into the key tile in its body");
+  if (p.colSplit != 2 || vInfo.root != ring)
+    return fail("the values are not two halves of the key tile");
+  // One page a tile: with smaller pages (each row's own page and offset
+  // in both phases) ptxas 13.0 spilled 48-244 bytes at H=128 (pages 1 and
+  // 3), 4 at most with 64.
+  int64_t pageSize = ShapedType::kDynamic;
+  copy.walk([&](vector::LoadOp ld) {
+    if (ld.getMemRefType().getRank() == 3)
+      pageSize = ld.getMemRefType().getDimSize(1);
+  });
+  if (ShapedType::isDynamic(pageSize) || pageSize < p.tile)
+    return fail("its pages are smaller than the key tile");
+  // The store's column: a dim's induction variable times a constant.
+  Value col = store.getIndices().back();
+  int64_t scale = 1;
+  if (auto mul = col.getDefiningOp<arith::MulIOp>()) {
+    std::optional<int64_t> c = getConstantIntValue(mul.getRhs());
+    if (!c)
+      return fail("its column is not an induction variable times a constant");
+    scale = *c;
+    col = mul.getLhs();
+  }
+  auto iv = dyn_cast<BlockArgument>(col);
+  if (!iv || iv.getOwner() != copy.getBody())
+    return fail("its column is not an induction variable times a constant");
+  const unsigned dim = iv.getArgNumber();
+  std::optional<int64_t> lb = getConstantIntValue(copy.getLowerBound()[dim]),
+                         ub = getConstantIntValue(copy.getUpperBound()[dim]),
+                         st = getConstantIntValue(copy.getStep()[dim]);
+  if (lb != 0 || st != 1 || !ub || scale < 1)
+    return fail("its column's dim is not a constant range from 0 by 1");
+  // Each iteration's columns [iv·scale, iv·scale + width) apart from the
+  // next's, so that a range of iterations is a range of columns.
+  if (store.getVectorType().getRank() != 1 ||
+      store.getVectorType().getNumElements() > scale)
+    return fail("its iterations' columns overlap");
+  // Where the second warpgroup's value half starts in the store's columns,
+  // in whole iterations of that dim.
+  const int64_t base = analyzeView(store.getBase()).col0;
+  const int64_t half = vInfo.col0 + p.dv / 2 - base;
+  if (half <= 0 || half % scale || half / scale >= *ub)
+    return fail("the value half does not start at a whole piece");
+  const int64_t first = half / scale;
+  // The early phase, a clone, takes iterations [0, first) of the dim; the
+  // copy keeps [first, ub): its upper bound ub - first, its induction
+  // variable shifted by first.
+  OpBuilder ob(copy);
+  Value earlyEnd = arith::ConstantIndexOp::create(ob, copy.getLoc(), first);
+  Value lateEnd =
+      arith::ConstantIndexOp::create(ob, copy.getLoc(), *ub - first);
+  auto early = cast<scf::ParallelOp>(ob.clone(*copy.getOperation()));
+  early.getUpperBoundMutable()[dim].assign(earlyEnd);
+  copy.getUpperBoundMutable()[dim].assign(lateEnd);
+  BlockArgument arg = copy.getBody()->getArgument(dim);
+  ob.setInsertionPointToStart(copy.getBody());
+  Value shifted = arith::AddIOp::create(
+      ob, copy.getLoc(), arg,
+      arith::ConstantIndexOp::create(ob, copy.getLoc(), first));
+  arg.replaceAllUsesExcept(shifted, shifted.getDefiningOp());
+  return SplitCopy{early, copy};
 }
 
 /// One iteration: the lead's scores, softmax and P (P and the corrections
@@ -224,10 +317,16 @@ LogicalResult FusedStep::emitLagged(scf::ParallelOp copy) {
   init.push_back(arith::ConstantIntOp::create(b, b.getI64Type(), 0));
   Value ran = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
                                     loop.getLowerBound(), loop.getUpperBound());
+  // The lookups first: they are the phases before the copy that store
+  // what it reads, and the split puts the early pieces before it.
+  SmallVector<scf::ParallelOp> lookups = unsynchronizeLookups(copy);
+  FailureOr<SplitCopy> split = failure();
+  if (ti.splitsHandedCopy)
+    split = splitHandedCopy(copy);
   return carryStepState(
       op, init,
       [&](ImplicitLocOpBuilder &ib, ArrayRef<BlockArgument> args) {
-        return laggedStep(ib, args, copy);
+        return laggedStep(ib, args, copy, lookups, split);
       },
       [&](ImplicitLocOpBuilder &ab, ValueRange fin) {
         laggedLastValues(ab, fin, ran);
@@ -236,7 +335,9 @@ LogicalResult FusedStep::emitLagged(scf::ParallelOp copy) {
 
 SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
                                          ArrayRef<BlockArgument> args,
-                                         scf::ParallelOp copy) {
+                                         scf::ParallelOp copy,
+                                         ArrayRef<scf::ParallelOp> lookups,
+                                         const FailureOr<SplitCopy> &split) {
   const int64_t nAcc = p.nAcc(), nR = nRows();
   const int64_t nP = probabilityRegCount(p);
   Type i32 = ib.getI32Type(), f32 = ib.getF32Type(), i64 = ib.getI64Type();
@@ -248,7 +349,6 @@ SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
                             forOp.getInductionVar(), forOp.getLowerBound());
   // The tile in flight (issued by the second warpgroup the iteration
   // before) has landed, and the lead's P of the last tile is stored.
-  SmallVector<scf::ParallelOp> lookups = unsynchronizeLookups(copy);
   waitAllAsyncCopies(ib);
   gpu::BarrierOp::create(ib);
   // The next tile's page lookup, after the barrier: the second warpgroup
@@ -284,6 +384,12 @@ SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
     // sums 0.
     ImplicitLocOpBuilder eb =
         ImplicitLocOpBuilder::atBlockEnd(ib.getLoc(), parts.elseBlock());
+    // The next tile's pieces that no product of the last tile reads, as
+    // soon as its page lookup is stored.
+    if (succeeded(split)) {
+      namedBarrier(eb, lookupId, threads, /*arrive=*/false);
+      issueHandedCopy(eb, split->early);
+    }
     SmallVector<Type> takeTypes(nP, i32);
     takeTypes.append(nR, f32);
     auto take = scf::IfOp::create(eb, takeTypes, have, /*addThenBlock=*/true,
@@ -311,12 +417,14 @@ SmallVector<Value> FusedStep::laggedStep(ImplicitLocOpBuilder &ib,
   SmallVector<Value> state = rescaled(ib, args.take_front(nAcc), corr);
   valuesWgmma(ib, SmallVector<Value>(got.take_front(nP)), state, got.back());
   // The second warpgroup's product has read the slot the next tile goes
-  // to (the lead's reads of it ended before this iteration's barrier).
+  // to (the lead's reads of it ended before this iteration's barrier):
+  // the rest of the next tile's copy (all of it where it was not split).
   guarded(ib,
           arith::CmpIOp::create(ib, arith::CmpIPredicate::ne, colPart,
                                 indexConst(ib, 0)),
           [&](ImplicitLocOpBuilder &gb) {
-            namedBarrier(gb, lookupId, threads, /*arrive=*/false);
+            if (failed(split))
+              namedBarrier(gb, lookupId, threads, /*arrive=*/false);
             issueHandedCopy(gb, copy);
           });
   appendRowStats(ib, state, got.slice(nP + nR, nR), args.slice(nAcc + nR, nR),

@@ -157,8 +157,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "fused_merge = 1 merges in the chunks kernel "
                           "(merge_groups must be 1, got "
                        << mergeGroups << ")";
-  if (leadScores < 0 || leadScores > 3)
-    return emitError() << "lead_scores must be 0, 1, 2 or 3, got "
+  if (leadScores < 0 || leadScores > 4)
+    return emitError() << "lead_scores must be 0, 1, 2, 3 or 4, got "
                        << leadScores;
   return success();
 }

@@ -133,7 +133,11 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       (it multiplies the last tile's P beside the lead's scores, then
       issues the next tile's copy into that tile's slot; named barriers
       in place of the handoff barrier); it needs two stages (an error
-      otherwise) and has not yet run on a GPU. The host ignores it.
+      otherwise). 4 is 3 with that copy split: the next tile's columns
+      before the second warpgroup's value half are issued at the top of
+      the iteration, the rest after its product (where a page holds a
+      key tile; with smaller pages 4 runs as 3). 3 and 4 have not yet run
+      on a GPU. The host ignores the field.
 
     Example: `#mla.config<tile_kv = 64, kv_splits = 4, head_group = 16,
     warps = 4, stages = 2>`.
