@@ -176,3 +176,28 @@ func.func @decode(%q: memref<?x1x64x192xbf16>, %kv: memref<?x64x192xbf16>, %bt: 
   mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x64x192xbf16>, memref<?x64x192xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x64x128xbf16>, memref<?x1x64xf32>
   return
 }
+
+// With pages smaller than the key tile (here 1) lead_scores = 4 keeps the
+// whole copy of lead_scores = 3: warpgroup 1 takes the last P before any
+// copy, and after its product waits on barrier 2 and issues all of it.
+// CUT-LABEL: func @decode_page1
+// CUT: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// CUT-COUNT-12: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// CUT: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CUT: } else {
+// CUT-NOT: wgmma
+// CUT-NOT: nvgpu.device_async_copy
+// CUT: nvgpu.ldmatrix
+// CUT-NOT: nvgpu.device_async_copy
+// CUT: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// CUT: nvvm.wgmma.wait.group.sync.aligned 0
+// CUT: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CUT-NEXT: %c128{{.*}} = arith.constant 128 : index
+// CUT-NEXT: arith.subi %thread_id_x, %c128
+// CUT-COUNT-6: nvgpu.device_async_copy %arg1
+// CUT-NOT: nvgpu.device_async_copy
+// CUT: nvgpu.device_async_create_group
+func.func @decode_page1(%q: memref<?x1x64x192xbf16>, %kv: memref<?x1x192xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: f32, %o: memref<?x1x64x128xbf16>, %lse: memref<?x1x64xf32>) {
+  mla.decode %q, %kv, %bt, %lens, %scale, %o, %lse : memref<?x1x64x192xbf16>, memref<?x1x192xbf16>, memref<?x?xi32>, memref<?xi32>, f32, memref<?x1x64x128xbf16>, memref<?x1x64xf32>
+  return
+}
