@@ -58,10 +58,10 @@ mlir::LogicalResult checkConfigForTarget(mlir::Operation *op, ConfigAttr cfg,
 /// What a chosen config asks of its lowering on `arch`, each an error
 /// located at `op` saying why where it does not get it
 /// (ConfigRequests.cpp): `overlap = 1` (a prefill's lagged P·V: the host or
-/// warpgroup MMA's fused step with whole scores), `lead_scores` 1, 2 or 3
-/// (NVIDIA's fused step with two warpgroups sharing their rows; 3 with
-/// two stages; the host ignores it), the host's stack for a workgroup's tiles, and warpgroup MMA
-/// asked for (`wgmma=1`) for a step of `rows` x `tileKv` on `warps` warps.
+/// warpgroup MMA's fused step with whole scores), `lead_scores` 1 to 4
+/// (NVIDIA's fused step with two warpgroups sharing their rows; 3 and 4
+/// with two stages; the host ignores it), the host's stack for a
+/// workgroup's tiles, and warpgroup MMA asked for (`wgmma=1`) for a step of `rows` x `tileKv` on `warps` warps.
 mlir::LogicalResult checkOverlapRequest(mlir::Operation *op, ConfigAttr attr,
                                         const ArchInfo &arch);
 mlir::LogicalResult checkLeadScoresRequest(mlir::Operation *op, ConfigAttr attr,

@@ -64,8 +64,8 @@ LogicalResult checkOverlapRequest(Operation *op, ConfigAttr attr,
 /// A config with `lead_scores` 1 to 4 where its lowering exists:
 /// NVIDIA's fused warpgroup-MMA step with two warpgroups sharing their
 /// query rows (split scores), whose first then computes all of them; 3
-/// and 4 also need a two-stage key loop (the second warpgroup's P·V reads the
-/// previous tile's slot while the next tile's copy waits for it); the
+/// and 4 also need a two-stage key loop (the second warpgroup's P·V reads
+/// the previous tile's slot while the next tile's copy waits for it); the
 /// host, whose steps are decomposed, ignores the field. Elsewhere an error
 /// located at `op` saying why (no silent fallback to the split scores).
 LogicalResult checkLeadScoresRequest(Operation *op, ConfigAttr attr,

@@ -21,7 +21,7 @@
 // swizzled Q, K and V tiles. Warpgroups (4 warps) own 64 rows each: with
 // one warp per row block, different rows; with split scores (the absorbed
 // decode), warpgroup g computes the scores of key half g and value columns
-// half g of all 64 rows; with lead scores (config lead_scores 1-3, 2 the
+// half g of all 64 rows; with lead scores (config lead_scores 1-4, 2 the
 // default there) warpgroup 0 computes all of them and hands P to warpgroup
 // 1 (FusedStepLead.cpp).
 //

@@ -43,7 +43,7 @@ inline int64_t probabilityRegCount(const StepPlan &p) {
 }
 
 /// Named barrier 1 (256 threads) of the lagged lead step (lead_scores =
-/// 3): the second warpgroup arrives once it has read the probability tile
+/// 3 or 4): the second warpgroup arrives once it has read the probability tile
 /// and the corrections, the lead waits on it before storing the next
 /// tile's. The ping-pong of whole-score steps (FusedStep::pingPong) takes
 /// ids 1 .. warpgroups - 1 and never meets a split step's lead.
@@ -129,7 +129,7 @@ private:
   /// while the lead computes the scores, or null: a pipelined loop's (two
   /// stages: the one copy in flight is the next tile's) phase filling the
   /// step's key tiles (a vector store into them), the step directly in the
-  /// loop (no tile skip); only with lead_scores = 2 or 3
+  /// loop (no tile skip); only with lead_scores = 2, 3 or 4
   /// (ThreadInfo::handsCopy).
   mlir::scf::ParallelOp handedCopy();
   /// Marks mla.unsynchronized the phases before `copy` that store what it

@@ -1,8 +1,8 @@
 //===- FusedStepLead.cpp - one warpgroup's scores for two (sm_90a) --------===//
 //
 // NVIDIA's fused warpgroup-MMA step with lead scores (config lead_scores
-// 1, 2 or 3), where two warpgroups share 64 query rows and split the value columns
-// (decode's 64-head groups). The step with halved scores (FusedStep.cpp)
+// 1 to 4), where two warpgroups share 64 query rows and split the value
+// columns (decode's 64-head groups). The step with halved scores (FusedStep.cpp)
 // has each warpgroup compute half of the tile's keys (m64n32k16, reading
 // the 64 query rows once for each half) and exchange row maxima; here the
 // first ("lead") warpgroup computes all of them (m64n64k16: 4 KB of shared
@@ -47,6 +47,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../Utils.h"
+#include "../WorkgroupTiles.h"
 #include "FusedStep.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -137,15 +138,14 @@ FusedStep::splitHandedCopy(scf::ParallelOp copy) {
     return fail("not one store into the key tile in its body");
   if (p.colSplit != 2 || vInfo.root != ring)
     return fail("the values are not two halves of the key tile");
-  // One page a tile: with smaller pages (each row's own page and offset
-  // in both phases) ptxas 13.0 spilled 48-244 bytes at H=128 (pages 1 and
-  // 3), 4 at most with 64.
-  int64_t pageSize = ShapedType::kDynamic;
+  // One page a tile: with smaller pages ptxas 13.0 spilled 48-244 bytes
+  // at H=128 (pages 1 and 3), 4 at most with 64.
+  int64_t pages = 0;
   copy.walk([&](vector::LoadOp ld) {
     if (ld.getMemRefType().getRank() == 3)
-      pageSize = ld.getMemRefType().getDimSize(1);
+      pages = pagesPerKeyTile(ld.getMemRefType(), p.tile);
   });
-  if (ShapedType::isDynamic(pageSize) || pageSize < p.tile)
+  if (pages != 1)
     return fail("its pages are smaller than the key tile");
   // The store's column: a dim's induction variable times a constant.
   Value col = store.getIndices().back();

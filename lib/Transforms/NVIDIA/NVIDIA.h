@@ -115,10 +115,11 @@ void appendRowState(mlir::ImplicitLocOpBuilder &b, mlir::Value mBuf,
 /// wgmma, whole or split scores; FusedStep.cpp; on a transposed plan
 /// fuseTransposedStep). Fails, before changing any IR, when no fused
 /// strategy is feasible; -debug-only=mla-distribute says why. A step
-/// with lead_scores 2 or 3 in a pipelined loop moves the next key tile's copy
-/// phase into its second warpgroup's branch and appends it to `handed`:
-/// mla-distribute spreads it over that warpgroup's threads as one cp.async
-/// group, without a wait or barrier of its own.
+/// with lead_scores 2 to 4 in a pipelined loop moves the next key tile's
+/// copy phase (4: split in two column ranges) into its second warpgroup's
+/// branch and appends it to `handed`: mla-distribute spreads it over that
+/// warpgroup's threads, its copies in one cp.async group, without a wait
+/// or barrier of its own.
 mlir::LogicalResult
 fuseAttentionStep(AttentionStepOp op, const ThreadInfo &ti,
                   llvm::SmallVectorImpl<mlir::scf::ParallelOp> &handed);
